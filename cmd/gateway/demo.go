@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// runDemo starts the gateway on its embedded default config (every model
+// routed to the built-in simulator) on loopback ports, runs a scripted
+// openai-go client through it, and prints what the client received and the
+// gateway's access-log line for each request.
+func runDemo(ctx context.Context, stdout io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logs := &lineBuffer{}
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		noEnv := func(string) string { return "" }
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, noEnv,
+			&addrWriter{ch: addr}, logs)
+	}()
+	var base string
+	select {
+	case base = <-addr:
+	case err := <-done:
+		return fmt.Errorf("the gateway did not start: %v", err)
+	case <-time.After(10 * time.Second):
+		return errors.New("the gateway did not start within 10s")
+	}
+	fmt.Fprintf(stdout, "toolgate demo: gateway at http://%s/v1, embedded default config, upstream = built-in simulator\n", base)
+
+	client := openai.NewClient(option.WithBaseURL("http://"+base+"/v1/"), option.WithAPIKey("demo-client-key"),
+		option.WithMaxRetries(0))
+	steps := []struct {
+		title string
+		do    func(context.Context, openai.Client, io.Writer) error
+	}{
+		{"a streamed answer (model sim-text)", demoText},
+		{"a streamed tool call (model sim-tool)", demoTool},
+		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error")},
+		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut")},
+	}
+	var failed []string
+	for i, s := range steps {
+		fmt.Fprintf(stdout, "\n[%d] %s\n", i+1, s.title)
+		if err := s.do(ctx, client, stdout); err != nil {
+			fmt.Fprintf(stdout, "    FAILED: %v\n", err)
+			failed = append(failed, s.title)
+		}
+		for _, line := range logs.waitAccess(2 * time.Second) {
+			fmt.Fprintf(stdout, "    gateway: %s\n", line)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("demo steps failed: %s", strings.Join(failed, "; "))
+	}
+	fmt.Fprintln(stdout, "\ndemo finished: every step behaved as expected")
+	return nil
+}
+
+func demoText(ctx context.Context, c openai.Client, w io.Writer) error {
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:    "sim-text",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say hello.")},
+	})
+	var text strings.Builder
+	chunks := 0
+	finish := ""
+	for stream.Next() {
+		ch := stream.Current()
+		chunks++
+		if len(ch.Choices) > 0 {
+			text.WriteString(ch.Choices[0].Delta.Content)
+			if ch.Choices[0].FinishReason != "" {
+				finish = ch.Choices[0].FinishReason
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "    client received %d chunks, finish_reason %q:\n    %q\n", chunks, finish, text.String())
+	if finish != "stop" || text.Len() == 0 {
+		return errors.New("expected text and finish_reason stop")
+	}
+	return nil
+}
+
+func demoTool(ctx context.Context, c openai.Client, w io.Writer) error {
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:    "sim-tool",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is the weather in Paris?")},
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "get_weather",
+			Parameters: shared.FunctionParameters{
+				"type":       "object",
+				"properties": map[string]any{"city": map[string]any{"type": "string"}},
+				"required":   []string{"city"},
+			},
+		})},
+	})
+	acc := openai.ChatCompletionAccumulator{}
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		return err
+	}
+	if len(acc.Choices) == 0 || len(acc.Choices[0].Message.ToolCalls) != 1 {
+		return errors.New("expected exactly one tool call")
+	}
+	tc := acc.Choices[0].Message.ToolCalls[0]
+	fmt.Fprintf(w, "    client received a tool call: id=%s name=%s arguments=%s finish_reason=%q\n",
+		tc.ID, tc.Function.Name, tc.Function.Arguments, acc.Choices[0].FinishReason)
+	if !json.Valid([]byte(tc.Function.Arguments)) {
+		return errors.New("the arguments are not valid JSON")
+	}
+	return nil
+}
+
+func demoExpectError(model string) func(context.Context, openai.Client, io.Writer) error {
+	return func(ctx context.Context, c openai.Client, w io.Writer) error {
+		stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+			Model:    model,
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello?")},
+		})
+		chunks := 0
+		for stream.Next() {
+			chunks++
+		}
+		err := stream.Err()
+		if err == nil {
+			return errors.New("the client saw success; expected an error")
+		}
+		fmt.Fprintf(w, "    client received %d chunks, then the error: %v\n", chunks, oneLine(err.Error()))
+		return nil
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// addrWriter picks the listening address out of run's stdout line.
+type addrWriter struct {
+	ch   chan string
+	once sync.Once
+}
+
+func (a *addrWriter) Write(p []byte) (int, error) {
+	var main string
+	if _, err := fmt.Sscanf(string(p), "toolgate listening on %s", &main); err == nil {
+		a.once.Do(func() { a.ch <- main })
+	}
+	return len(p), nil
+}
+
+// lineBuffer collects the gateway's JSON log lines; waitAccess returns the
+// access lines written since the last call, summarized.
+type lineBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	seen int
+}
+
+func (l *lineBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lineBuffer) waitAccess(timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		l.mu.Lock()
+		var out []string
+		sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+		sc.Buffer(nil, 1<<20)
+		n := 0
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m["msg"] != "access" {
+				continue
+			}
+			n++
+			if n > l.seen {
+				out = append(out, summarize(m))
+			}
+		}
+		if len(out) > 0 || time.Now().After(deadline) {
+			l.seen = n
+			l.mu.Unlock()
+			return out
+		}
+		l.mu.Unlock()
+		time.Sleep(10 * time.Millisecond) // polling the log with a deadline
+	}
+}
+
+func summarize(m map[string]any) string {
+	var b strings.Builder
+	for _, k := range []string{"status", "outcome", "route", "upstream", "model", "ttfb", "duration", "bytes_out", "repair", "error_kind", "error"} {
+		if v, ok := m[k]; ok {
+			fmt.Fprintf(&b, "%s=%v ", k, v)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,170 @@
+// Command toolgate is the gateway: `toolgate [--config FILE]` serves the
+// OpenAI-compatible API on the main listener and /metrics, /healthz,
+// /readyz on the admin listener until SIGTERM or SIGINT, then drains.
+// `toolgate demo` runs the gateway on its embedded default config with a
+// scripted client (see demo.go).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/sim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "toolgate:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program with its world passed in. It serves until ctx
+// ends, then drains in-flight requests for up to server.drain_timeout. Once
+// both listeners are bound it prints one line to stdout:
+//
+//	toolgate listening on <main address> (admin <admin address>)
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("toolgate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", getenv("TOOLGATE_CONFIG"), "config file (default: $TOOLGATE_CONFIG, else the embedded default config)")
+	listen := fs.String("listen", "", "main listener address, overriding the config's listen")
+	adminListen := fs.String("admin-listen", "", "admin listener address, overriding the config's admin_listen")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.Arg(0) == "demo" {
+		return runDemo(ctx, stdout)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unknown command %q (the only command is demo)", fs.Arg(0))
+	}
+
+	cfg, err := config.Load(*configPath, getenv)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if *adminListen != "" {
+		cfg.AdminListen = *adminListen
+	}
+	log, err := observe.NewLogger(stderr, cfg.Log.Level)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+
+	reg := prometheus.NewRegistry()
+	metrics := observe.NewMetrics(reg)
+
+	// Built-in simulators run on loopback ports for the gateway's lifetime.
+	var sims []*http.Server
+	defer func() {
+		for _, s := range sims {
+			s.Close()
+		}
+	}()
+	for i := range cfg.Upstreams {
+		u := &cfg.Upstreams[i]
+		if !u.Simulator {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("start simulator %s: %w", u.Name, err)
+		}
+		s := &http.Server{Handler: sim.New(sim.Options{}), ReadHeaderTimeout: 10 * time.Second}
+		sims = append(sims, s)
+		go s.Serve(ln)
+		u.URL = "http://" + ln.Addr().String() + "/v1"
+	}
+
+	g, handler := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics})
+	defer g.Close()
+
+	mainLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		mainLn.Close()
+		return fmt.Errorf("admin_listen: %w", err)
+	}
+	errLog, _ := zap.NewStdLogAt(log.Named("http"), zap.WarnLevel)
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		ErrorLog:          errLog,
+		// No WriteTimeout: it would cut long streams; each stream write
+		// gets its own deadline instead.
+	}
+	var ready atomic.Bool
+	admin := &http.Server{
+		Handler:           gateway.NewAdmin(reg, ready.Load),
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		ErrorLog:          errLog,
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(mainLn) }()
+	go func() { errc <- admin.Serve(adminLn) }()
+	ready.Store(true)
+
+	upstreams := make([]string, 0, len(cfg.Upstreams))
+	for _, u := range cfg.Upstreams {
+		upstreams = append(upstreams, u.Name)
+	}
+	log.Info("toolgate started", zap.String("listen", mainLn.Addr().String()),
+		zap.String("admin_listen", adminLn.Addr().String()), zap.String("config", configName(*configPath)),
+		zap.Strings("upstreams", upstreams), zap.Int("routes", len(cfg.Routes)))
+	fmt.Fprintf(stdout, "toolgate listening on %s (admin %s)\n", mainLn.Addr(), adminLn.Addr())
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	ready.Store(false)
+	log.Info("draining", zap.Duration("drain_timeout", cfg.Server.DrainTimeout))
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.Server.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		log.Warn("drain timeout passed; closing the remaining connections", zap.Error(err))
+		srv.Close()
+	}
+	admin.Close()
+	log.Info("stopped")
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+func configName(path string) string {
+	if path == "" {
+		return "embedded default"
+	}
+	return path
+}

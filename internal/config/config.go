@@ -1,0 +1,344 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults for everything optional.
+const (
+	DefaultListen            = ":8080"
+	DefaultAdminListen       = ":9090"
+	DefaultLogLevel          = "info"
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultDrainTimeout      = 30 * time.Second
+	DefaultWriteIdleTimeout  = 60 * time.Second
+	DefaultMaxBodyBytes      = 10 << 20
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultHeaderTimeout     = 5 * time.Minute
+	DefaultMaxErrorBodyBytes = 64 << 10
+	DefaultErrorBodyTimeout  = 5 * time.Second
+	DefaultMaxResponseBytes  = 32 << 20
+	DefaultMaxEventBytes     = 8 << 20
+	DefaultAuthHeader        = "Authorization"
+)
+
+// Config is the whole configuration tree.
+type Config struct {
+	// Listen is the main listener's address (chat API). Default ":8080".
+	Listen string `yaml:"listen"`
+	// AdminListen is the admin listener's address (/metrics, /healthz,
+	// /readyz). Default ":9090".
+	AdminListen string `yaml:"admin_listen"`
+	Log         Log    `yaml:"log"`
+	Server      Server `yaml:"server"`
+	// Upstreams are the providers requests can go to.
+	Upstreams []Upstream `yaml:"upstreams"`
+	// Routes map client model names to an upstream and its model name.
+	Routes []Route `yaml:"routes"`
+
+	exact    map[string]*Route
+	patterns []*Route
+	byName   map[string]*Upstream
+}
+
+// Log configures the JSON logs.
+type Log struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+}
+
+// Server holds the listeners' limits and timeouts.
+type Server struct {
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes idle keep-alive connections. Default 120s.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// DrainTimeout is how long in-flight requests may run after SIGTERM.
+	// Default 30s.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// WriteIdleTimeout cuts a client that accepts no bytes for this long
+	// during one write; a stream that is merely paused is never cut.
+	// Default 60s.
+	WriteIdleTimeout time.Duration `yaml:"write_idle_timeout"`
+	// MaxBodyBytes caps a request body (413 beyond). Default 10 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// Upstream is one provider endpoint speaking the OpenAI chat-completions wire.
+type Upstream struct {
+	// Name identifies the upstream in routes, logs and metrics.
+	Name string `yaml:"name"`
+	// URL is the API base URL, e.g. https://api.openai.com/v1; the gateway
+	// appends /chat/completions. Required unless Simulator is set.
+	URL string `yaml:"url"`
+	// Simulator makes this upstream the built-in simulated provider, started
+	// by the gateway on a loopback port; URL must then be empty.
+	Simulator bool `yaml:"simulator"`
+	// APIKey is the upstream's key, usually "${SOME_ENV_VAR}". Optional.
+	APIKey string `yaml:"api_key"`
+	// AuthHeader is the header that carries APIKey. "Authorization" (the
+	// default) sends "Bearer <key>"; any other header sends the key as is
+	// (e.g. "api-key" for Azure, "x-api-key").
+	AuthHeader string `yaml:"auth_header"`
+	// Headers are extra headers sent on every request to this upstream.
+	Headers map[string]string `yaml:"headers"`
+	// ConnectTimeout bounds dialing and the TLS handshake. Default 10s.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// HeaderTimeout bounds the wait for response headers. Default 5m.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// MaxErrorBodyBytes caps how much of an error body is captured. Default 64 KiB.
+	MaxErrorBodyBytes int64 `yaml:"max_error_body_bytes"`
+	// MaxResponseBytes caps a non-streamed response body. Default 32 MiB.
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// MaxEventBytes caps one SSE event from this upstream. Default 8 MiB.
+	MaxEventBytes int `yaml:"max_event_bytes"`
+}
+
+// Route sends the requests for a model name (or pattern) to an upstream.
+type Route struct {
+	// Name labels the route in logs and metrics. Default: Model.
+	Name string `yaml:"name"`
+	// Model is the client's model name, or a pattern where * matches any run
+	// of characters.
+	Model string `yaml:"model"`
+	// Upstream is the name of an entry in upstreams.
+	Upstream string `yaml:"upstream"`
+	// UpstreamModel is the model name sent upstream; empty sends the
+	// client's name unchanged.
+	UpstreamModel string `yaml:"upstream_model"`
+}
+
+// IsPattern reports whether the route's model contains a wildcard.
+func (r *Route) IsPattern() bool { return strings.Contains(r.Model, "*") }
+
+// TargetModel returns the model name to send upstream for a client's model.
+func (r *Route) TargetModel(clientModel string) string {
+	if r.UpstreamModel != "" {
+		return r.UpstreamModel
+	}
+	return clientModel
+}
+
+// Match returns the route for a client's model name: an exact route first,
+// then the first pattern route that matches, in file order.
+func (c *Config) Match(model string) (*Route, bool) {
+	if r, ok := c.exact[model]; ok {
+		return r, true
+	}
+	for _, r := range c.patterns {
+		if globMatch(r.Model, model) {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Upstream returns the upstream with the given name.
+func (c *Config) Upstream(name string) (*Upstream, bool) {
+	u, ok := c.byName[name]
+	return u, ok
+}
+
+// globMatch reports whether s matches pattern, where * matches any run of
+// characters (including none) and every other character matches itself.
+func globMatch(pattern, s string) bool {
+	star, next := -1, 0 // last star position in pattern, and s index it resumed at
+	p, i := 0, 0
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, next = p, i
+			p++
+		case p < len(pattern) && pattern[p] == s[i]:
+			p++
+			i++
+		case star >= 0:
+			next++
+			p, i = star+1, next
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+func (c *Config) applyDefaults() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.AdminListen == "" {
+		c.AdminListen = DefaultAdminListen
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = DefaultLogLevel
+	}
+	s := &c.Server
+	setDur(&s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDur(&s.IdleTimeout, DefaultIdleTimeout)
+	setDur(&s.DrainTimeout, DefaultDrainTimeout)
+	setDur(&s.WriteIdleTimeout, DefaultWriteIdleTimeout)
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		if u.AuthHeader == "" {
+			u.AuthHeader = DefaultAuthHeader
+		}
+		setDur(&u.ConnectTimeout, DefaultConnectTimeout)
+		setDur(&u.HeaderTimeout, DefaultHeaderTimeout)
+		if u.MaxErrorBodyBytes == 0 {
+			u.MaxErrorBodyBytes = DefaultMaxErrorBodyBytes
+		}
+		if u.MaxResponseBytes == 0 {
+			u.MaxResponseBytes = DefaultMaxResponseBytes
+		}
+		if u.MaxEventBytes == 0 {
+			u.MaxEventBytes = DefaultMaxEventBytes
+		}
+	}
+	for i := range c.Routes {
+		if c.Routes[i].Name == "" {
+			c.Routes[i].Name = c.Routes[i].Model
+		}
+	}
+}
+
+func setDur(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}
+
+// Validate checks the whole tree and returns one error listing every
+// problem, each prefixed with its field path, or nil. It changes nothing.
+func (c *Config) Validate() error {
+	var errs []string
+	add := func(path, format string, args ...any) {
+		errs = append(errs, path+": "+fmt.Sprintf(format, args...))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	for _, f := range []struct {
+		path string
+		d    time.Duration
+	}{
+		{"server.read_header_timeout", c.Server.ReadHeaderTimeout},
+		{"server.idle_timeout", c.Server.IdleTimeout},
+		{"server.drain_timeout", c.Server.DrainTimeout},
+		{"server.write_idle_timeout", c.Server.WriteIdleTimeout},
+	} {
+		if f.d < 0 {
+			add(f.path, "must be a positive duration such as 30s, got %s", f.d)
+		}
+	}
+	if c.Server.MaxBodyBytes < 0 {
+		add("server.max_body_bytes", "must be positive, got %d", c.Server.MaxBodyBytes)
+	}
+	if len(c.Upstreams) == 0 {
+		add("upstreams", "at least one upstream is required")
+	}
+	names := map[string]bool{}
+	for i, u := range c.Upstreams {
+		p := fmt.Sprintf("upstreams[%d]", i)
+		switch {
+		case u.Name == "":
+			add(p+".name", "is required")
+		case names[u.Name]:
+			add(p+".name", "%q is used by another upstream; names must be unique", u.Name)
+		}
+		names[u.Name] = true
+		switch {
+		case u.Simulator && u.URL != "":
+			add(p+".url", "must be empty when simulator is true (the gateway starts the simulator itself)")
+		case !u.Simulator && u.URL == "":
+			add(p+".url", "is required (the API base URL, e.g. https://api.openai.com/v1)")
+		case !u.Simulator:
+			pu, err := url.Parse(u.URL)
+			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+				add(p+".url", "must be an absolute http or https URL, got %q", u.URL)
+			}
+		}
+		if strings.ContainsAny(u.AuthHeader, " :\r\n") {
+			add(p+".auth_header", "must be a header name, got %q", u.AuthHeader)
+		}
+		for _, f := range []struct {
+			name string
+			d    time.Duration
+		}{{"connect_timeout", u.ConnectTimeout}, {"header_timeout", u.HeaderTimeout}} {
+			if f.d < 0 {
+				add(p+"."+f.name, "must be a positive duration, got %s", f.d)
+			}
+		}
+		if u.MaxErrorBodyBytes < 0 || u.MaxResponseBytes < 0 || u.MaxEventBytes < 0 {
+			add(p, "size limits must be positive")
+		}
+	}
+	if len(c.Routes) == 0 {
+		add("routes", "at least one route is required (use model: \"*\" to route every model)")
+	}
+	models := map[string]bool{}
+	routeNames := map[string]bool{}
+	for i, r := range c.Routes {
+		p := fmt.Sprintf("routes[%d]", i)
+		if r.Model == "" {
+			add(p+".model", "is required (a model name, or a pattern such as \"gpt-*\")")
+		} else if models[r.Model] {
+			add(p+".model", "%q is routed twice; the second route would never be used", r.Model)
+		}
+		models[r.Model] = true
+		if r.Name != "" && routeNames[r.Name] {
+			add(p+".name", "%q is used by another route; names must be unique", r.Name)
+		}
+		routeNames[r.Name] = true
+		if r.Upstream == "" {
+			add(p+".upstream", "is required")
+		} else if !names[r.Upstream] {
+			add(p+".upstream", "%q is not the name of any entry in upstreams", r.Upstream)
+		}
+		if strings.Contains(r.UpstreamModel, "*") {
+			add(p+".upstream_model", "must be a model name, not a pattern")
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &Error{Problems: errs}
+}
+
+// Error is an invalid configuration: every problem found, each naming its
+// field path.
+type Error struct {
+	Problems []string
+}
+
+func (e *Error) Error() string {
+	return "invalid configuration:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+func (c *Config) resolve() {
+	c.exact = map[string]*Route{}
+	c.patterns = nil
+	c.byName = map[string]*Upstream{}
+	for i := range c.Upstreams {
+		c.byName[c.Upstreams[i].Name] = &c.Upstreams[i]
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.IsPattern() {
+			c.patterns = append(c.patterns, r)
+		} else {
+			c.exact[r.Model] = r
+		}
+	}
+}

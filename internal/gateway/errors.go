@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/toolgate/toolgate/internal/upstream"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// RouteError is a model name that no route serves.
+type RouteError struct {
+	Model string
+}
+
+func (e *RouteError) Error() string { return fmt.Sprintf("no route for model %q", e.Model) }
+
+// IncompleteError is an upstream response that broke off or could not be
+// used: a stream without its end marker, a cut or oversized body, an
+// unparseable response, or an error object sent mid-stream.
+type IncompleteError struct {
+	Upstream string
+	// Message is the upstream's own message when it sent an error object.
+	Message string
+	Err     error
+}
+
+func (e *IncompleteError) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("upstream %s sent an error mid-response: %s", e.Upstream, e.Message)
+	}
+	return fmt.Sprintf("upstream %s: response incomplete: %v", e.Upstream, e.Err)
+}
+
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
+// errorFor is the only mapping from an error to the status and OpenAI error
+// body the client sees (SPEC §7), used for JSON responses and for the error
+// event of a started stream alike. Messages say what was wrong and what to
+// change; they carry no secret and no internal detail.
+func errorFor(err error) (int, wire.ErrorBody) {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return http.StatusRequestEntityTooLarge, wire.NewError("invalid_request_error", "request_too_large", "",
+			fmt.Sprintf("The request body is larger than this gateway's limit of %d bytes; send a shorter transcript.", mbe.Limit))
+	}
+	if de, ok := errors.AsType[*wire.DecodeError](err); ok {
+		code := "invalid_value"
+		if de.Offset >= 0 {
+			code = "invalid_json"
+		}
+		if de.Param == "model" || de.Param == "messages" {
+			code = "missing_required_parameter"
+		}
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, de.Param, de.Error())
+	}
+	if re, ok := errors.AsType[*RouteError](err); ok {
+		return http.StatusNotFound, wire.NewError("invalid_request_error", "model_not_found", "model",
+			fmt.Sprintf("The model `%s` does not exist or is not served by this gateway; GET /v1/models lists the models it serves.", re.Model))
+	}
+	if ue, ok := errors.AsType[*upstream.Error](err); ok {
+		return upstreamError(ue)
+	}
+	if ie, ok := errors.AsType[*IncompleteError](err); ok {
+		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", ie.Upstream)
+		if ie.Message != "" {
+			msg = fmt.Sprintf("The upstream %s reported an error: %s", ie.Upstream, ie.Message)
+		}
+		return http.StatusBadGateway, wire.NewError("upstream_error", "upstream_stream_incomplete", "", msg)
+	}
+	return http.StatusInternalServerError, wire.NewError("server_error", "internal_error", "",
+		"The gateway failed to handle this request; the request id in X-Request-Id identifies it in the gateway's log.")
+}
+
+func upstreamError(e *upstream.Error) (int, wire.ErrorBody) {
+	switch e.Kind {
+	case upstream.KindTimeout:
+		return http.StatusGatewayTimeout, wire.NewError("upstream_error", "upstream_timeout", "",
+			fmt.Sprintf("The upstream %s did not answer in time; retry later or raise the route's timeout.", e.Upstream))
+	case upstream.KindConnect, upstream.KindCanceled:
+		return http.StatusBadGateway, wire.NewError("upstream_error", "upstream_unreachable", "",
+			fmt.Sprintf("The gateway could not reach the upstream %s; retry later.", e.Upstream))
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	switch e.Status {
+	case 400, 404, 409, 413, 422:
+		// About the client's request: pass the upstream's own error on.
+		if body, ok := upstreamBody(e.Body); ok {
+			return e.Status, body
+		}
+		return e.Status, wire.NewError("invalid_request_error", "", "", msg)
+	case 429:
+		return http.StatusTooManyRequests, wire.NewError("rate_limit_error", "upstream_rate_limited", "",
+			fmt.Sprintf("The upstream %s is rate limiting requests: %s", e.Upstream, msg))
+	case 401, 403:
+		return http.StatusBadGateway, wire.NewError("upstream_error", "upstream_auth_failed", "",
+			fmt.Sprintf("The upstream %s refused the gateway's credentials (%d); the gateway's operator must fix its upstream key.", e.Upstream, e.Status))
+	case 408, 504:
+		return http.StatusGatewayTimeout, wire.NewError("upstream_error", "upstream_timeout", "",
+			fmt.Sprintf("The upstream %s timed out (%d): %s", e.Upstream, e.Status, msg))
+	case 503:
+		return http.StatusServiceUnavailable, wire.NewError("upstream_error", "upstream_unavailable", "",
+			fmt.Sprintf("The upstream %s is unavailable (503): %s", e.Upstream, msg))
+	}
+	return http.StatusBadGateway, wire.NewError("upstream_error", "upstream_error", "",
+		fmt.Sprintf("The upstream %s failed (%d): %s", e.Upstream, e.Status, msg))
+}
+
+// upstreamBody returns the upstream's error body when it is already in the
+// OpenAI shape with a message.
+func upstreamBody(b []byte) (wire.ErrorBody, bool) {
+	var body wire.ErrorBody
+	if json.Unmarshal(b, &body) != nil || body.Error.Message == "" {
+		return wire.ErrorBody{}, false
+	}
+	if body.Error.Type == "" {
+		body.Error.Type = "invalid_request_error"
+	}
+	return body, true
+}

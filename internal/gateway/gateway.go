@@ -1,0 +1,200 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/upstream"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Options are the gateway's dependencies.
+type Options struct {
+	// Config is the loaded configuration; simulator upstreams must have
+	// their URL filled in by the caller before New.
+	Config  *config.Config
+	Logger  *zap.Logger
+	Metrics *observe.Metrics
+}
+
+// Gateway serves the main listener. It is safe for concurrent use.
+type Gateway struct {
+	cfg       *config.Config
+	log       *zap.Logger
+	metrics   *observe.Metrics
+	upstreams map[string]*upstream.Client
+	models    []byte
+}
+
+// New returns the gateway for opts and its main listener's handler.
+func New(opts Options) (*Gateway, http.Handler) {
+	g := &Gateway{
+		cfg:       opts.Config,
+		log:       opts.Logger,
+		metrics:   opts.Metrics,
+		upstreams: map[string]*upstream.Client{},
+	}
+	for _, u := range g.cfg.Upstreams {
+		g.upstreams[u.Name] = upstream.New(upstream.Target{
+			Name:             u.Name,
+			URL:              u.URL,
+			APIKey:           u.APIKey,
+			AuthHeader:       u.AuthHeader,
+			Headers:          u.Headers,
+			ConnectTimeout:   u.ConnectTimeout,
+			HeaderTimeout:    u.HeaderTimeout,
+			MaxErrorBody:     u.MaxErrorBodyBytes,
+			ErrorBodyTimeout: config.DefaultErrorBodyTimeout,
+		})
+	}
+	g.models = modelList(g.cfg)
+
+	r := chi.NewRouter()
+	r.Use(observe.RequestID)
+	r.Post("/v1/chat/completions", g.instrument(g.chat))
+	r.Get("/v1/models", g.instrument(g.listModels))
+	r.NotFound(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+		g.writeError(w, rec, http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
+			fmt.Sprintf("Unknown request URL: %s %s. This gateway serves POST /v1/chat/completions and GET /v1/models.", r.Method, r.URL.Path)))
+	}))
+	r.MethodNotAllowed(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+		allow := "POST"
+		if r.URL.Path == "/v1/models" {
+			allow = "GET"
+		}
+		w.Header().Set("Allow", allow)
+		g.writeError(w, rec, http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
+			fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, allow)))
+	}))
+	return g, r
+}
+
+// Close releases the upstream clients' idle connections.
+func (g *Gateway) Close() {
+	for _, c := range g.upstreams {
+		c.CloseIdleConnections()
+	}
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Record)
+
+// instrument runs h with a fresh access Record and a writer that counts
+// what it sends, recovers a panic (re-panicking http.ErrAbortHandler, and
+// writing a 500 only if nothing was sent yet), then emits the record once:
+// one access-log line and the metrics.
+func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cw := &countingWriter{ResponseWriter: w}
+		rec := &observe.Record{
+			RequestID: observe.RequestIDFrom(r.Context()),
+			Method:    r.Method,
+			Path:      r.URL.Path,
+			Start:     time.Now(),
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				g.log.Error("panic serving request", zap.String("request_id", rec.RequestID),
+					zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+				rec.Error = fmt.Sprint(p)
+				if !cw.wroteHeader {
+					_, body := errorFor(fmt.Errorf("panic"))
+					g.writeError(cw, rec, http.StatusInternalServerError, body)
+				}
+			}
+			rec.Duration = time.Since(rec.Start)
+			rec.BytesOut = cw.n
+			if rec.Status == 0 {
+				rec.Status = cw.status
+			}
+			g.metrics.Observe(rec)
+			rec.Log(g.log)
+		}()
+		h(cw, r, rec)
+	}
+}
+
+// writeError writes an OpenAI error body with status and records it.
+func (g *Gateway) writeError(w http.ResponseWriter, rec *observe.Record, status int, body wire.ErrorBody) {
+	rec.Status = status
+	if rec.Outcome == "" {
+		rec.Outcome = observe.OutcomeRejected
+	}
+	if rec.Error == "" {
+		rec.Error = body.Error.Message
+	}
+	b := body.JSON()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func (g *Gateway) listModels(w http.ResponseWriter, _ *http.Request, rec *observe.Record) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(g.models)
+	rec.Status, rec.Outcome = http.StatusOK, observe.OutcomeOK
+}
+
+func modelList(cfg *config.Config) []byte {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, r := range cfg.Routes {
+		list.Data = append(list.Data, model{ID: r.Model, Object: "model", OwnedBy: r.Upstream})
+	}
+	b, _ := json.Marshal(list)
+	return b
+}
+
+// countingWriter counts the bytes and remembers the status written through
+// it. It exposes FlushError and Unwrap so go-sse and http.ResponseController
+// reach the connection.
+type countingWriter struct {
+	http.ResponseWriter
+	n           int64
+	status      int
+	wroteHeader bool
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	if !c.wroteHeader {
+		c.status, c.wroteHeader = code, true
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	if !c.wroteHeader {
+		c.status, c.wroteHeader = http.StatusOK, true
+	}
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) FlushError() error {
+	if !c.wroteHeader {
+		c.status, c.wroteHeader = http.StatusOK, true
+	}
+	return http.NewResponseController(c.ResponseWriter).Flush()
+}
+
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -1,0 +1,111 @@
+package observe
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds toolgate's Prometheus collectors. It is safe for concurrent use.
+type Metrics struct {
+	requests         *prometheus.CounterVec
+	duration         *prometheus.HistogramVec
+	upstreamDuration *prometheus.HistogramVec
+	ttft             *prometheus.HistogramVec
+	streamsInFlight  *prometheus.GaugeVec
+	upstreamErrors   *prometheus.CounterVec
+	clientGone       *prometheus.CounterVec
+	repairs          *prometheus.CounterVec
+}
+
+// latencyBuckets span a fast local proxy hop to a long model answer.
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// NewMetrics creates the collectors and registers them, with the Go runtime
+// and process collectors, on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_requests_total",
+			Help: "Requests handled, by route and HTTP status code (499: the client went away first).",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolgate_request_duration_seconds",
+			Help:    "Time from a request's arrival to the end of its response, by route and whether it streamed.",
+			Buckets: latencyBuckets,
+		}, []string{"route", "stream"}),
+		upstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolgate_upstream_duration_seconds",
+			Help:    "Time spent on the upstream call, from sending the request to the end of its body, by upstream.",
+			Buckets: latencyBuckets,
+		}, []string{"upstream"}),
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolgate_time_to_first_token_seconds",
+			Help:    "Time from a streamed request's arrival to the first event sent to the client, by route.",
+			Buckets: latencyBuckets,
+		}, []string{"route"}),
+		streamsInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "toolgate_streams_in_flight",
+			Help: "Streamed requests currently being served, by route.",
+		}, []string{"route"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_upstream_errors_total",
+			Help: "Failed upstream calls, by upstream and kind (connect, timeout, status, stream, protocol).",
+		}, []string{"upstream", "kind"}),
+		clientGone: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_client_disconnects_total",
+			Help: "Requests whose client went away before the response ended, by route.",
+		}, []string{"route"}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_repairs_total",
+			Help: "Transcript repairs, by route and action (sealed, dropped, moved, and request normalizations).",
+		}, []string{"route", "action"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+		m.upstreamErrors, m.clientGone, m.repairs,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func routeLabel(route string) string {
+	if route == "" {
+		return "none"
+	}
+	return route
+}
+
+// StreamStarted counts a stream in flight on route; call the returned
+// function when it ends.
+func (m *Metrics) StreamStarted(route string) (done func()) {
+	g := m.streamsInFlight.WithLabelValues(routeLabel(route))
+	g.Inc()
+	return g.Dec
+}
+
+// Repaired counts n repair actions of one kind on route.
+func (m *Metrics) Repaired(route, action string, n int) {
+	if n > 0 {
+		m.repairs.WithLabelValues(routeLabel(route), action).Add(float64(n))
+	}
+}
+
+// Observe updates the metrics from a finished request's record.
+func (m *Metrics) Observe(r *Record) {
+	route := routeLabel(r.Route)
+	m.requests.WithLabelValues(route, strconv.Itoa(r.Status)).Inc()
+	m.duration.WithLabelValues(route, strconv.FormatBool(r.Stream)).Observe(r.Duration.Seconds())
+	if r.Upstream != "" && r.UpstreamDuration > 0 {
+		m.upstreamDuration.WithLabelValues(r.Upstream).Observe(r.UpstreamDuration.Seconds())
+	}
+	if r.Stream && r.TTFB > 0 {
+		m.ttft.WithLabelValues(route).Observe(r.TTFB.Seconds())
+	}
+	if r.Upstream != "" && r.ErrorKind != "" {
+		m.upstreamErrors.WithLabelValues(r.Upstream, r.ErrorKind).Inc()
+	}
+	if r.ClientGone {
+		m.clientGone.WithLabelValues(route).Inc()
+	}
+}

@@ -1,0 +1,95 @@
+package observe
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Record is everything known about one request when it ends: filled by the
+// gateway's handler during the request and emitted once, as one access-log
+// line and the matching metric updates. A Record is owned by one request's
+// goroutine.
+type Record struct {
+	RequestID string
+	Method    string
+	Path      string
+	Route     string // configured route name, "" when none matched
+	Upstream  string // configured upstream name, "" when none was called
+	Model     string // model name sent upstream
+	Stream    bool
+	// Status is the HTTP status sent, or 499 when the client went away
+	// before one could be.
+	Status int
+	// Outcome is one of the Outcome… constants.
+	Outcome string
+	// ErrorKind is the upstream error kind (connect, timeout, status,
+	// stream, protocol) when the upstream failed, else "".
+	ErrorKind string
+	// Error is the error's text, for the log only.
+	Error string
+
+	Start            time.Time
+	Duration         time.Duration
+	UpstreamDuration time.Duration // 0 when no upstream call was made
+	// TTFB is the time from the request's start to the first streamed event
+	// sent to the client; 0 for non-streamed requests.
+	TTFB       time.Duration
+	BytesIn    int64
+	BytesOut   int64
+	ClientGone bool
+	// Repair is the transcript repair summary ("sealed=1; dropped=0; moved=0"),
+	// or "" when nothing was repaired.
+	Repair string
+}
+
+// Outcomes of a request, for the access log and metrics.
+const (
+	OutcomeOK         = "ok"         // answered in full
+	OutcomeRejected   = "rejected"   // refused by the gateway before sending upstream
+	OutcomeUpstream   = "upstream"   // the upstream answered with an error or failed
+	OutcomeIncomplete = "incomplete" // a stream ended without its end marker
+	OutcomeClientGone = "client_gone"
+)
+
+// Log writes the record as one info-level access line.
+func (r *Record) Log(l *zap.Logger) {
+	ce := l.Check(zap.InfoLevel, "access")
+	if ce == nil {
+		return
+	}
+	fields := make([]zap.Field, 0, 20)
+	fields = append(fields,
+		zap.String("request_id", r.RequestID),
+		zap.String("method", r.Method),
+		zap.String("path", r.Path),
+		zap.Int("status", r.Status),
+		zap.String("outcome", r.Outcome),
+		zap.Duration("duration", r.Duration),
+		zap.Int64("bytes_in", r.BytesIn),
+		zap.Int64("bytes_out", r.BytesOut),
+	)
+	if r.Route != "" {
+		fields = append(fields, zap.String("route", r.Route))
+	}
+	if r.Upstream != "" {
+		fields = append(fields, zap.String("upstream", r.Upstream), zap.String("model", r.Model),
+			zap.Duration("upstream_duration", r.UpstreamDuration))
+	}
+	if r.Stream {
+		fields = append(fields, zap.Bool("stream", true), zap.Duration("ttfb", r.TTFB))
+	}
+	if r.ClientGone {
+		fields = append(fields, zap.Bool("client_gone", true))
+	}
+	if r.Repair != "" {
+		fields = append(fields, zap.String("repair", r.Repair))
+	}
+	if r.ErrorKind != "" {
+		fields = append(fields, zap.String("error_kind", r.ErrorKind))
+	}
+	if r.Error != "" {
+		fields = append(fields, zap.String("error", r.Error))
+	}
+	ce.Write(fields...)
+}

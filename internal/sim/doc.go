@@ -1,0 +1,23 @@
+// Package sim is a simulated OpenAI-compatible provider: POST
+// /v1/chat/completions (streamed and not) and GET /v1/models. toolgate's
+// embedded default config routes every model to it, `make demo` and the
+// tests use it as their upstream, and the benchmarks run it in fast mode.
+//
+// The model name picks the scripted behaviour (the first keyword it
+// contains, in this order):
+//
+//	error   the upstream fails: status 500, or the three digits after
+//	        "error-" (sim-error-429 answers 429), with an OpenAI error body
+//	cut     the stream (or body) is cut mid-way: the connection is aborted
+//	slow    text chunks SlowDelay apart (default 200ms); stops when the
+//	        caller goes away, counted in Cancellations
+//	tool    one tool call: the first declared tool (or get_weather) with
+//	        arguments {"city":"Paris"}, streamed in fragments
+//	else    a short text answer in Chunks content chunks
+//
+// Every request's body is kept: LastRequest returns the latest. Fast mode
+// pre-encodes each response once, with fixed ids and model "sim", so that a
+// benchmark measures the gateway rather than the simulator.
+//
+// A Sim is safe for concurrent use.
+package sim

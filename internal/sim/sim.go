@@ -1,0 +1,261 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configures a Sim. The zero value is usable.
+type Options struct {
+	// Fast serves pre-encoded responses (fixed ids, model "sim").
+	Fast bool
+	// Chunks is the number of content chunks in a text answer; 0 means 8.
+	Chunks int
+	// ChunkDelay is the pause between chunks of every stream; 0 means none.
+	ChunkDelay time.Duration
+	// SlowDelay is the pause between chunks of the slow script; 0 means 200ms.
+	SlowDelay time.Duration
+}
+
+// Sim is the simulated provider. It implements http.Handler.
+type Sim struct {
+	opts Options
+	mux  *http.ServeMux
+
+	mu         sync.Mutex
+	last       []byte
+	lastHeader http.Header
+
+	requests      atomic.Int64
+	cancellations atomic.Int64
+	seq           atomic.Int64
+
+	fast map[fastKey][]byte
+}
+
+type fastKey struct {
+	script script
+	stream bool
+}
+
+// New returns a Sim.
+func New(opts Options) *Sim {
+	if opts.Chunks <= 0 {
+		opts.Chunks = 8
+	}
+	if opts.SlowDelay <= 0 {
+		opts.SlowDelay = 200 * time.Millisecond
+	}
+	s := &Sim{opts: opts, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	s.mux.HandleFunc("POST /chat/completions", s.chat)
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	if opts.Fast {
+		s.fast = map[fastKey][]byte{}
+		for _, sc := range []script{scriptText, scriptTool} {
+			for _, stream := range []bool{false, true} {
+				p := plan{script: sc, model: "sim", id: "chatcmpl-sim", tool: "get_weather", chunks: opts.Chunks}
+				s.fast[fastKey{sc, stream}] = p.encode(stream)
+			}
+		}
+	}
+	return s
+}
+
+func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// LastRequest returns a copy of the body of the latest chat request.
+func (s *Sim) LastRequest() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.last)
+}
+
+// LastHeader returns a copy of the headers of the latest chat request.
+func (s *Sim) LastHeader() http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastHeader.Clone()
+}
+
+// Requests returns the number of chat requests received.
+func (s *Sim) Requests() int64 { return s.requests.Load() }
+
+// Cancellations returns the number of streams that stopped because the
+// caller went away before they ended.
+func (s *Sim) Cancellations() int64 { return s.cancellations.Load() }
+
+type script int
+
+const (
+	scriptText script = iota
+	scriptTool
+	scriptError
+	scriptCut
+	scriptSlow
+)
+
+func pick(model string) (script, int) {
+	switch {
+	case strings.Contains(model, "error"):
+		status := 500
+		if i := strings.Index(model, "error-"); i >= 0 && len(model) >= i+9 {
+			if n, err := strconv.Atoi(model[i+6 : i+9]); err == nil && n >= 400 && n < 600 {
+				status = n
+			}
+		}
+		return scriptError, status
+	case strings.Contains(model, "cut"):
+		return scriptCut, 0
+	case strings.Contains(model, "slow"):
+		return scriptSlow, 0
+	case strings.Contains(model, "tool"):
+		return scriptTool, 0
+	}
+	return scriptText, 0
+}
+
+// request is the part of a chat request the simulator reads.
+type request struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
+	body, err := readAll(r)
+	s.requests.Add(1)
+	s.mu.Lock()
+	s.last, s.lastHeader = body, r.Header.Clone()
+	s.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "could not read the body: "+err.Error())
+		return
+	}
+	var req request
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "We could not parse the JSON body of your request.")
+		return
+	}
+	sc, status := pick(req.Model)
+	if sc == scriptError {
+		writeError(w, status, "server_error", fmt.Sprintf("The simulator was asked to fail (model %s).", req.Model))
+		return
+	}
+	if b, ok := s.fast[fastKey{sc, req.Stream}]; ok && !(req.StreamOptions != nil && req.StreamOptions.IncludeUsage) {
+		s.writeFast(w, b, req.Stream)
+		return
+	}
+	p := plan{
+		script: sc,
+		model:  req.Model,
+		id:     "chatcmpl-sim-" + strconv.FormatInt(s.seq.Add(1), 10),
+		tool:   "get_weather",
+		chunks: s.opts.Chunks,
+		usage:  req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+	}
+	if len(req.Tools) > 0 && req.Tools[0].Function.Name != "" {
+		p.tool = req.Tools[0].Function.Name
+	}
+	if !req.Stream {
+		b := p.encode(false)
+		if sc == scriptCut {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+			w.Write(b[:len(b)/2])
+			panic(http.ErrAbortHandler)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+		return
+	}
+	s.stream(w, r, p)
+}
+
+func (s *Sim) writeFast(w http.ResponseWriter, b []byte, stream bool) {
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	}
+	w.Write(b)
+}
+
+func (s *Sim) stream(w http.ResponseWriter, r *http.Request, p plan) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	delay := s.opts.ChunkDelay
+	if p.script == scriptSlow {
+		delay = s.opts.SlowDelay
+	}
+	events := p.events()
+	for i, ev := range events {
+		if p.script == scriptCut && i == len(events)/2 {
+			panic(http.ErrAbortHandler) // the connection drops mid-stream
+		}
+		if i > 0 && delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				s.cancellations.Add(1)
+				return
+			case <-t.C:
+			}
+		}
+		if _, err := w.Write(ev); err != nil {
+			s.cancellations.Add(1)
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			s.cancellations.Add(1)
+			return
+		}
+	}
+}
+
+func (s *Sim) models(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	body := `{"object":"list","data":[`
+	for i, id := range []string{"sim-text", "sim-tool", "sim-error", "sim-cut", "sim-slow"} {
+		if i > 0 {
+			body += ","
+		}
+		body += `{"id":"` + id + `","object":"model","created":0,"owned_by":"toolgate-sim"}`
+	}
+	w.Write([]byte(body + "]}"))
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func readAll(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
+}

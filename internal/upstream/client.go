@@ -1,0 +1,251 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Target describes one upstream: where to send and how to authenticate.
+type Target struct {
+	// Name is the configured upstream name.
+	Name string
+	// URL is the API base URL; "/chat/completions" is appended.
+	URL string
+	// APIKey is sent in AuthHeader; empty sends no credentials.
+	APIKey string
+	// AuthHeader is "Authorization" (sent as "Bearer <key>") or another
+	// header name that carries the key as is.
+	AuthHeader string
+	// Headers are extra headers sent on every request.
+	Headers map[string]string
+	// ConnectTimeout bounds dialing and TLS; 0 means 10s.
+	ConnectTimeout time.Duration
+	// HeaderTimeout bounds the wait for response headers; 0 means none.
+	HeaderTimeout time.Duration
+	// MaxErrorBody caps the bytes captured from an error response; 0 means 64 KiB.
+	MaxErrorBody int64
+	// ErrorBodyTimeout caps the time spent reading an error body; 0 means 5s.
+	ErrorBodyTimeout time.Duration
+}
+
+// Client sends chat-completions requests to one upstream. It is safe for
+// concurrent use.
+type Client struct {
+	target Target
+	url    string
+	hc     *http.Client
+}
+
+// New returns a Client for t with its own connection pool.
+func New(t Target) *Client {
+	if t.ConnectTimeout <= 0 {
+		t.ConnectTimeout = 10 * time.Second
+	}
+	if t.MaxErrorBody <= 0 {
+		t.MaxErrorBody = 64 << 10
+	}
+	if t.ErrorBodyTimeout <= 0 {
+		t.ErrorBodyTimeout = 5 * time.Second
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: t.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = t.ConnectTimeout
+	tr.ResponseHeaderTimeout = t.HeaderTimeout
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = 256
+	tr.IdleConnTimeout = 90 * time.Second
+	return &Client{
+		target: t,
+		url:    strings.TrimSuffix(t.URL, "/") + "/chat/completions",
+		// No Client.Timeout: it would cut long streams. Deadlines come from
+		// the caller's context.
+		hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}},
+	}
+}
+
+// Name returns the upstream's configured name.
+func (c *Client) Name() string { return c.target.Name }
+
+// CloseIdleConnections closes the client's idle connections.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// Kind classifies an upstream failure.
+type Kind string
+
+// Kinds of upstream failure; they are metric labels.
+const (
+	KindConnect  Kind = "connect"  // no response: dial, TLS, reset before headers
+	KindTimeout  Kind = "timeout"  // a deadline passed (the call's or the header timeout)
+	KindStatus   Kind = "status"   // the upstream answered with an error status
+	KindCanceled Kind = "canceled" // the caller's context was cancelled (client gone)
+)
+
+// Error is a failed upstream call. Message is the upstream's own message
+// when it sent one (extracted from its error body), and Body the captured
+// bytes of that body, at most Target.MaxErrorBody.
+type Error struct {
+	Upstream string
+	Kind     Kind
+	Status   int // the upstream's status for KindStatus, else 0
+	Message  string
+	Body     []byte
+	Err      error
+}
+
+func (e *Error) Error() string {
+	switch e.Kind {
+	case KindStatus:
+		if e.Message != "" {
+			return fmt.Sprintf("upstream %s answered %d: %s", e.Upstream, e.Status, e.Message)
+		}
+		return fmt.Sprintf("upstream %s answered %d", e.Upstream, e.Status)
+	default:
+		return fmt.Sprintf("upstream %s: %s: %v", e.Upstream, e.Kind, e.Err)
+	}
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Send posts body to the upstream's /chat/completions. in carries the
+// client's headers; those that are safe to pass on are forwarded. On a 2xx
+// status it returns the response, whose body the caller must close; on any
+// other status it captures the error body, closes it and returns an *Error
+// of KindStatus. Transport failures are *Error of the other kinds.
+func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream bool) (*http.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &Error{Upstream: c.target.Name, Kind: KindConnect, Err: err}
+	}
+	copyRequestHeaders(req.Header, in)
+	req.Header.Set("Content-Type", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	for k, v := range c.target.Headers {
+		req.Header.Set(k, v)
+	}
+	if c.target.APIKey != "" {
+		if strings.EqualFold(c.target.AuthHeader, "Authorization") || c.target.AuthHeader == "" {
+			req.Header.Set("Authorization", "Bearer "+c.target.APIKey)
+		} else {
+			req.Header.Set(c.target.AuthHeader, c.target.APIKey)
+		}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	b := c.capture(resp.Body)
+	msg := wire.UpstreamMessage(b)
+	if msg == "" && len(b) > 0 && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("<")) {
+		msg = strings.TrimSpace(string(b))
+		if len(msg) > 512 {
+			msg = msg[:512] + "…"
+		}
+	}
+	return nil, &Error{Upstream: c.target.Name, Kind: KindStatus, Status: resp.StatusCode, Message: msg, Body: b,
+		Err: fmt.Errorf("status %d", resp.StatusCode)}
+}
+
+// capture reads at most MaxErrorBody bytes of an error body within
+// ErrorBodyTimeout, then closes it (SPEC §6).
+func (c *Client) capture(body io.ReadCloser) []byte {
+	t := time.AfterFunc(c.target.ErrorBodyTimeout, func() { body.Close() })
+	b, _ := io.ReadAll(io.LimitReader(body, c.target.MaxErrorBody))
+	t.Stop()
+	body.Close()
+	return b
+}
+
+func (c *Client) transportError(ctx context.Context, err error) *Error {
+	e := &Error{Upstream: c.target.Name, Kind: KindConnect, Err: err}
+	if ctx.Err() != nil {
+		e.Err = context.Cause(ctx)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			e.Kind = KindTimeout
+		} else {
+			e.Kind = KindCanceled
+		}
+		return e
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		e.Kind = KindTimeout
+	}
+	return e
+}
+
+// Headers never forwarded upstream: hop-by-hop headers (RFC 9110 §7.6.1),
+// the client's credentials, and headers the transport or the gateway sets.
+var dropRequest = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Authorization": true, "Api-Key": true, "X-Api-Key": true, "Cookie": true,
+	"Openai-Organization": true, "Openai-Project": true,
+	"Host": true, "Content-Length": true, "Content-Type": true, "Accept": true, "Accept-Encoding": true,
+	"X-Forwarded-For": true, "Forwarded": true,
+}
+
+func copyRequestHeaders(dst, src http.Header) {
+	conn := src.Values("Connection")
+	for k, vv := range src {
+		if dropRequest[k] || listedIn(conn, k) {
+			continue
+		}
+		dst[k] = append([]string(nil), vv...)
+	}
+}
+
+// Response headers never passed back to the client.
+var dropResponse = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Content-Length": true, "Content-Encoding": true, "Content-Type": true, "Set-Cookie": true,
+	"X-Request-Id": true, "Date": true, "Server": true,
+}
+
+// CopyResponseHeaders copies the upstream's response headers that are safe
+// and meaningful for the client (rate-limit headers, processing times, …).
+// The upstream's X-Request-Id is passed as X-Upstream-Request-Id, since the
+// client's X-Request-Id is the gateway's.
+func CopyResponseHeaders(dst, src http.Header) {
+	conn := src.Values("Connection")
+	for k, vv := range src {
+		if dropResponse[k] || listedIn(conn, k) {
+			continue
+		}
+		dst[k] = append([]string(nil), vv...)
+	}
+	if id := src.Get("X-Request-Id"); id != "" {
+		dst.Set("X-Upstream-Request-Id", id)
+	}
+}
+
+func listedIn(connection []string, key string) bool {
+	for _, v := range connection {
+		for f := range strings.SplitSeq(v, ",") {
+			if http.CanonicalHeaderKey(strings.TrimSpace(f)) == key {
+				return true
+			}
+		}
+	}
+	return false
+}

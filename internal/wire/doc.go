@@ -1,0 +1,30 @@
+// Package wire is toolgate's vocabulary for the OpenAI chat-completions wire:
+// the request and message types, the SSE event reader and writer, and the
+// error body every client sees.
+//
+// It sits at both ends of the pipeline (DESIGN.md): [DecodeRequest] turns the
+// client's bytes into a [ChatRequest] and [ChatRequest.Encode] turns it back
+// into the body sent upstream; [Events] reads the upstream's stream and
+// [Writer] writes the client's.
+//
+// # Faithful decoding
+//
+// A gateway that decodes into fixed structs silently drops every field it
+// does not know (response_format, logprobs, cache_control, a vendor's
+// extensions). ChatRequest keeps every top-level member as its original bytes,
+// in order, and each [Message] keeps its original bytes too, so that an
+// unchanged request re-encodes to the same members with the same values. Only
+// the fields the gateway acts on are typed. A member the gateway replaces
+// (the model name) or adds is written in place of, or after, the original
+// ones. Duplicate keys are kept as sent; the typed view takes the last one,
+// as encoding/json does.
+//
+// # Streams
+//
+// [Events] wraps github.com/tmaxmax/go-sse's reader: it checks the context
+// before each event it yields (SPEC §6), turns `data: [DONE]` into a terminal
+// event, and reports a broken body as an error. It never decides that a
+// stream is complete; the caller does, from whether [Event.Done] was seen. The
+// default maximum event size is [DefaultMaxEventSize] (8 MiB), well above
+// go-sse's 64 KB, because some relays send a whole response as one event.
+package wire

@@ -1,0 +1,72 @@
+package wire
+
+import "encoding/json"
+
+// ErrorBody is the OpenAI error shape, {"error":{"message","type","param","code"}}.
+// It is the only error body toolgate writes, as a JSON response and as the
+// single error event of a stream that has started (SPEC §7).
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of an [ErrorBody]. Param and Code are written as
+// JSON null when empty, as OpenAI does.
+type ErrorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// NewError returns an ErrorBody; empty param or code become null.
+func NewError(typ, code, param, message string) ErrorBody {
+	d := ErrorDetail{Message: message, Type: typ}
+	if param != "" {
+		d.Param = &param
+	}
+	if code != "" {
+		d.Code = &code
+	}
+	return ErrorBody{Error: d}
+}
+
+// JSON returns the body's encoding.
+func (e ErrorBody) JSON() []byte {
+	b, _ := json.Marshal(e) // only strings and string pointers: cannot fail
+	return b
+}
+
+// UpstreamMessage extracts a human-readable message from an upstream error
+// body: error.message (OpenAI and most compatibles), a top-level message or
+// detail, or an error given as a plain string. It returns "" when the body
+// has none of these.
+func UpstreamMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	if len(v.Error) > 0 {
+		var s string
+		if json.Unmarshal(v.Error, &s) == nil && s != "" {
+			return s
+		}
+		var d struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(v.Error, &d) == nil && d.Message != "" {
+			return d.Message
+		}
+	}
+	if v.Message != "" {
+		return v.Message
+	}
+	var s string
+	if json.Unmarshal(v.Detail, &s) == nil {
+		return s
+	}
+	return ""
+}

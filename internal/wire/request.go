@@ -1,0 +1,289 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// ChatRequest is a decoded POST /v1/chat/completions body. The typed fields
+// are the ones the gateway acts on; every member of the original object is
+// kept as raw bytes so that [ChatRequest.Encode] passes the rest on intact.
+//
+// A ChatRequest is not safe for concurrent use.
+type ChatRequest struct {
+	// Model is the model name as the client sent it.
+	Model string
+	// Stream reports whether the client asked for a streamed response.
+	Stream bool
+	// Messages is the transcript. A caller that changes it must call
+	// [ChatRequest.SetMessages] so that Encode writes the new list.
+	Messages []Message
+
+	members         []member
+	messagesChanged bool
+}
+
+// member is one top-level member of the request object, as received.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// Message is one entry of the transcript. Raw holds the message's original
+// bytes; a message the gateway creates has a nil Raw and is encoded from its
+// typed fields.
+type Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+
+	// Raw is the message exactly as the client sent it, or nil.
+	Raw json.RawMessage `json:"-"`
+}
+
+// ToolCall is one call an assistant message made.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function a [ToolCall] calls. Arguments is kept raw:
+// it is normally a JSON string, but some clients send an object.
+type FunctionCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// DecodeError says why a request body could not be used. Param names the
+// offending parameter when there is one (for example "messages[2].role").
+type DecodeError struct {
+	Param  string
+	Offset int64 // byte offset of a JSON syntax error, or -1
+	Msg    string
+	Err    error
+}
+
+func (e *DecodeError) Error() string {
+	if e.Param != "" {
+		return e.Param + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// DecodeRequest decodes a chat-completions request body. It requires a JSON
+// object with a non-empty string "model" and a non-empty "messages" array of
+// objects that each have a string "role". The returned request keeps b's
+// bytes: the caller must not modify b afterwards.
+func DecodeRequest(b []byte) (*ChatRequest, error) {
+	members, err := splitObject(b)
+	if err != nil {
+		return nil, err
+	}
+	r := &ChatRequest{members: members}
+	var haveModel, haveMessages bool
+	for _, m := range members {
+		switch m.key {
+		case "model":
+			if err := json.Unmarshal(m.value, &r.Model); err != nil {
+				return nil, &DecodeError{Param: "model", Offset: -1, Msg: "must be a string", Err: err}
+			}
+			haveModel = r.Model != ""
+		case "stream":
+			if string(m.value) == "null" {
+				r.Stream = false
+				continue
+			}
+			if err := json.Unmarshal(m.value, &r.Stream); err != nil {
+				return nil, &DecodeError{Param: "stream", Offset: -1, Msg: "must be a boolean", Err: err}
+			}
+		case "messages":
+			msgs, err := decodeMessages(m.value)
+			if err != nil {
+				return nil, err
+			}
+			r.Messages = msgs
+			haveMessages = true
+		}
+	}
+	if !haveModel {
+		return nil, &DecodeError{Param: "model", Offset: -1, Msg: "you must provide a model parameter (a non-empty string)"}
+	}
+	if !haveMessages {
+		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "you must provide a messages parameter (a non-empty array of messages)"}
+	}
+	return r, nil
+}
+
+// splitObject splits a JSON object into its members, keeping each value's
+// bytes. Syntax errors carry the byte offset where they were found.
+func splitObject(b []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, syntaxError(err, dec.InputOffset())
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, &DecodeError{Offset: 0, Msg: "the request body must be a JSON object"}
+	}
+	members := make([]member, 0, 16)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, syntaxError(err, dec.InputOffset())
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, syntaxError(err, dec.InputOffset())
+		}
+		members = append(members, member{key: key, value: raw})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, syntaxError(err, dec.InputOffset())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &DecodeError{Offset: dec.InputOffset(), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte %d", dec.InputOffset())}
+	}
+	return members, nil
+}
+
+func syntaxError(err error, offset int64) error {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		offset = se.Offset
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &DecodeError{Offset: offset, Msg: fmt.Sprintf("invalid JSON: the body ends early (at byte %d)", offset), Err: err}
+	}
+	return &DecodeError{Offset: offset, Msg: fmt.Sprintf("invalid JSON at byte %d: %v", offset, err), Err: err}
+}
+
+func decodeMessages(b json.RawMessage) ([]Message, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "must be an array of message objects", Err: err}
+	}
+	if len(raws) == 0 {
+		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "must contain at least one message"}
+	}
+	msgs := make([]Message, len(raws))
+	for i, raw := range raws {
+		m := &msgs[i]
+		if err := json.Unmarshal(raw, m); err != nil {
+			param := "messages[" + strconv.Itoa(i) + "]"
+			msg := "must be a message object"
+			if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+				param += "." + te.Field
+				msg = "must be a JSON " + te.Type.Kind().String() + ", got " + te.Value
+			}
+			return nil, &DecodeError{Param: param, Offset: -1, Msg: msg, Err: err}
+		}
+		if m.Role == "" {
+			return nil, &DecodeError{Param: "messages[" + strconv.Itoa(i) + "].role", Offset: -1, Msg: "is required (system, user, assistant or tool)"}
+		}
+		m.Raw = raw
+	}
+	return msgs, nil
+}
+
+// SetMessages replaces the transcript; Encode then writes msgs instead of the
+// original array. Messages with a non-nil Raw are written as those bytes.
+func (r *ChatRequest) SetMessages(msgs []Message) {
+	r.Messages = msgs
+	r.messagesChanged = true
+}
+
+// Get returns the raw value of a top-level member (the last one when the key
+// repeats) and whether it is present.
+func (r *ChatRequest) Get(key string) (json.RawMessage, bool) {
+	for i := len(r.members) - 1; i >= 0; i-- {
+		if r.members[i].key == key {
+			return r.members[i].value, true
+		}
+	}
+	return nil, false
+}
+
+// Set replaces every member named key with value, or appends it when absent.
+// Set("model", …) and Set("messages", …) are ignored: use the typed fields.
+func (r *ChatRequest) Set(key string, value json.RawMessage) {
+	if key == "model" || key == "messages" {
+		return
+	}
+	found := false
+	for i := range r.members {
+		if r.members[i].key == key {
+			r.members[i].value = value
+			found = true
+		}
+	}
+	if !found {
+		r.members = append(r.members, member{key: key, value: value})
+	}
+}
+
+// Encode returns the request body to send upstream, with model as the model
+// name. Every other member keeps its original bytes and position; messages
+// are the original array unless SetMessages was called.
+func (r *ChatRequest) Encode(model string) ([]byte, error) {
+	size := 2
+	for _, m := range r.members {
+		size += len(m.key) + len(m.value) + 4
+	}
+	buf := make([]byte, 0, size+len(model))
+	buf = append(buf, '{')
+	for i, m := range r.members {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendString(buf, m.key)
+		buf = append(buf, ':')
+		switch {
+		case m.key == "model":
+			buf = appendString(buf, model)
+		case m.key == "messages" && r.messagesChanged:
+			var err error
+			if buf, err = appendMessages(buf, r.Messages); err != nil {
+				return nil, err
+			}
+		default:
+			buf = append(buf, m.value...)
+		}
+	}
+	buf = append(buf, '}')
+	return buf, nil
+}
+
+func appendMessages(buf []byte, msgs []Message) ([]byte, error) {
+	buf = append(buf, '[')
+	for i := range msgs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if msgs[i].Raw != nil {
+			buf = append(buf, msgs[i].Raw...)
+			continue
+		}
+		b, err := json.Marshal(&msgs[i])
+		if err != nil {
+			return nil, fmt.Errorf("wire: encode message %d: %w", i, err)
+		}
+		buf = append(buf, b...)
+	}
+	return append(buf, ']'), nil
+}
+
+// appendString appends s as a JSON string.
+func appendString(buf []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(buf, b...)
+}
