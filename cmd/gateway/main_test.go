@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// started runs run() in the background and returns the main and admin
+// addresses once it reports them.
+func started(t *testing.T, ctx context.Context, args []string, getenv func(string) string) (mainAddr, adminAddr string, done <-chan error, logs *syncBuffer) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	logs = &syncBuffer{}
+	errc := make(chan error, 1)
+	go func() {
+		err := run(ctx, args, getenv, pw, logs)
+		pw.Close()
+		errc <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("run did not report its address: %v (logs: %s)", err, logs)
+	}
+	go io.Copy(io.Discard, pr)
+	if _, err := fmt.Sscanf(line, "toolgate listening on %s (admin %s", &mainAddr, &adminAddr); err != nil {
+		t.Fatalf("unexpected first line %q", line)
+	}
+	return mainAddr, strings.TrimSuffix(adminAddr, ")"), errc, logs
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func get(t *testing.T, c *http.Client, url string) int {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// SIGTERM (the context ending) stops new work, reports not ready, lets an
+// in-flight stream finish with [DONE], then run returns.
+func TestDrain(t *testing.T) {
+	release := make(chan struct{})
+	first := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		close(first)
+		<-release
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer up.Close()
+	cfg := filepath.Join(t.TempDir(), "gw.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+server: {drain_timeout: 10s}
+upstreams: [{name: up, url: "%s/v1", api_key: "${KEY}"}]
+routes: [{model: "*", upstream: up}]
+`, up.URL)), 0o600)
+	env := func(k string) string { return map[string]string{"TOOLGATE_CONFIG": cfg, "KEY": "k"}[k] }
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mainAddr, adminAddr, done, logs := started(t, ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, env)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	if code := get(t, c, "http://"+adminAddr+"/readyz"); code != 200 {
+		t.Fatalf("readyz %d", code)
+	}
+
+	resp, err := c.Post("http://"+mainAddr+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"x","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-first
+	cancel() // as SIGTERM does
+	deadline := time.Now().Add(5 * time.Second)
+	for get(t, c, "http://"+adminAddr+"/readyz") != 503 {
+		if time.Now().After(deadline) {
+			t.Fatal("readyz still 200 while draining")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+		t.Fatalf("in-flight stream did not finish: %q %v", body, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"msg":"access"`) || !strings.Contains(logs.String(), `"msg":"stopped"`) {
+		t.Errorf("logs: %s", logs)
+	}
+}
+
+// An invalid config file stops start-up with an error naming the field.
+func TestInvalidConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(cfg, []byte("upstreams: [{name: a}]\nroutes: [{model: m, upstream: b}]\n"), 0o600)
+	err := run(context.Background(), []string{"--config", cfg}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "upstreams[0].url: is required") ||
+		!strings.Contains(err.Error(), `routes[0].upstream: "b" is not the name`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// `toolgate demo` runs the scripted client through the gateway and the
+// simulator and exits cleanly (what `make demo` runs).
+func TestDemo(t *testing.T) {
+	var out strings.Builder
+	if err := run(context.Background(), []string{"demo"}, func(string) string { return "" }, &out, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"a streamed tool call", "name=get_weather", "outcome=incomplete", "demo finished"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

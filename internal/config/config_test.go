@@ -1,0 +1,192 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// The embedded default config loads and routes every model to the simulator.
+func TestEmbeddedDefault(t *testing.T) {
+	c, err := Load("", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"gpt-4o", "sim-tool", "anything/at-all"} {
+		r, ok := c.Match(model)
+		if !ok || r.Upstream != "sim" {
+			t.Errorf("Match(%q) = %v, %v; want the sim route", model, r, ok)
+		}
+	}
+	u, _ := c.Upstream("sim")
+	if !u.Simulator {
+		t.Error("the default upstream is not the simulator")
+	}
+	if c.Listen != ":8080" || c.AdminListen != ":9090" {
+		t.Errorf("listeners %q %q", c.Listen, c.AdminListen)
+	}
+}
+
+// The example config for real providers parses when its key is set.
+func TestExampleConfig(t *testing.T) {
+	_, err := Load(filepath.Join("..", "..", "configs", "gateway.yaml"), env(map[string]string{"OPENAI_API_KEY": "sk-test"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Unset fields get their documented defaults.
+func TestDefaults(t *testing.T) {
+	c, err := Parse([]byte(`
+upstreams: [{name: a, url: "http://127.0.0.1:1/v1"}]
+routes: [{model: m, upstream: a}]
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := c.Upstreams[0]
+	if c.Server.DrainTimeout != DefaultDrainTimeout || c.Server.MaxBodyBytes != DefaultMaxBodyBytes ||
+		u.AuthHeader != "Authorization" || u.MaxEventBytes != DefaultMaxEventBytes || c.Routes[0].Name != "m" ||
+		c.Log.Level != "info" {
+		t.Errorf("defaults not applied: %+v %+v", c.Server, u)
+	}
+}
+
+// ${ENV} is expanded in values; $${ stays literal.
+func TestEnvExpansion(t *testing.T) {
+	c, err := Parse([]byte(`
+server: {drain_timeout: "${DRAIN}"}
+upstreams: [{name: a, url: "${BASE}/v1", api_key: "${KEY}", headers: {X-Lit: "$${NOT}"}}]
+routes: [{model: m, upstream: a}]
+`), env(map[string]string{"BASE": "https://example.test", "KEY": "sk-1", "DRAIN": "5s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := c.Upstreams[0]
+	if u.URL != "https://example.test/v1" || u.APIKey != "sk-1" || u.Headers["X-Lit"] != "${NOT}" {
+		t.Errorf("got %+v", u)
+	}
+	if c.Server.DrainTimeout != 5*time.Second {
+		t.Errorf("drain = %v", c.Server.DrainTimeout)
+	}
+}
+
+// Every problem is reported at once, each naming its field path.
+func TestValidationNamesFields(t *testing.T) {
+	_, err := Parse([]byte(`
+log: {level: loud}
+upstreams:
+  - {name: a, url: "ftp://x"}
+  - {name: a, simulator: true, url: "http://x"}
+  - {name: b, api_key: "${MISSING_KEY}"}
+routes:
+  - {model: m, upstream: nope}
+  - {model: m, upstream: a}
+  - {upstream: a, upstream_model: "x*"}
+`), env(nil))
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want *Error", err)
+	}
+	// The missing variable is reported before decoding; fix it and look again.
+	if len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0], "upstreams[2].api_key: environment variable MISSING_KEY is not set") {
+		t.Fatalf("problems = %q", ce.Problems)
+	}
+	_, err = Parse([]byte(`
+log: {level: loud}
+upstreams:
+  - {name: a, url: "ftp://x"}
+  - {name: a, simulator: true, url: "http://x"}
+  - {name: b}
+routes:
+  - {model: m, upstream: nope}
+  - {model: m, upstream: a}
+  - {upstream: a, upstream_model: "x*"}
+`), env(nil))
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want *Error", err)
+	}
+	for _, want := range []string{
+		"log.level: must be debug, info, warn or error",
+		"upstreams[0].url: must be an absolute http or https URL",
+		"upstreams[1].name: \"a\" is used by another upstream",
+		"upstreams[1].url: must be empty when simulator is true",
+		"upstreams[2].url: is required",
+		"routes[0].upstream: \"nope\" is not the name of any entry in upstreams",
+		"routes[1].model: \"m\" is routed twice",
+		"routes[2].model: is required",
+		"routes[2].upstream_model: must be a model name",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+}
+
+// Unknown keys are refused with their line, so typos do not pass silently.
+func TestUnknownKey(t *testing.T) {
+	_, err := Parse([]byte("upstreams: [{name: a, url: \"http://x\", api_kye: k}]\nroutes: [{model: m, upstream: a}]\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "api_kye") || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), env(nil))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Exact routes win over patterns; patterns are tried in file order; * spans
+// any characters including '/'.
+func TestMatch(t *testing.T) {
+	c, err := Parse([]byte(`
+upstreams: [{name: a, url: "http://a/v1"}, {name: b, url: "http://b/v1"}]
+routes:
+  - {name: wide, model: "gpt-*", upstream: a}
+  - {name: exact, model: "gpt-4o", upstream: b, upstream_model: "gpt-4o-2024-08-06"}
+  - {name: vendor, model: "*/*-coder", upstream: b}
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ model, route, target string }{
+		{"gpt-4o", "exact", "gpt-4o-2024-08-06"},
+		{"gpt-4o-mini", "wide", "gpt-4o-mini"},
+		{"qwen/qwen3-coder", "vendor", "qwen/qwen3-coder"},
+		{"claude", "", ""},
+	} {
+		r, ok := c.Match(tc.model)
+		if tc.route == "" {
+			if ok {
+				t.Errorf("Match(%q) = %s, want none", tc.model, r.Name)
+			}
+			continue
+		}
+		if !ok || r.Name != tc.route || r.TargetModel(tc.model) != tc.target {
+			t.Errorf("Match(%q) = %v; want %s → %s", tc.model, r, tc.route, tc.target)
+		}
+	}
+}
+
+func TestGlob(t *testing.T) {
+	for _, tc := range []struct {
+		p, s string
+		want bool
+	}{
+		{"*", "", true}, {"a*", "abc", true}, {"*c", "abc", true}, {"a*c", "abbbc", true},
+		{"a*c", "abcd", false}, {"a**b", "ab", true}, {"*a*b*", "xaybz", true}, {"abc", "abd", false},
+	} {
+		if got := globMatch(tc.p, tc.s); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.s, got)
+		}
+	}
+}

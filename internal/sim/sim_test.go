@@ -1,0 +1,111 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func post(t *testing.T, url, body string) (*http.Response, string, error) {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+// The model name picks the script; the last request body is kept.
+func TestScripts(t *testing.T) {
+	s := New(Options{})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+
+	resp, body, err := post(t, srv.URL, `{"model":"sim-error-429","messages":[]}`)
+	if err != nil || resp.StatusCode != 429 || !strings.Contains(body, `"message":"The simulator was asked to fail`) {
+		t.Errorf("error script: %v %d %s", err, resp.StatusCode, body)
+	}
+	resp, body, _ = post(t, srv.URL, `{"model":"sim-error","messages":[]}`)
+	if resp.StatusCode != 500 {
+		t.Errorf("sim-error: %d %s", resp.StatusCode, body)
+	}
+
+	req := `{"model":"x-tool","stream":true,"tools":[{"type":"function","function":{"name":"search"}}],"messages":[]}`
+	_, body, _ = post(t, srv.URL, req)
+	if !strings.Contains(body, `"name":"search"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") ||
+		!strings.Contains(body, `"finish_reason":"tool_calls"`) {
+		t.Errorf("tool stream: %s", body)
+	}
+	if string(s.LastRequest()) != req {
+		t.Errorf("LastRequest = %s", s.LastRequest())
+	}
+
+	_, body, _ = post(t, srv.URL, `{"model":"m","messages":[],"stream_options":{"include_usage":true},"stream":true}`)
+	if !strings.Contains(body, `"choices":[],`) || !strings.Contains(body, `"usage"`) {
+		t.Errorf("usage chunk missing: %s", body)
+	}
+
+	_, _, err = post(t, srv.URL, `{"model":"sim-cut","stream":true,"messages":[]}`)
+	if err == nil {
+		t.Error("cut stream read without error")
+	}
+	_, body, _ = post(t, srv.URL, `{"model":"m","messages":[]}`)
+	var c struct {
+		Object  string
+		Choices []struct{ Message struct{ Content string } }
+	}
+	if json.Unmarshal([]byte(body), &c) != nil || c.Object != "chat.completion" || !strings.HasPrefix(c.Choices[0].Message.Content, "Hello") {
+		t.Errorf("text completion: %s", body)
+	}
+	if s.Requests() != 6 {
+		t.Errorf("Requests = %d", s.Requests())
+	}
+}
+
+// Fast mode serves the same shapes from pre-encoded bytes.
+func TestFast(t *testing.T) {
+	srv := httptest.NewServer(New(Options{Fast: true, Chunks: 50}))
+	defer srv.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	_, body, _ := post(t, srv.URL, `{"model":"m","stream":true,"messages":[]}`)
+	if n := strings.Count(body, "data: "); n != 53 { // role, 50 chunks, finish, [DONE]
+		t.Errorf("%d events", n)
+	}
+}
+
+// The slow script stops when its caller goes away, and counts it.
+func TestSlowCancellation(t *testing.T) {
+	s := New(Options{SlowDelay: 50 * time.Millisecond})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"sim-slow","stream":true,"messages":[]}`))
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Read(make([]byte, 64))
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for s.Cancellations() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow stream did not notice its caller leaving")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

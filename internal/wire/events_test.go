@@ -1,0 +1,137 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+type got struct {
+	events []Event
+	err    error
+}
+
+func collect(ctx context.Context, r io.Reader, opts ReadOptions) got {
+	var g got
+	for ev, err := range Events(ctx, r, opts) {
+		if err != nil {
+			g.err = err
+			break
+		}
+		g.events = append(g.events, ev)
+	}
+	return g
+}
+
+// Events yields each event's data, ends at [DONE], and tolerates the SSE
+// variants upstreams send: CRLF, no space after "data:", comments,
+// multi-line data (SPEC §2, QUIRKS A34–A37).
+func TestEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string // data of each event; "[DONE]" marks the done event
+	}{
+		{"plain", "data: {\"a\":1}\n\ndata: {\"a\":2}\n\ndata: [DONE]\n\n", []string{`{"a":1}`, `{"a":2}`, "[DONE]"}},
+		{"crlf", "data: {\"a\":1}\r\n\r\ndata: [DONE]\r\n\r\n", []string{`{"a":1}`, "[DONE]"}},
+		{"no space", "data:{\"a\":1}\n\ndata:[DONE]\n\n", []string{`{"a":1}`, "[DONE]"}},
+		{"comments", ": keep-alive\n\ndata: {\"a\":1}\n\n: OPENROUTER PROCESSING\n\ndata: [DONE]\n\n", []string{`{"a":1}`, "[DONE]"}},
+		{"multi-line data", "data: {\"a\":\ndata: 1}\n\ndata: [DONE]\n\n", []string{"{\"a\":\n1}", "[DONE]"}},
+		{"stops at done", "data: [DONE]\n\ndata: {\"late\":1}\n\n", []string{"[DONE]"}},
+		{"no done", "data: {\"a\":1}\n\n", []string{`{"a":1}`}},
+		{"unfinished last event dropped", "data: {\"a\":1}\n\ndata: {\"b\"", []string{`{"a":1}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := collect(context.Background(), strings.NewReader(tc.in), ReadOptions{})
+			if g.err != nil {
+				t.Fatalf("err = %v", g.err)
+			}
+			var data []string
+			for _, ev := range g.events {
+				if ev.Done != (ev.Data == "[DONE]") {
+					t.Errorf("event %q: Done = %v", ev.Data, ev.Done)
+				}
+				data = append(data, ev.Data)
+			}
+			if strings.Join(data, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("events = %q, want %q", data, tc.want)
+			}
+		})
+	}
+}
+
+// A body that breaks mid-stream is reported as a *StreamError after the
+// events read before it, never as a clean end.
+func TestEventsReadError(t *testing.T) {
+	r := io.MultiReader(strings.NewReader("data: {\"a\":1}\n\n"), iotest.ErrReader(io.ErrUnexpectedEOF))
+	g := collect(context.Background(), r, ReadOptions{})
+	if len(g.events) != 1 {
+		t.Fatalf("events = %v", g.events)
+	}
+	if se, ok := errors.AsType[*StreamError](g.err); !ok || !errors.Is(se, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want *StreamError wrapping io.ErrUnexpectedEOF", g.err)
+	}
+}
+
+// An event over the size limit is an error, not a silently cut event.
+func TestEventsTooLarge(t *testing.T) {
+	in := "data: " + strings.Repeat("x", 2000) + "\n\ndata: [DONE]\n\n"
+	g := collect(context.Background(), strings.NewReader(in), ReadOptions{MaxEventSize: 1024})
+	if !errors.Is(g.err, ErrEventTooLarge) {
+		t.Fatalf("err = %v, want ErrEventTooLarge", g.err)
+	}
+}
+
+// After cancellation no buffered event is delivered, and a cancelled
+// context yields its cause before anything is read (SPEC §6).
+func TestEventsCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	cause := errors.New("client went away")
+	in := "data: 1\n\ndata: 2\n\ndata: 3\n\ndata: [DONE]\n\n"
+	var seen []string
+	var gotErr error
+	for ev, err := range Events(ctx, strings.NewReader(in), ReadOptions{}) {
+		if err != nil {
+			gotErr = err
+			break
+		}
+		seen = append(seen, ev.Data)
+		cancel(cause) // all events are in one buffered read; none may follow
+	}
+	if len(seen) != 1 || !errors.Is(gotErr, cause) {
+		t.Fatalf("seen %v, err %v; want one event then the cause", seen, gotErr)
+	}
+	g := collect(ctx, strings.NewReader(in), ReadOptions{})
+	if len(g.events) != 0 || !errors.Is(g.err, cause) {
+		t.Fatalf("already-cancelled: %v %v", g.events, g.err)
+	}
+}
+
+func FuzzEvents(f *testing.F) {
+	for _, s := range []string{
+		"data: {\"a\":1}\n\ndata: [DONE]\n\n", "data:x\r\n\r\n", ": c\n\nevent: ping\n\n", "data: a\ndata: b\n\n",
+		"retry: 10\nid: 1\n\n", "data: [DONE]", "\r\r\n\n", "data: \xff\xfe\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		afterErr, afterDone := false, false
+		for ev, err := range Events(context.Background(), strings.NewReader(string(b)), ReadOptions{MaxEventSize: 4096}) {
+			if afterErr || afterDone {
+				t.Fatal("an item was yielded after an error or [DONE]")
+			}
+			if err != nil {
+				if ev != (Event{}) {
+					t.Fatal("an event was yielded with an error")
+				}
+				afterErr = true
+				continue
+			}
+			afterDone = ev.Done
+		}
+	})
+}

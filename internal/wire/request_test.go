@@ -1,0 +1,161 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Decoding then encoding keeps every member the gateway does not know,
+// at the top level and inside messages, byte-for-byte (faithful proxy).
+func TestEncodeKeepsUnknownFields(t *testing.T) {
+	in := `{"model":"gpt-x","messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},` +
+		`{"role":"assistant","content":null,"reasoning_content":"hmm  spaced","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"sig"}}}]}],` +
+		`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}},"logprobs":true,"top_logprobs":2,"vendor_x":[1, 2.50, "é"]}`
+	req, err := DecodeRequest([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := req.Encode("gpt-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != in {
+		t.Errorf("re-encoded request differs\n got: %s\nwant: %s", out, in)
+	}
+	if got, _ := req.Get("vendor_x"); string(got) != `[1, 2.50, "é"]` {
+		t.Errorf("Get(vendor_x) = %s", got)
+	}
+}
+
+// Encode replaces only the model's value; every other member keeps its
+// bytes and position.
+func TestEncodeReplacesModel(t *testing.T) {
+	in := `{"temperature":0.20,"model":"alias","messages":[{"role":"user","content":"x"}],"stream":true}`
+	req, err := DecodeRequest([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Model != "alias" || !req.Stream {
+		t.Fatalf("typed view: model %q stream %v", req.Model, req.Stream)
+	}
+	out, _ := req.Encode("real-model")
+	want := `{"temperature":0.20,"model":"real-model","messages":[{"role":"user","content":"x"}],"stream":true}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+}
+
+// SetMessages writes original messages as their bytes and new ones from
+// their typed fields.
+func TestSetMessages(t *testing.T) {
+	in := `{"model":"m","messages":[{"role":"user","content":"a",  "x":1}]}`
+	req, err := DecodeRequest([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := append(req.Messages, Message{Role: "tool", ToolCallID: "c1", Content: json.RawMessage(`"done"`)})
+	req.SetMessages(msgs)
+	out, _ := req.Encode("m")
+	want := `{"model":"m","messages":[{"role":"user","content":"a",  "x":1},{"role":"tool","content":"done","tool_call_id":"c1"}]}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+	req.Set("stream_options", json.RawMessage(`{"include_usage":true}`))
+	out, _ = req.Encode("m")
+	if !bytes.HasSuffix(out, []byte(`,"stream_options":{"include_usage":true}}`)) {
+		t.Errorf("Set did not append: %s", out)
+	}
+}
+
+// Bad input is refused with an error that names the parameter or the byte
+// offset (SPEC §7).
+func TestDecodeErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, param, msg string
+	}{
+		{"syntax", `{"model":"m",,}`, "", "invalid JSON at byte 13"},
+		{"truncated", `{"model":"m","messages":[`, "", "ends early"},
+		{"not an object", `[1,2]`, "", "must be a JSON object"},
+		{"trailing data", `{"model":"m","messages":[{"role":"user"}]} x`, "", "unexpected data"},
+		{"no model", `{"messages":[{"role":"user","content":"x"}]}`, "model", "provide a model"},
+		{"empty model", `{"model":"","messages":[{"role":"user","content":"x"}]}`, "model", "provide a model"},
+		{"model not string", `{"model":3,"messages":[{"role":"user"}]}`, "model", "must be a string"},
+		{"no messages", `{"model":"m"}`, "messages", "provide a messages"},
+		{"empty messages", `{"model":"m","messages":[]}`, "messages", "at least one"},
+		{"messages not array", `{"model":"m","messages":{}}`, "messages", "array"},
+		{"no role", `{"model":"m","messages":[{"content":"x"}]}`, "messages[0].role", "required"},
+		{"bad tool call id", `{"model":"m","messages":[{"role":"user"},{"role":"assistant","tool_calls":[{"id":7}]}]}`, "messages[1].tool_calls.id", "string"},
+		{"stream not bool", `{"model":"m","messages":[{"role":"user"}],"stream":"yes"}`, "stream", "boolean"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeRequest([]byte(tc.in))
+			de, ok := errors.AsType[*DecodeError](err)
+			if !ok {
+				t.Fatalf("err = %v, want *DecodeError", err)
+			}
+			if de.Param != tc.param {
+				t.Errorf("param = %q, want %q", de.Param, tc.param)
+			}
+			if !strings.Contains(de.Error(), tc.msg) {
+				t.Errorf("message %q does not contain %q", de.Error(), tc.msg)
+			}
+		})
+	}
+}
+
+// stream: null is treated as absent, as OpenAI does.
+func TestStreamNull(t *testing.T) {
+	req, err := DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user"}],"stream":null}`))
+	if err != nil || req.Stream {
+		t.Fatalf("req.Stream=%v err=%v", req != nil && req.Stream, err)
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"x"}]}`,
+		`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":{"x":1}}}]}],"x":{"y":[1e999]}}`,
+		`{"model":"m","model":"n","messages":[{"role":"user"}],"stream":true}`,
+		`{"model":"m",,}`, `[]`, ``, `{"model":"\u00e9\ud83d\ude00","messages":[{"role":"tool","tool_call_id":"c"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, err := DecodeRequest(b)
+		if err != nil {
+			if _, ok := errors.AsType[*DecodeError](err); !ok {
+				t.Fatalf("error is not a *DecodeError: %v", err)
+			}
+			return
+		}
+		out, err := req.Encode(req.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("encoded request is not valid JSON: %s", out)
+		}
+		again, err := DecodeRequest(out)
+		if err != nil {
+			t.Fatalf("re-decoding the encoded request failed: %v\n%s", err, out)
+		}
+		for _, m := range req.members {
+			v, _ := again.Get(m.key)
+			want, _ := req.Get(m.key)
+			if m.key != "model" && !bytes.Equal(v, want) {
+				t.Fatalf("member %q changed: %s -> %s", m.key, want, v)
+			}
+		}
+		if len(again.Messages) != len(req.Messages) {
+			t.Fatalf("message count changed")
+		}
+		for i := range req.Messages {
+			if !bytes.Equal(again.Messages[i].Raw, req.Messages[i].Raw) {
+				t.Fatalf("message %d changed", i)
+			}
+		}
+	})
+}
