@@ -8,10 +8,9 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 demo:
 	$(GO) run ./cmd/gateway demo
 
-## test: everything CI runs — vet, the race-enabled test suite, a short fuzz pass
-test:
-	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+## test: everything CI runs — formatting, vet, staticcheck and the race-enabled test suite
+test: lint
+	$(GO) test -race -count=1 -timeout 5m ./...
 
 ## run: the gateway with configs/gateway.yaml (real providers; keys from the environment)
 run:

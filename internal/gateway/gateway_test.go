@@ -441,6 +441,7 @@ func TestBrokenNonStream(t *testing.T) {
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	upstreamDone := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body) // the server notices a closed connection only once the body is read
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
 		w.(http.Flusher).Flush()

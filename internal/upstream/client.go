@@ -126,8 +126,12 @@ func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream b
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
 	}
+	// The call's own cancel lets an error body's read be abandoned on time
+	// (closing a body that is being read would wait for the read).
+	ctx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
+		cancel()
 		return nil, &Error{Upstream: c.target.Name, Kind: KindConnect, Err: err}
 	}
 	copyRequestHeaders(req.Header, in)
@@ -149,12 +153,15 @@ func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream b
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, c.transportError(ctx, err)
+		e := c.transportError(ctx, err)
+		cancel()
+		return nil, e
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		resp.Body = &callBody{ReadCloser: resp.Body, cancel: cancel}
 		return resp, nil
 	}
-	b := c.capture(resp.Body)
+	b := c.capture(resp.Body, cancel)
 	msg := wire.UpstreamMessage(b)
 	if msg == "" && len(b) > 0 && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("<")) {
 		msg = strings.TrimSpace(string(b))
@@ -168,12 +175,25 @@ func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream b
 
 // capture reads at most MaxErrorBody bytes of an error body within
 // ErrorBodyTimeout, then closes it (SPEC §6).
-func (c *Client) capture(body io.ReadCloser) []byte {
-	t := time.AfterFunc(c.target.ErrorBodyTimeout, func() { body.Close() })
-	b, _ := io.ReadAll(io.LimitReader(body, c.target.MaxErrorBody))
+func (c *Client) capture(r io.ReadCloser, cancel context.CancelFunc) []byte {
+	t := time.AfterFunc(c.target.ErrorBodyTimeout, cancel)
+	b, _ := io.ReadAll(io.LimitReader(r, c.target.MaxErrorBody))
 	t.Stop()
-	body.Close()
+	r.Close()
+	cancel()
 	return b
+}
+
+// callBody releases the call's context when the caller closes it.
+type callBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *callBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 func (c *Client) transportError(ctx context.Context, err error) *Error {

@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/sim"
+)
+
+// benchTargets runs the fast simulator and three ways to reach it over
+// loopback: directly, through a bare httputil.ReverseProxy, and through
+// toolgate (access log on, at info, to io.Discard; metrics on).
+func benchTargets(b *testing.B) map[string]string {
+	up := httptest.NewServer(sim.New(sim.Options{Fast: true, Chunks: 50}))
+	b.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	bare := httptest.NewServer(rp)
+	b.Cleanup(bare.Close)
+
+	cfg, err := config.Parse([]byte(`
+upstreams: [{name: sim, url: "`+up.URL+`/v1"}]
+routes: [{model: "*", upstream: sim}]
+`), func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	log, _ := observe.NewLogger(io.Discard, "info")
+	g, h := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
+	gw := httptest.NewServer(h)
+	b.Cleanup(func() { gw.Close(); g.Close() })
+	return map[string]string{"direct": up.URL, "reverseproxy": bare.URL, "toolgate": gw.URL}
+}
+
+func benchChat(b *testing.B, stream bool) {
+	targets := benchTargets(b)
+	body := []byte(`{"model":"sim","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
+	if stream {
+		body = []byte(`{"model":"sim","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
+	}
+	for _, name := range []string{"direct", "reverseproxy", "toolgate"} {
+		b.Run(name, func(b *testing.B) {
+			tr := &http.Transport{MaxIdleConnsPerHost: 16}
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Transport: tr}
+			url := targets[name] + "/v1/chat/completions"
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := c.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || n == 0 {
+					b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkChatNonStream measures one non-streamed request end to end over
+// loopback, for direct / bare reverse proxy / toolgate in one run.
+func BenchmarkChatNonStream(b *testing.B) { benchChat(b, false) }
+
+// BenchmarkChatStream measures one 50-chunk streamed request end to end.
+func BenchmarkChatStream(b *testing.B) { benchChat(b, true) }
