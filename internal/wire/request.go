@@ -23,14 +23,8 @@ type ChatRequest struct {
 	// [ChatRequest.SetMessages] so that Encode writes the new list.
 	Messages []Message
 
-	members         []member
+	obj             Object
 	messagesChanged bool
-}
-
-// member is one top-level member of the request object, as received.
-type member struct {
-	key   string
-	value json.RawMessage
 }
 
 // Message is one entry of the transcript. Raw holds the message's original
@@ -47,11 +41,52 @@ type Message struct {
 	Raw json.RawMessage `json:"-"`
 }
 
-// ToolCall is one call an assistant message made.
+// ToolCall is one call an assistant message made. Raw holds the call's
+// original bytes; a call the gateway builds has a nil Raw.
 type ToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
 	Function FunctionCall `json:"function"`
+
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes a call and keeps its bytes in Raw.
+func (c *ToolCall) UnmarshalJSON(b []byte) error {
+	type plain ToolCall
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*c = ToolCall(p)
+	c.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// MarshalJSON writes Raw when the call has one, else the typed fields.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	if c.Raw != nil {
+		return c.Raw, nil
+	}
+	type plain ToolCall
+	return json.Marshal(plain(c))
+}
+
+// ArgumentsText returns the arguments as the text a tool would parse: the
+// string's value when Arguments is a JSON string, "" when absent or null,
+// and the raw JSON otherwise (an object some clients send, QUIRKS C26).
+func (f FunctionCall) ArgumentsText() string {
+	a := f.Arguments
+	if len(a) == 0 || string(a) == "null" {
+		return ""
+	}
+	if a[0] == '"' {
+		var s string
+		if json.Unmarshal(a, &s) == nil {
+			return s
+		}
+	}
+	return string(a)
 }
 
 // FunctionCall names the function a [ToolCall] calls. Arguments is kept raw:
@@ -84,13 +119,13 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // objects that each have a string "role". The returned request keeps b's
 // bytes: the caller must not modify b afterwards.
 func DecodeRequest(b []byte) (*ChatRequest, error) {
-	members, err := splitObject(b)
+	obj, err := ParseObject(b)
 	if err != nil {
 		return nil, err
 	}
-	r := &ChatRequest{members: members}
+	r := &ChatRequest{obj: obj}
 	var haveModel, haveMessages bool
-	for _, m := range members {
+	for _, m := range obj.members {
 		switch m.key {
 		case "model":
 			if err := json.Unmarshal(m.value, &r.Model); err != nil {
@@ -204,14 +239,7 @@ func (r *ChatRequest) SetMessages(msgs []Message) {
 
 // Get returns the raw value of a top-level member (the last one when the key
 // repeats) and whether it is present.
-func (r *ChatRequest) Get(key string) (json.RawMessage, bool) {
-	for i := len(r.members) - 1; i >= 0; i-- {
-		if r.members[i].key == key {
-			return r.members[i].value, true
-		}
-	}
-	return nil, false
-}
+func (r *ChatRequest) Get(key string) (json.RawMessage, bool) { return r.obj.Get(key) }
 
 // Set replaces every member named key with value, or appends it when absent.
 // Set("model", …) and Set("messages", …) are ignored: use the typed fields.
@@ -219,16 +247,7 @@ func (r *ChatRequest) Set(key string, value json.RawMessage) {
 	if key == "model" || key == "messages" {
 		return
 	}
-	found := false
-	for i := range r.members {
-		if r.members[i].key == key {
-			r.members[i].value = value
-			found = true
-		}
-	}
-	if !found {
-		r.members = append(r.members, member{key: key, value: value})
-	}
+	r.obj.Set(key, value)
 }
 
 // Encode returns the request body to send upstream, with model as the model
@@ -236,12 +255,12 @@ func (r *ChatRequest) Set(key string, value json.RawMessage) {
 // are the original array unless SetMessages was called.
 func (r *ChatRequest) Encode(model string) ([]byte, error) {
 	size := 2
-	for _, m := range r.members {
+	for _, m := range r.obj.members {
 		size += len(m.key) + len(m.value) + 4
 	}
 	buf := make([]byte, 0, size+len(model))
 	buf = append(buf, '{')
-	for i, m := range r.members {
+	for i, m := range r.obj.members {
 		if i > 0 {
 			buf = append(buf, ',')
 		}

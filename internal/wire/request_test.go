@@ -142,7 +142,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decoding the encoded request failed: %v\n%s", err, out)
 		}
-		for _, m := range req.members {
+		for _, m := range req.obj.members {
 			v, _ := again.Get(m.key)
 			want, _ := req.Get(m.key)
 			if m.key != "model" && !bytes.Equal(v, want) {

@@ -1,0 +1,112 @@
+package repair
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+func raws(msgs []wire.Message) string {
+	var s []string
+	for _, m := range msgs {
+		s = append(s, string(m.Raw))
+	}
+	return strings.Join(s, "\n")
+}
+
+// Each normalization rewrites only the member it fixes; everything else in
+// the message keeps its bytes, and the step reports its count.
+func TestNormalizations(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps Steps
+		in    string
+		want  string
+		fixes Fixes
+	}{
+		{"arguments object to string", Steps{StringifyArguments: true},
+			`[{"role":"assistant","x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":{"k": [1,2]}},"extra":true}]}]`,
+			`{"role":"assistant","x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"k\": [1,2]}"},"extra":true}]}`,
+			Fixes{StringifiedArguments: 1}},
+		{"string arguments untouched", Steps{StringifyArguments: true},
+			`[{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}]`,
+			`{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+			Fixes{}},
+		{"missing and empty ids synthesized", Steps{SynthesizeIDs: true},
+			`[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}},{"id":"","function":{"name":"g"}},{"id":"ok","function":{"name":"h"}}]}]`,
+			`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"},"id":"call_tg164f1518901a5941"},{"id":"call_tg241d74e1e65eb5d9","function":{"name":"g"}},{"id":"ok","function":{"name":"h"}}]}`,
+			Fixes{SynthesizedIDs: 2}},
+		{"exact duplicate call removed, different call renamed", Steps{DedupeCallIDs: true},
+			`[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"a","function":{"name":"g","arguments":"{}"}},{"id":"a_2","function":{"name":"h"}}]}]`,
+			`{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"a_3","function":{"name":"g","arguments":"{}"}},{"id":"a_2","function":{"name":"h"}}]}`,
+			Fixes{DedupedCallIDs: 2}},
+		{"content empty to null", Steps{ToolCallContent: ContentNull},
+			`[{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"name":"f"}}]},{"role":"assistant","content":""}]`,
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"f"}}]}` + "\n" + `{"role":"assistant","content":""}`,
+			Fixes{ToolCallContent: 1}},
+		{"content null or absent to empty", Steps{ToolCallContent: ContentEmpty},
+			`[{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"f"}}]},{"role":"assistant","tool_calls":[{"id":"b","function":{"name":"f"}}]}]`,
+			`{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"name":"f"}}]}` + "\n" + `{"role":"assistant","tool_calls":[{"id":"b","function":{"name":"f"}}],"content":""}`,
+			Fixes{ToolCallContent: 2}},
+		{"keep changes nothing", Steps{ToolCallContent: ContentKeep},
+			`[{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"name":"f"}}]}]`,
+			`{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"name":"f"}}]}`,
+			Fixes{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := transcript(t, tc.in)
+			before := raws(in)
+			out, fixes := Normalize(in, tc.steps)
+			if got := raws(out); got != tc.want {
+				t.Errorf("\n got: %s\nwant: %s", got, tc.want)
+			}
+			if fixes != tc.fixes {
+				t.Errorf("fixes %+v, want %+v", fixes, tc.fixes)
+			}
+			if raws(in) != before {
+				t.Error("the input was modified")
+			}
+			// Typed view and bytes agree: re-decoding the output gives the same calls.
+			again := transcript(t, "["+strings.ReplaceAll(raws(out), "\n", ",")+"]")
+			if show(again) != show(out) {
+				t.Errorf("typed view %s, bytes say %s", show(out), show(again))
+			}
+			if _, f2 := Normalize(out, tc.steps); f2.Any() {
+				t.Errorf("not idempotent: %+v", f2)
+			}
+		})
+	}
+}
+
+// With id synthesis on, a call with no id is sealed by Repair; with it off,
+// the seed's behaviour stands and the call is ignored (SPEC §1).
+func TestSynthesizedIDIsSealed(t *testing.T) {
+	in := transcript(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`)
+	_, rep := Repair(in)
+	if !rep.Empty() {
+		t.Fatalf("without synthesis: %s", showReport(rep))
+	}
+	norm, fixes := Normalize(in, Steps{SynthesizeIDs: true})
+	out, rep := Repair(norm)
+	if fixes.SynthesizedIDs != 1 || len(rep.Sealed) != 1 || !strings.HasPrefix(rep.Sealed[0].CallID, "call_tg") {
+		t.Fatalf("fixes %+v report %s", fixes, showReport(rep))
+	}
+	if got := show(out); !strings.Contains(got, ":cut)") {
+		t.Errorf("%s", got)
+	}
+	if err := wire.CheckToolPairs(out); err != nil {
+		t.Errorf("still refused: %v", err)
+	}
+	// Deterministic: the same transcript gets the same id every time.
+	norm2, _ := Normalize(transcript(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`), Steps{SynthesizeIDs: true})
+	if norm2[1].ToolCalls[0].ID != norm[1].ToolCalls[0].ID {
+		t.Error("synthesized ids differ between identical transcripts")
+	}
+}
+
+func TestFixesHeader(t *testing.T) {
+	if h := (Fixes{SynthesizedIDs: 1, StringifiedArguments: 2}).Header(); h != "arguments_to_string=2; synthesized_ids=1" {
+		t.Errorf("%q", h)
+	}
+}

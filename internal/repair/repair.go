@@ -1,0 +1,268 @@
+package repair
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// The two seal sentences (SPEC §1.4). The dash is U+2014.
+const (
+	SealCutOff   = "This tool call was never completed — the response was cut off before it finished."
+	SealReloaded = "This tool call was never completed — the session was reloaded or the history was trimmed."
+)
+
+// sealContent is a seal's content: the JSON text {"success":false,"error":…}
+// with keys in that order, as a JSON string value.
+func sealContent(sentence string) json.RawMessage {
+	text, _ := json.Marshal(struct {
+		Success bool   `json:"success"`
+		Error   string `json:"error"`
+	}{false, sentence})
+	b, _ := json.Marshal(string(text))
+	return b
+}
+
+var (
+	cutOffContent   = sealContent(SealCutOff)
+	reloadedContent = sealContent(SealReloaded)
+)
+
+// Mode is what a route does with a transcript that needs repair.
+type Mode string
+
+// Modes.
+const (
+	ModeFix    Mode = "fix"    // repair it (the default)
+	ModeReject Mode = "reject" // refuse the request with a 400 listing what is wrong
+	ModeOff    Mode = "off"    // send it as it is
+)
+
+// Reply names one message of the input transcript: its position and the
+// call id it concerns.
+type Reply struct {
+	Index  int
+	CallID string
+}
+
+// Report is what Repair did, in transcript order. Sealed names each sealed
+// call by its requesting message's position; Dropped and Moved name the
+// tool messages by their position in the input.
+type Report struct {
+	Sealed  []Reply
+	Dropped []Reply
+	Moved   []Reply
+}
+
+// Empty reports whether Repair changed nothing.
+func (r Report) Empty() bool { return len(r.Sealed)+len(r.Dropped)+len(r.Moved) == 0 }
+
+// Header is the X-Toolgate-Repair value: "sealed=N; dropped=N; moved=N".
+func (r Report) Header() string {
+	return fmt.Sprintf("sealed=%d; dropped=%d; moved=%d", len(r.Sealed), len(r.Dropped), len(r.Moved))
+}
+
+// Problems describes each repair as a sentence about the input transcript.
+func (r Report) Problems() []string {
+	var out []string
+	for _, s := range r.Sealed {
+		out = append(out, fmt.Sprintf("the call %s made in messages[%d] has no reply", s.CallID, s.Index))
+	}
+	for _, d := range r.Dropped {
+		if d.CallID == "" {
+			out = append(out, fmt.Sprintf("the tool message messages[%d] has no tool_call_id", d.Index))
+			continue
+		}
+		out = append(out, fmt.Sprintf("the tool message messages[%d] answers %s, which no earlier assistant message left unanswered", d.Index, d.CallID))
+	}
+	for _, m := range r.Moved {
+		out = append(out, fmt.Sprintf("the tool message messages[%d] (reply to %s) is not directly after the message that made the call", m.Index, m.CallID))
+	}
+	return out
+}
+
+// RejectError is a transcript refused by a route in reject mode.
+type RejectError struct {
+	Report Report
+}
+
+func (e *RejectError) Error() string {
+	return "the transcript's tool calls and replies are not paired: " + strings.Join(e.Report.Problems(), "; ") +
+		". Put each tool message directly after the assistant message that made its call, one reply per call."
+}
+
+// Repair returns the transcript with every tool call followed directly by
+// its reply (SPEC §1). The input is not modified. When nothing needs
+// repair it returns msgs itself and an empty Report, allocating nothing.
+func Repair(msgs []wire.Message) ([]wire.Message, Report) {
+	if paired(msgs) {
+		return msgs, Report{}
+	}
+	type request struct {
+		calls    []*wire.ToolCall // one per id, in call order
+		answered map[string]bool
+		owned    []int // indexes of the replies it owns, in input order
+	}
+	requests := map[int]*request{}
+	requesters := map[string][]int{} // call id → requesting messages, oldest first
+	var rep Report
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Role {
+		case "assistant":
+			calls := callsOf(m)
+			if len(calls) == 0 {
+				continue
+			}
+			requests[i] = &request{calls: calls, answered: map[string]bool{}}
+			for _, c := range calls {
+				requesters[c.ID] = append(requesters[c.ID], i)
+			}
+		case "tool":
+			id := m.ToolCallID
+			owner := -1
+			ats := requesters[id]
+			for k := len(ats) - 1; k >= 0; k-- {
+				if !requests[ats[k]].answered[id] {
+					owner = ats[k]
+					break
+				}
+			}
+			if owner < 0 {
+				rep.Dropped = append(rep.Dropped, Reply{Index: i, CallID: id})
+				continue
+			}
+			requests[owner].answered[id] = true
+			requests[owner].owned = append(requests[owner].owned, i)
+		}
+	}
+
+	out := make([]wire.Message, 0, len(msgs)+len(rep.Sealed))
+	for i := range msgs {
+		m := msgs[i]
+		if m.Role == "tool" {
+			continue
+		}
+		out = append(out, m)
+		req := requests[i]
+		if req == nil {
+			continue
+		}
+		for _, c := range req.calls {
+			if req.answered[c.ID] {
+				continue
+			}
+			out = append(out, seal(c))
+			rep.Sealed = append(rep.Sealed, Reply{Index: i, CallID: c.ID})
+		}
+		// The run of tool messages directly after the request, in the input:
+		// a reply there stayed where it was.
+		runEnd := i + 1
+		for runEnd < len(msgs) && msgs[runEnd].Role == "tool" {
+			runEnd++
+		}
+		for _, at := range req.owned {
+			out = append(out, msgs[at])
+			if at >= runEnd {
+				rep.Moved = append(rep.Moved, Reply{Index: at, CallID: msgs[at].ToolCallID})
+			}
+		}
+	}
+	if rep.Empty() {
+		return msgs, rep
+	}
+	return out, rep
+}
+
+// callsOf returns a message's calls, one per id, in the order made. A call
+// with an empty id cannot be answered, so nothing seals it either.
+func callsOf(m *wire.Message) []*wire.ToolCall {
+	var calls []*wire.ToolCall
+next:
+	for k := range m.ToolCalls {
+		c := &m.ToolCalls[k]
+		if c.ID == "" {
+			continue
+		}
+		for _, seen := range calls {
+			if seen.ID == c.ID {
+				continue next
+			}
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// seal is the failed result for a call nothing answered (SPEC §1.4).
+func seal(c *wire.ToolCall) wire.Message {
+	content := reloadedContent
+	if cutOff(c) {
+		content = cutOffContent
+	}
+	return wire.Message{Role: "tool", ToolCallID: c.ID, Content: content}
+}
+
+// cutOff reports whether a call's arguments are a non-empty text that does
+// not parse as JSON: the response was cut off mid-call.
+func cutOff(c *wire.ToolCall) bool {
+	text := c.Function.ArgumentsText()
+	return text != "" && !json.Valid([]byte(text))
+}
+
+// paired reports, without allocating, whether msgs already satisfies what
+// Repair produces: every tool message sits in the run directly after an
+// assistant message whose calls (non-empty, distinct ids) it answers, one
+// reply per call, and every such call is answered there.
+func paired(msgs []wire.Message) bool {
+	for i := 0; i < len(msgs); i++ {
+		m := &msgs[i]
+		if m.Role == "tool" {
+			return false
+		}
+		if m.Role != "assistant" || len(m.ToolCalls) == 0 {
+			continue
+		}
+		calls := m.ToolCalls
+		for a := range calls {
+			if calls[a].ID == "" {
+				return false
+			}
+			for b := range a {
+				if calls[b].ID == calls[a].ID {
+					return false
+				}
+			}
+		}
+		j := i + 1
+		for j < len(msgs) && msgs[j].Role == "tool" {
+			j++
+		}
+		run := msgs[i+1 : j]
+		if len(run) != len(calls) {
+			return false
+		}
+		for a := range run {
+			id := run[a].ToolCallID
+			found := false
+			for c := range calls {
+				if calls[c].ID == id {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+			for b := range a {
+				if run[b].ToolCallID == id {
+					return false
+				}
+			}
+		}
+		i = j - 1
+	}
+	return true
+}
