@@ -69,7 +69,9 @@ func asst(calls ...string) string {
 	return `{"role":"assistant","content":null,"tool_calls":[` + strings.Join(calls, ",") + `]}`
 }
 
-func tool(id string) string { return fmt.Sprintf(`{"role":"tool","tool_call_id":%q,"content":"ok"}`, id) }
+func tool(id string) string {
+	return fmt.Sprintf(`{"role":"tool","tool_call_id":%q,"content":"ok"}`, id)
+}
 
 const user = `{"role":"user","content":"hi"}`
 
