@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	}{
 		{"a streamed answer (model sim-text)", demoText},
 		{"a streamed tool call (model sim-tool)", demoTool},
+		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair},
 		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error")},
 		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut")},
 	}
@@ -131,6 +133,40 @@ func demoTool(ctx context.Context, c openai.Client, w io.Writer) error {
 		tc.ID, tc.Function.Name, tc.Function.Arguments, acc.Choices[0].FinishReason)
 	if !json.Valid([]byte(tc.Function.Arguments)) {
 		return errors.New("the arguments are not valid JSON")
+	}
+	return nil
+}
+
+func demoRepair(ctx context.Context, c openai.Client, w io.Writer) error {
+	call := func(id, args string) openai.ChatCompletionMessageToolCallUnionParam {
+		return openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+			ID: id, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "read_file", Arguments: args},
+		}}
+	}
+	msgs := []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage("Read a.md and b.md."),
+		{OfAssistant: &openai.ChatCompletionAssistantMessageParam{ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{
+			call("call_a", `{"path":"a.md"}`), call("call_b", `{"path":"b.md"}`),
+		}}},
+		openai.UserMessage("(the session was reloaded) Go on."),
+		openai.ToolMessage("contents of a.md", "call_a"),
+	}
+	fmt.Fprintln(w, "    client sends: user, assistant[call_a, call_b], user, tool(call_a)  (call_b unanswered; call_a's reply too late)")
+	var raw *http.Response
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "sim-strict", Messages: msgs},
+		option.WithResponseInto(&raw))
+	var text strings.Builder
+	for stream.Next() {
+		if ch := stream.Current(); len(ch.Choices) > 0 {
+			text.WriteString(ch.Choices[0].Delta.Content)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "    X-Toolgate-Repair: %s\n    client received: %q\n", raw.Header.Get("X-Toolgate-Repair"), text.String())
+	if raw.Header.Get("X-Toolgate-Repair") == "" {
+		return errors.New("expected the repair header")
 	}
 	return nil
 }

@@ -96,6 +96,10 @@ type Upstream struct {
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 	// MaxEventBytes caps one SSE event from this upstream. Default 8 MiB.
 	MaxEventBytes int `yaml:"max_event_bytes"`
+	// ToolCallContent is how the content of assistant messages that carry
+	// tool_calls is sent to this upstream: keep (as the client sent it, the
+	// default), null ("" becomes null) or empty (null or absent becomes "").
+	ToolCallContent string `yaml:"tool_call_content"`
 }
 
 // Route sends the requests for a model name (or pattern) to an upstream.
@@ -110,6 +114,22 @@ type Route struct {
 	// UpstreamModel is the model name sent upstream; empty sends the
 	// client's name unchanged.
 	UpstreamModel string `yaml:"upstream_model"`
+	// Repair is what the route does with a transcript whose tool calls and
+	// replies are not paired: fix (the default), reject (400) or off.
+	Repair string `yaml:"repair"`
+	// Normalize switches the request normalizations; each defaults to on.
+	Normalize Normalize `yaml:"normalize"`
+}
+
+// Normalize switches the request normalizations that run before repair.
+// An unset switch is on.
+type Normalize struct {
+	// ArgumentsToString turns tool-call arguments sent as an object into a string.
+	ArgumentsToString *bool `yaml:"arguments_to_string"`
+	// SynthesizeIDs gives calls with an empty or missing id a deterministic id.
+	SynthesizeIDs *bool `yaml:"synthesize_ids"`
+	// DedupeCallIDs removes or renames a call id made twice in one message.
+	DedupeCallIDs *bool `yaml:"dedupe_call_ids"`
 }
 
 // IsPattern reports whether the route's model contains a wildcard.
@@ -203,10 +223,23 @@ func (c *Config) applyDefaults() {
 		if u.MaxEventBytes == 0 {
 			u.MaxEventBytes = DefaultMaxEventBytes
 		}
+		if u.ToolCallContent == "" {
+			u.ToolCallContent = "keep"
+		}
 	}
 	for i := range c.Routes {
-		if c.Routes[i].Name == "" {
-			c.Routes[i].Name = c.Routes[i].Model
+		r := &c.Routes[i]
+		if r.Name == "" {
+			r.Name = r.Model
+		}
+		if r.Repair == "" {
+			r.Repair = "fix"
+		}
+		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
+			if *b == nil {
+				on := true
+				*b = &on
+			}
 		}
 	}
 }
@@ -283,6 +316,11 @@ func (c *Config) Validate() error {
 		if u.MaxErrorBodyBytes < 0 || u.MaxResponseBytes < 0 || u.MaxEventBytes < 0 {
 			add(p, "size limits must be positive")
 		}
+		switch u.ToolCallContent {
+		case "keep", "null", "empty":
+		default:
+			add(p+".tool_call_content", "must be keep, null or empty, got %q", u.ToolCallContent)
+		}
 	}
 	if len(c.Routes) == 0 {
 		add("routes", "at least one route is required (use model: \"*\" to route every model)")
@@ -308,6 +346,11 @@ func (c *Config) Validate() error {
 		}
 		if strings.Contains(r.UpstreamModel, "*") {
 			add(p+".upstream_model", "must be a model name, not a pattern")
+		}
+		switch r.Repair {
+		case "fix", "reject", "off":
+		default:
+			add(p+".repair", "must be fix, reject or off, got %q", r.Repair)
 		}
 	}
 	if len(errs) == 0 {

@@ -54,7 +54,8 @@ routes: [{model: m, upstream: a}]
 	u := c.Upstreams[0]
 	if c.Server.DrainTimeout != DefaultDrainTimeout || c.Server.MaxBodyBytes != DefaultMaxBodyBytes ||
 		u.AuthHeader != "Authorization" || u.MaxEventBytes != DefaultMaxEventBytes || c.Routes[0].Name != "m" ||
-		c.Log.Level != "info" {
+		c.Log.Level != "info" || c.Routes[0].Repair != "fix" || !*c.Routes[0].Normalize.SynthesizeIDs ||
+		!*c.Routes[0].Normalize.ArgumentsToString || !*c.Routes[0].Normalize.DedupeCallIDs || u.ToolCallContent != "keep" {
 		t.Errorf("defaults not applied: %+v %+v", c.Server, u)
 	}
 }
@@ -102,11 +103,11 @@ routes:
 	_, err = Parse([]byte(`
 log: {level: loud}
 upstreams:
-  - {name: a, url: "ftp://x"}
+  - {name: a, url: "ftp://x", tool_call_content: blank}
   - {name: a, simulator: true, url: "http://x"}
   - {name: b}
 routes:
-  - {model: m, upstream: nope}
+  - {model: m, upstream: nope, repair: maybe, normalize: {synthesize_ids: false}}
   - {model: m, upstream: a}
   - {upstream: a, upstream_model: "x*"}
 `), env(nil))
@@ -123,6 +124,8 @@ routes:
 		"routes[1].model: \"m\" is routed twice",
 		"routes[2].model: is required",
 		"routes[2].upstream_model: must be a model name",
+		"upstreams[0].tool_call_content: must be keep, null or empty",
+		"routes[0].repair: must be fix, reject or off",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -40,7 +41,28 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		return
 	}
 	up := g.upstreams[route.Upstream]
+	upCfg, _ := g.cfg.Upstream(route.Upstream)
 	rec.Route, rec.Upstream, rec.Model = route.Name, route.Upstream, route.TargetModel(req.Model)
+
+	msgs, fixes := repair.Normalize(req.Messages, steps(route, upCfg))
+	var rep repair.Report
+	if route.Repair != string(repair.ModeOff) {
+		msgs, rep = repair.Repair(msgs)
+	}
+	if route.Repair == string(repair.ModeReject) && !rep.Empty() {
+		g.metrics.Repaired(route.Name, "rejected", 1)
+		g.fail(w, r, rec, &repair.RejectError{Report: rep})
+		return
+	}
+	g.recordRepair(w, rec, fixes, rep)
+	if len(msgs) == 0 {
+		g.fail(w, r, rec, &wire.DecodeError{Param: "messages", Offset: -1,
+			Msg: "has no message left once the tool messages that answer no call are dropped; send the conversation that the tool messages belong to"})
+		return
+	}
+	if fixes.Any() || !rep.Empty() {
+		req.SetMessages(msgs)
+	}
 
 	out, err := req.Encode(rec.Model)
 	if err != nil {
@@ -56,7 +78,6 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		return
 	}
 	defer resp.Body.Close()
-	upCfg, _ := g.cfg.Upstream(route.Upstream)
 	if req.Stream {
 		g.stream(w, r, rec, resp, upCfg)
 	} else {
@@ -64,6 +85,47 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	}
 	rec.UpstreamDuration = time.Since(sent)
 }
+
+// steps resolves the route's and upstream's normalization switches.
+func steps(route *config.Route, up *config.Upstream) repair.Steps {
+	n := route.Normalize
+	return repair.Steps{
+		StringifyArguments: *n.ArgumentsToString,
+		SynthesizeIDs:      *n.SynthesizeIDs,
+		DedupeCallIDs:      *n.DedupeCallIDs,
+		ToolCallContent:    repair.ContentMode(up.ToolCallContent),
+	}
+}
+
+// recordRepair tells the client (response headers), the access log and the
+// metrics what repair and normalization did, when they did anything.
+func (g *Gateway) recordRepair(w http.ResponseWriter, rec *observe.Record, fixes repair.Fixes, rep repair.Report) {
+	if !rep.Empty() {
+		rec.Repair = rep.Header()
+		w.Header().Set(RepairHeader, rec.Repair)
+		g.metrics.Repaired(rec.Route, "sealed", len(rep.Sealed))
+		g.metrics.Repaired(rec.Route, "dropped", len(rep.Dropped))
+		g.metrics.Repaired(rec.Route, "moved", len(rep.Moved))
+	}
+	if fixes.Any() {
+		rec.Normalize = fixes.Header()
+		w.Header().Set(NormalizeHeader, rec.Normalize)
+		g.metrics.Repaired(rec.Route, "arguments_to_string", fixes.StringifiedArguments)
+		g.metrics.Repaired(rec.Route, "synthesized_id", fixes.SynthesizedIDs)
+		g.metrics.Repaired(rec.Route, "deduped_call_id", fixes.DedupedCallIDs)
+		g.metrics.Repaired(rec.Route, "tool_call_content", fixes.ToolCallContent)
+	}
+}
+
+// Response headers that report what the gateway did to the request.
+const (
+	// RepairHeader is set when transcript repair changed the request:
+	// "sealed=N; dropped=N; moved=N".
+	RepairHeader = "X-Toolgate-Repair"
+	// NormalizeHeader is set when a request normalization changed it,
+	// listing the non-zero counts, e.g. "synthesized_ids=1".
+	NormalizeHeader = "X-Toolgate-Normalize"
+)
 
 // fail answers a request that has not committed anything yet: 499 in the
 // record when the client is gone (nothing is written), otherwise the mapped

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -54,6 +55,10 @@ func errorFor(err error) (int, wire.ErrorBody) {
 			code = "missing_required_parameter"
 		}
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, de.Param, de.Error())
+	}
+	if re, ok := errors.AsType[*repair.RejectError](err); ok {
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", "unpaired_tool_calls", "messages",
+			"This route refuses transcripts whose tool calls and replies are not paired: "+re.Error())
 	}
 	if re, ok := errors.AsType[*RouteError](err); ok {
 		return http.StatusNotFound, wire.NewError("invalid_request_error", "model_not_found", "model",

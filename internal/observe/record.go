@@ -41,6 +41,9 @@ type Record struct {
 	// Repair is the transcript repair summary ("sealed=1; dropped=0; moved=0"),
 	// or "" when nothing was repaired.
 	Repair string
+	// Normalize is the request normalization summary
+	// ("synthesized_ids=1"), or "" when nothing was normalized.
+	Normalize string
 }
 
 // Outcomes of a request, for the access log and metrics.
@@ -84,6 +87,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Repair != "" {
 		fields = append(fields, zap.String("repair", r.Repair))
+	}
+	if r.Normalize != "" {
+		fields = append(fields, zap.String("normalize", r.Normalize))
 	}
 	if r.ErrorKind != "" {
 		fields = append(fields, zap.String("error_kind", r.ErrorKind))

@@ -15,6 +15,11 @@
 //	        arguments {"city":"Paris"}, streamed in fragments
 //	else    a short text answer in Chunks content chunks
 //
+// Independently of the script, a model name containing "strict" (or
+// Options.Strict) makes the simulator check the transcript against OpenAI's
+// tool-call pairing rules first and answer OpenAI's own 400 wording when it
+// breaks them (QUIRKS C01–C03, via wire.CheckToolPairs).
+//
 // Every request's body is kept: LastRequest returns the latest. Fast mode
 // pre-encodes each response once, with fixed ids and model "sim", so that a
 // benchmark measures the gateway rather than the simulator.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // Options configures a Sim. The zero value is usable.
@@ -22,6 +24,9 @@ type Options struct {
 	ChunkDelay time.Duration
 	// SlowDelay is the pause between chunks of the slow script; 0 means 200ms.
 	SlowDelay time.Duration
+	// Strict checks every transcript against OpenAI's tool-call pairing
+	// rules, as a model name containing "strict" does.
+	Strict bool
 }
 
 // Sim is the simulated provider. It implements http.Handler.
@@ -151,6 +156,12 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "We could not parse the JSON body of your request.")
 		return
 	}
+	if s.opts.Strict || strings.Contains(req.Model, "strict") {
+		if err := checkPairs(body); err != nil {
+			writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", err.Param, err.Msg)
+			return
+		}
+	}
 	sc, status := pick(req.Model)
 	if sc == scriptError {
 		writeError(w, status, "server_error", fmt.Sprintf("The simulator was asked to fail (model %s).", req.Model))
@@ -244,8 +255,29 @@ func (s *Sim) models(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte(body + "]}"))
 }
 
+// checkPairs applies OpenAI's tool-call pairing rules to the request's
+// transcript, as OpenAI does before it answers.
+func checkPairs(body []byte) *wire.PairingError {
+	req, err := wire.DecodeRequest(body)
+	if err != nil {
+		return nil // the simulator is lenient about everything else
+	}
+	if pe, ok := wire.CheckToolPairs(req.Messages).(*wire.PairingError); ok {
+		return pe
+	}
+	return nil
+}
+
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+	writeErrorParam(w, status, typ, "", msg)
+}
+
+func writeErrorParam(w http.ResponseWriter, status int, typ, param, msg string) {
+	var p any
+	if param != "" {
+		p = param
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": p, "code": nil}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
