@@ -487,7 +487,7 @@ routes: [{model: m, upstream: sim}]
 		status                   int
 		code, msg                string
 	}{
-		{"malformed", "POST", "/v1/chat/completions", `{"model":"m",,}`, 400, "invalid_json", "at byte 13"},
+		{"malformed", "POST", "/v1/chat/completions", `{"model":"m",,}`, 400, "invalid_json", "at byte offset 13"},
 		{"no model", "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`, 400, "missing_required_parameter", "model"},
 		{"no messages", "POST", "/v1/chat/completions", `{"model":"m"}`, 400, "missing_required_parameter", "messages"},
 		{"bad role", "POST", "/v1/chat/completions", `{"model":"m","messages":[{"content":"x"}]}`, 400, "invalid_value", "messages[0].role"},

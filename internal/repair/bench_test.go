@@ -13,7 +13,7 @@ import (
 // round's reply is missing and every fifth arrives after the next user
 // message, so repair has work to do.
 func benchBody(n int, broken bool) []byte {
-	text := strings.Repeat("lorem ipsum dolor sit amet ", 16)
+	text := strings.Repeat("lorem ipsum dolor sit amet ", 24)
 	ms := []string{`{"role":"system","content":"You are a coding agent."}`}
 	var late string
 	for round := 0; len(ms) < n; round++ {

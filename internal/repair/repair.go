@@ -100,12 +100,14 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 	if paired(msgs) {
 		return msgs, Report{}
 	}
+	// Per assistant message that made calls: its calls (one per id, in call
+	// order), which of them are answered, and the replies it owns.
 	type request struct {
-		calls    []*wire.ToolCall // one per id, in call order
-		answered map[string]bool
-		owned    []int // indexes of the replies it owns, in input order
+		calls    []*wire.ToolCall
+		answered []bool // by position in calls
+		owned    []int  // indexes of its replies, in input order
 	}
-	requests := map[int]*request{}
+	requests := make([]*request, len(msgs))
 	requesters := map[string][]int{} // call id → requesting messages, oldest first
 	var rep Report
 	for i := range msgs {
@@ -116,30 +118,33 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 			if len(calls) == 0 {
 				continue
 			}
-			requests[i] = &request{calls: calls, answered: map[string]bool{}}
+			requests[i] = &request{calls: calls, answered: make([]bool, len(calls))}
 			for _, c := range calls {
 				requesters[c.ID] = append(requesters[c.ID], i)
 			}
 		case "tool":
 			id := m.ToolCallID
-			owner := -1
+			owner, slot := -1, -1
 			ats := requesters[id]
-			for k := len(ats) - 1; k >= 0; k-- {
-				if !requests[ats[k]].answered[id] {
-					owner = ats[k]
-					break
+			for k := len(ats) - 1; k >= 0 && owner < 0; k-- {
+				req := requests[ats[k]]
+				for s, c := range req.calls {
+					if c.ID == id && !req.answered[s] {
+						owner, slot = ats[k], s
+						break
+					}
 				}
 			}
 			if owner < 0 {
 				rep.Dropped = append(rep.Dropped, Reply{Index: i, CallID: id})
 				continue
 			}
-			requests[owner].answered[id] = true
+			requests[owner].answered[slot] = true
 			requests[owner].owned = append(requests[owner].owned, i)
 		}
 	}
 
-	out := make([]wire.Message, 0, len(msgs)+len(rep.Sealed))
+	out := make([]wire.Message, 0, len(msgs)+4)
 	for i := range msgs {
 		m := msgs[i]
 		if m.Role == "tool" {
@@ -150,8 +155,8 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 		if req == nil {
 			continue
 		}
-		for _, c := range req.calls {
-			if req.answered[c.ID] {
+		for s, c := range req.calls {
+			if req.answered[s] {
 				continue
 			}
 			out = append(out, seal(c))

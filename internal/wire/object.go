@@ -14,15 +14,41 @@ type Object struct {
 
 // member is one member of an object, as received.
 type member struct {
-	key   string
-	value json.RawMessage
+	key    string
+	rawKey []byte // the key as received, quotes included; nil for a member the gateway added
+	value  json.RawMessage
+}
+
+// appendKey appends the member's key as received, or encoded when added.
+func (m *member) appendKey(dst []byte) []byte {
+	if m.rawKey != nil {
+		return append(dst, m.rawKey...)
+	}
+	return appendString(dst, m.key)
 }
 
 // ParseObject splits b, which must be a JSON object, into its members. The
 // Object refers to b's bytes: b must not be modified afterwards.
 func ParseObject(b []byte) (Object, error) {
-	members, err := splitObject(b)
-	return Object{members: members}, err
+	var o Object
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return o, &DecodeError{Offset: int64(i), Msg: "not a JSON object"}
+	}
+	end, err := walkObject(b, i, 1, func(key []byte, escaped bool, at int) (int, error) {
+		vend, err := skipValue(b, at, 1)
+		if err == nil {
+			o.members = append(o.members, member{key: keyString(key, escaped), rawKey: rawKey(b, key), value: b[at:vend]})
+		}
+		return vend, err
+	})
+	if err != nil {
+		return Object{}, decodeError(err)
+	}
+	if skipSpace(b, end) != len(b) {
+		return Object{}, &DecodeError{Offset: int64(end), Msg: "unexpected data after the object"}
+	}
+	return o, nil
 }
 
 // Get returns the raw value of a member (the last one when the key repeats)
@@ -68,7 +94,7 @@ func (o *Object) AppendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, m.key)
+		dst = m.appendKey(dst)
 		dst = append(dst, ':')
 		dst = append(dst, m.value...)
 	}
@@ -82,4 +108,10 @@ func (o *Object) JSON() json.RawMessage {
 		size += len(m.key) + len(m.value) + 4
 	}
 	return o.AppendJSON(make([]byte, 0, size))
+}
+
+// rawKey returns the quoted key around key, a sub-slice of b.
+func rawKey(b, key []byte) []byte {
+	start := cap(b) - cap(key) - 1 // key starts one byte after its opening quote
+	return b[start : start+len(key)+2]
 }

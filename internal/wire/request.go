@@ -1,12 +1,8 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"strconv"
 )
 
 // ChatRequest is a decoded POST /v1/chat/completions body. The typed fields
@@ -114,122 +110,6 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// DecodeRequest decodes a chat-completions request body. It requires a JSON
-// object with a non-empty string "model" and a non-empty "messages" array of
-// objects that each have a string "role". The returned request keeps b's
-// bytes: the caller must not modify b afterwards.
-func DecodeRequest(b []byte) (*ChatRequest, error) {
-	obj, err := ParseObject(b)
-	if err != nil {
-		return nil, err
-	}
-	r := &ChatRequest{obj: obj}
-	var haveModel, haveMessages bool
-	for _, m := range obj.members {
-		switch m.key {
-		case "model":
-			if err := json.Unmarshal(m.value, &r.Model); err != nil {
-				return nil, &DecodeError{Param: "model", Offset: -1, Msg: "must be a string", Err: err}
-			}
-			haveModel = r.Model != ""
-		case "stream":
-			if string(m.value) == "null" {
-				r.Stream = false
-				continue
-			}
-			if err := json.Unmarshal(m.value, &r.Stream); err != nil {
-				return nil, &DecodeError{Param: "stream", Offset: -1, Msg: "must be a boolean", Err: err}
-			}
-		case "messages":
-			msgs, err := decodeMessages(m.value)
-			if err != nil {
-				return nil, err
-			}
-			r.Messages = msgs
-			haveMessages = true
-		}
-	}
-	if !haveModel {
-		return nil, &DecodeError{Param: "model", Offset: -1, Msg: "you must provide a model parameter (a non-empty string)"}
-	}
-	if !haveMessages {
-		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "you must provide a messages parameter (a non-empty array of messages)"}
-	}
-	return r, nil
-}
-
-// splitObject splits a JSON object into its members, keeping each value's
-// bytes. Syntax errors carry the byte offset where they were found.
-func splitObject(b []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, syntaxError(err, dec.InputOffset())
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, &DecodeError{Offset: 0, Msg: "the request body must be a JSON object"}
-	}
-	members := make([]member, 0, 16)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, syntaxError(err, dec.InputOffset())
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, syntaxError(err, dec.InputOffset())
-		}
-		members = append(members, member{key: key, value: raw})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, syntaxError(err, dec.InputOffset())
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &DecodeError{Offset: dec.InputOffset(), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte %d", dec.InputOffset())}
-	}
-	return members, nil
-}
-
-func syntaxError(err error, offset int64) error {
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		offset = se.Offset
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &DecodeError{Offset: offset, Msg: fmt.Sprintf("invalid JSON: the body ends early (at byte %d)", offset), Err: err}
-	}
-	return &DecodeError{Offset: offset, Msg: fmt.Sprintf("invalid JSON at byte %d: %v", offset, err), Err: err}
-}
-
-func decodeMessages(b json.RawMessage) ([]Message, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(b, &raws); err != nil {
-		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "must be an array of message objects", Err: err}
-	}
-	if len(raws) == 0 {
-		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "must contain at least one message"}
-	}
-	msgs := make([]Message, len(raws))
-	for i, raw := range raws {
-		m := &msgs[i]
-		if err := json.Unmarshal(raw, m); err != nil {
-			param := "messages[" + strconv.Itoa(i) + "]"
-			msg := "must be a message object"
-			if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-				param += "." + te.Field
-				msg = "must be a JSON " + te.Type.Kind().String() + ", got " + te.Value
-			}
-			return nil, &DecodeError{Param: param, Offset: -1, Msg: msg, Err: err}
-		}
-		if m.Role == "" {
-			return nil, &DecodeError{Param: "messages[" + strconv.Itoa(i) + "].role", Offset: -1, Msg: "is required (system, user, assistant or tool)"}
-		}
-		m.Raw = raw
-	}
-	return msgs, nil
-}
-
 // SetMessages replaces the transcript; Encode then writes msgs instead of the
 // original array. Messages with a non-nil Raw are written as those bytes.
 func (r *ChatRequest) SetMessages(msgs []Message) {
@@ -264,7 +144,7 @@ func (r *ChatRequest) Encode(model string) ([]byte, error) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendString(buf, m.key)
+		buf = m.appendKey(buf)
 		buf = append(buf, ':')
 		switch {
 		case m.key == "model":
@@ -292,17 +172,51 @@ func appendMessages(buf []byte, msgs []Message) ([]byte, error) {
 			buf = append(buf, msgs[i].Raw...)
 			continue
 		}
-		b, err := json.Marshal(&msgs[i])
-		if err != nil {
+		var err error
+		if buf, err = appendMessage(buf, &msgs[i]); err != nil {
 			return nil, fmt.Errorf("wire: encode message %d: %w", i, err)
 		}
-		buf = append(buf, b...)
 	}
 	return append(buf, ']'), nil
 }
 
-// appendString appends s as a JSON string.
+// appendMessage encodes a message the gateway built (no Raw), with the
+// same members, order and omissions as its json tags say.
+func appendMessage(buf []byte, m *Message) ([]byte, error) {
+	buf = append(buf, `{"role":`...)
+	buf = appendString(buf, m.Role)
+	if len(m.Content) > 0 {
+		buf = append(buf, `,"content":`...)
+		buf = append(buf, m.Content...)
+	}
+	if m.Name != "" {
+		buf = append(buf, `,"name":`...)
+		buf = appendString(buf, m.Name)
+	}
+	if len(m.ToolCalls) > 0 {
+		buf = append(buf, `,"tool_calls":`...)
+		b, err := json.Marshal(m.ToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, b...)
+	}
+	if m.ToolCallID != "" {
+		buf = append(buf, `,"tool_call_id":`...)
+		buf = appendString(buf, m.ToolCallID)
+	}
+	return append(buf, '}'), nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json does.
 func appendString(buf []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always marshals
-	return append(buf, b...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }

@@ -76,7 +76,7 @@ func TestDecodeErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, param, msg string
 	}{
-		{"syntax", `{"model":"m",,}`, "", "invalid JSON at byte 13"},
+		{"syntax", `{"model":"m",,}`, "", "invalid JSON at byte offset 13"},
 		{"truncated", `{"model":"m","messages":[`, "", "ends early"},
 		{"not an object", `[1,2]`, "", "must be a JSON object"},
 		{"trailing data", `{"model":"m","messages":[{"role":"user"}]} x`, "", "unexpected data"},
@@ -87,7 +87,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty messages", `{"model":"m","messages":[]}`, "messages", "at least one"},
 		{"messages not array", `{"model":"m","messages":{}}`, "messages", "array"},
 		{"no role", `{"model":"m","messages":[{"content":"x"}]}`, "messages[0].role", "required"},
-		{"bad tool call id", `{"model":"m","messages":[{"role":"user"},{"role":"assistant","tool_calls":[{"id":7}]}]}`, "messages[1].tool_calls.id", "string"},
+		{"bad tool call id", `{"model":"m","messages":[{"role":"user"},{"role":"assistant","tool_calls":[{"id":7}]}]}`, "messages[1].tool_calls[0].id", "string"},
 		{"stream not bool", `{"model":"m","messages":[{"role":"user"}],"stream":"yes"}`, "stream", "boolean"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,11 +125,28 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req, err := DecodeRequest(b)
+		// The scanner accepts exactly what encoding/json accepts.
+		var std struct {
+			Model    any               `json:"model"`
+			Messages []json.RawMessage `json:"messages"`
+		}
+		stdErr := json.Unmarshal(b, &std)
+		_, isSyntax := stdErr.(*json.SyntaxError)
 		if err != nil {
-			if _, ok := errors.AsType[*DecodeError](err); !ok {
+			de, ok := errors.AsType[*DecodeError](err)
+			if !ok {
 				t.Fatalf("error is not a *DecodeError: %v", err)
 			}
+			if json.Valid(b) && de.Offset >= 0 && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{")) {
+				t.Fatalf("syntax error %v on valid JSON", err)
+			}
 			return
+		}
+		if !json.Valid(b) || isSyntax {
+			t.Fatalf("accepted invalid JSON: %q", b)
+		}
+		if m, ok := std.Model.(string); !ok || m != req.Model || len(std.Messages) != len(req.Messages) {
+			t.Fatalf("typed view differs from encoding/json: %q/%d vs %v/%d", req.Model, len(req.Messages), std.Model, len(std.Messages))
 		}
 		out, err := req.Encode(req.Model)
 		if err != nil {

@@ -1,0 +1,412 @@
+package wire
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// A small validating JSON scanner. The request path needs the boundaries of
+// values (to keep their bytes) and a handful of typed fields; decoding a
+// 50 KB transcript through encoding/json's Decoder costs over a millisecond,
+// while one pass over the bytes costs tens of microseconds. The scanner
+// accepts exactly the JSON grammar of RFC 8259 (as encoding/json's Valid
+// does; strings are not checked for valid UTF-8), and nests at most
+// maxDepth levels.
+
+const maxDepth = 10000
+
+// syntaxErr is a JSON syntax error at a byte offset of the scanned input.
+type syntaxErr struct {
+	off int
+	msg string
+	eof bool // the input ended before the value did
+}
+
+func (e *syntaxErr) Error() string { return e.msg }
+
+// special marks the bytes that end the fast path of a string scan.
+var special = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func unexpected(b []byte, i int, context string) error {
+	if i >= len(b) {
+		return &syntaxErr{off: i, msg: "unexpected end of JSON input", eof: true}
+	}
+	return &syntaxErr{off: i, msg: fmt.Sprintf("invalid character %s %s", quoteChar(b[i]), context)}
+}
+
+func quoteChar(c byte) string {
+	if c == '\'' {
+		return `'\''`
+	}
+	if c == '"' {
+		return `'"'`
+	}
+	s := strconv.Quote(string(c))
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+// skipString returns the end of the string starting at b[i] == '"' and
+// whether it contains escapes.
+func skipString(b []byte, i int) (int, bool, error) {
+	j, escaped := i+1, false
+	for {
+		// Eight bytes at a time while none is '"', '\\' or a control byte.
+		for j+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[j:])
+			if hasZero(w^quotes)|hasZero(w^backslashes)|hasLess(w) != 0 {
+				break
+			}
+			j += 8
+		}
+		for j < len(b) && !special[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			return 0, false, &syntaxErr{off: len(b), msg: "unexpected end of JSON input (unterminated string)", eof: true}
+		}
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if j+1 >= len(b) {
+				return 0, false, &syntaxErr{off: len(b), msg: "unexpected end of JSON input (unterminated string)", eof: true}
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(b) {
+					return 0, false, &syntaxErr{off: len(b), msg: "unexpected end of JSON input (unterminated string)", eof: true}
+				}
+				for k := j + 2; k < j+6; k++ {
+					if !isHex(b[k]) {
+						return 0, false, unexpected(b, k, "in \\u hexadecimal character escape")
+					}
+				}
+				j += 6
+			default:
+				return 0, false, unexpected(b, j+1, "in string escape code")
+			}
+		default:
+			return 0, false, unexpected(b, j, "in string literal")
+		}
+	}
+}
+
+const (
+	ones        = 0x0101010101010101
+	highs       = 0x8080808080808080
+	quotes      = '"' * ones
+	backslashes = '\\' * ones
+)
+
+// hasZero is non-zero when some byte of w is zero.
+func hasZero(w uint64) uint64 { return (w - ones) & ^w & highs }
+
+// hasLess is non-zero when some byte of w is below 0x20.
+func hasLess(w uint64) uint64 { return (w - 0x20*ones) & ^w & highs }
+
+func isHex(c byte) bool   { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func skipNumber(b []byte, i int) (int, error) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return 0, unexpected(b, i, "in numeric literal")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, unexpected(b, i, "after decimal point in numeric literal")
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, unexpected(b, i, "in exponent of numeric literal")
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, nil
+}
+
+func skipLiteral(b []byte, i int, lit string) (int, error) {
+	for k := 0; k < len(lit); k++ {
+		if i+k >= len(b) || b[i+k] != lit[k] {
+			return 0, unexpected(b, i+k, "in literal "+lit+" (expecting '"+lit[k:k+1]+"')")
+		}
+	}
+	return i + len(lit), nil
+}
+
+// skipValue returns the end of the JSON value starting at b[i] (no leading
+// space).
+func skipValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return 0, unexpected(b, i, "")
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, _, err := skipString(b, i)
+		return end, err
+	case c == '{':
+		return walkObject(b, i, depth+1, nil)
+	case c == '[':
+		return walkArray(b, i, depth+1, nil)
+	case c == '-' || isDigit(c):
+		return skipNumber(b, i)
+	case c == 't':
+		return skipLiteral(b, i, "true")
+	case c == 'f':
+		return skipLiteral(b, i, "false")
+	case c == 'n':
+		return skipLiteral(b, i, "null")
+	}
+	return 0, unexpected(b, i, "looking for beginning of value")
+}
+
+// memberFunc receives one member of an object: its key's raw bytes (without
+// quotes; escaped tells whether they contain escapes) and the offset where
+// its value starts. It returns the end of the value, having scanned it.
+type memberFunc func(key []byte, escaped bool, at int) (int, error)
+
+// walkObject scans the object at b[i] == '{' and returns its end. With a
+// nil fn each value is skipped.
+func walkObject(b []byte, i, depth int, fn memberFunc) (int, error) {
+	if depth > maxDepth {
+		return 0, &syntaxErr{off: i, msg: "exceeded max depth"}
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, unexpected(b, i, "looking for beginning of object key string")
+		}
+		kend, escaped, err := skipString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		key := b[i+1 : kend-1]
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, unexpected(b, i, "after object key")
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return 0, unexpected(b, i, "")
+		}
+		if fn != nil {
+			i, err = fn(key, escaped, i)
+		} else {
+			i, err = skipValue(b, i, depth)
+		}
+		if err != nil {
+			return 0, err
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		return 0, unexpected(b, i, "after object key:value pair")
+	}
+}
+
+// walkArray scans the array at b[i] == '[' and returns its end; fn, when
+// not nil, scans each element (given its index and start) and returns its end.
+func walkArray(b []byte, i, depth int, fn func(n, at int) (int, error)) (int, error) {
+	if depth > maxDepth {
+		return 0, &syntaxErr{off: i, msg: "exceeded max depth"}
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for n := 0; ; n++ {
+		if i >= len(b) {
+			return 0, unexpected(b, i, "")
+		}
+		var err error
+		if fn != nil {
+			i, err = fn(n, i)
+		} else {
+			i, err = skipValue(b, i, depth)
+		}
+		if err != nil {
+			return 0, err
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			return i + 1, nil
+		}
+		return 0, unexpected(b, i, "after array element")
+	}
+}
+
+// keyString returns a member key as a Go string. An unescaped key shares
+// the input's bytes (see stringView).
+func keyString(key []byte, escaped bool) string {
+	if !escaped {
+		if len(key) == 0 {
+			return ""
+		}
+		return unsafe.String(&key[0], len(key))
+	}
+	var s string
+	// The key was validated by skipString; only the quotes are needed.
+	_ = json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s)
+	return s
+}
+
+// stringView is stringValue without a copy for the common case: the string
+// shares the bytes of b, which the caller must never modify afterwards
+// (DecodeRequest's contract). Escaped or invalid UTF-8 strings are decoded
+// into new memory.
+func stringView(b []byte, i, end int, escaped bool) string {
+	if end-i == 2 {
+		return ""
+	}
+	if !escaped && utf8.Valid(b[i+1:end-1]) {
+		return unsafe.String(&b[i+1], end-i-2)
+	}
+	return stringValue(b, i, end, escaped)
+}
+
+// stringValue decodes the JSON string b[i:end] (b[i] == '"').
+// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
+func stringValue(b []byte, i, end int, escaped bool) string {
+	if !escaped && utf8.Valid(b[i+1:end-1]) {
+		return string(b[i+1 : end-1])
+	}
+	var s string
+	_ = json.Unmarshal(b[i:end], &s) // validated by skipString
+	return s
+}
+
+// kindAt names the JSON type of the value starting at b[i], for errors.
+func kindAt(b []byte, i int) string {
+	switch b[i] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// objectReader walks the members of an object without callbacks (so
+// decoding allocates nothing per member). Use: r := openReader(b, i); for
+// { key, esc, at, ok, err := r.next(); …scan the value at `at`…; r.i = end }.
+type objectReader struct {
+	b     []byte
+	i     int // after '{' or after the last value
+	n     int // members returned so far
+	close byte
+}
+
+func readObject(b []byte, i int) objectReader { return objectReader{b: b, i: i + 1, close: '}'} }
+func readArray(b []byte, i int) objectReader  { return objectReader{b: b, i: i + 1, close: ']'} }
+
+// more moves past the separator before the next member or element. It
+// returns false, with r.i just after the closing bracket, at the end.
+func (r *objectReader) more() (bool, error) {
+	b := r.b
+	i := skipSpace(b, r.i)
+	if r.n > 0 {
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = skipSpace(b, i+1)
+		case i < len(b) && b[i] == r.close:
+			r.i = i + 1
+			return false, nil
+		default:
+			if r.close == '}' {
+				return false, unexpected(b, i, "after object key:value pair")
+			}
+			return false, unexpected(b, i, "after array element")
+		}
+	} else if i < len(b) && b[i] == r.close {
+		r.i = i + 1
+		return false, nil
+	}
+	r.n++
+	r.i = i
+	if i >= len(b) {
+		return false, unexpected(b, i, "")
+	}
+	return true, nil
+}
+
+// key reads a member's key and colon; it returns the key's bytes (without
+// quotes), whether they hold escapes, and where the value starts.
+func (r *objectReader) key() ([]byte, bool, int, error) {
+	b, i := r.b, r.i
+	if b[i] != '"' {
+		return nil, false, 0, unexpected(b, i, "looking for beginning of object key string")
+	}
+	kend, escaped, err := skipString(b, i)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	j := skipSpace(b, kend)
+	if j >= len(b) || b[j] != ':' {
+		return nil, false, 0, unexpected(b, j, "after object key")
+	}
+	j = skipSpace(b, j+1)
+	if j >= len(b) {
+		return nil, false, 0, unexpected(b, j, "")
+	}
+	return b[i+1 : kend-1], escaped, j, nil
+}
