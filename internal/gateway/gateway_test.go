@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -120,6 +121,18 @@ func (e *env) post(t *testing.T, body string, hdr ...string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// readError reads and closes resp's body, which must be an OpenAI error body.
+func readError(t *testing.T, resp *http.Response) (wire.ErrorBody, []byte) {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var body wire.ErrorBody
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatalf("the body is not an OpenAI error body: %s", b)
+	}
+	return body, b
 }
 
 func userMsg(s string) []openai.ChatCompletionMessageParamUnion {
@@ -325,18 +338,7 @@ func TestUpstreamStatusMapping(t *testing.T) {
 			defer up.Close()
 			e := startGateway(t, up.URL, simConfig)
 			resp := e.post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var body struct {
-				Error struct {
-					Message string  `json:"message"`
-					Type    string  `json:"type"`
-					Param   *string `json:"param"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal(b, &body); err != nil {
-				t.Fatalf("not JSON: %s", b)
-			}
+			body, b := readError(t, resp)
 			if resp.StatusCode != tc.wantStatus || !strings.Contains(body.Error.Message, tc.wantMsg) || body.Error.Type == "" {
 				t.Fatalf("status %d body %s", resp.StatusCode, b)
 			}
@@ -503,18 +505,7 @@ routes: [{model: m, upstream: sim}]
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var body struct {
-				Error struct {
-					Message string  `json:"message"`
-					Type    string  `json:"type"`
-					Code    *string `json:"code"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal(b, &body); err != nil {
-				t.Fatalf("body is not JSON: %s", b)
-			}
+			body, b := readError(t, resp)
 			if resp.StatusCode != tc.status || body.Error.Code == nil || *body.Error.Code != tc.code ||
 				!strings.Contains(body.Error.Message, tc.msg) || resp.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("status %d body %s", resp.StatusCode, b)

@@ -224,10 +224,14 @@ var dropRequest = map[string]bool{
 	"X-Forwarded-For": true, "Forwarded": true,
 }
 
-func copyRequestHeaders(dst, src http.Header) {
+func copyRequestHeaders(dst, src http.Header) { copyHeaders(dst, src, dropRequest) }
+
+// copyHeaders copies src's headers into dst, except those in drop and
+// those the Connection header names (hop-by-hop by declaration).
+func copyHeaders(dst, src http.Header, drop map[string]bool) {
 	conn := src.Values("Connection")
 	for k, vv := range src {
-		if dropRequest[k] || listedIn(conn, k) {
+		if drop[k] || listedIn(conn, k) {
 			continue
 		}
 		dst[k] = append([]string(nil), vv...)
@@ -247,13 +251,7 @@ var dropResponse = map[string]bool{
 // The upstream's X-Request-Id is passed as X-Upstream-Request-Id, since the
 // client's X-Request-Id is the gateway's.
 func CopyResponseHeaders(dst, src http.Header) {
-	conn := src.Values("Connection")
-	for k, vv := range src {
-		if dropResponse[k] || listedIn(conn, k) {
-			continue
-		}
-		dst[k] = append([]string(nil), vv...)
-	}
+	copyHeaders(dst, src, dropResponse)
 	if id := src.Get("X-Request-Id"); id != "" {
 		dst.Set("X-Upstream-Request-Id", id)
 	}

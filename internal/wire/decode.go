@@ -23,26 +23,34 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 	r := &ChatRequest{}
 	r.obj.members = make([]member, 0, 16)
 	var haveMessages bool
-	end, err := walkObject(b, i, 1, func(key []byte, escaped bool, at int) (int, error) {
+	o := readObject(b, i)
+	for {
+		ok, err := o.more()
+		if err != nil {
+			return nil, decodeError(err)
+		}
+		if !ok {
+			break
+		}
+		key, escaped, at, err := o.key()
+		if err != nil {
+			return nil, decodeError(err)
+		}
 		k := keyString(key, escaped)
-		var vend int
-		var err error
+		var end int
 		if k == "messages" {
-			r.Messages, vend, err = decodeMessages(b, at)
+			r.Messages, end, err = decodeMessages(b, at)
 			haveMessages = true
 		} else {
-			vend, err = skipValue(b, at, 1)
+			end, err = skipValue(b, at, 1)
 		}
 		if err != nil {
-			return 0, err
+			return nil, decodeError(err)
 		}
-		r.obj.members = append(r.obj.members, member{key: k, rawKey: rawKey(b, key), value: b[at:vend]})
-		return vend, nil
-	})
-	if err != nil {
-		return nil, decodeError(err)
+		r.obj.members = append(r.obj.members, member{key: k, rawKey: b[o.i : o.i+len(key)+2], value: b[at:end]})
+		o.i = end
 	}
-	if j := skipSpace(b, end); j < len(b) {
+	if j := skipSpace(b, o.i); j < len(b) {
 		return nil, &DecodeError{Offset: int64(j), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte offset %d", j)}
 	}
 	if v, ok := r.obj.Get("model"); ok {

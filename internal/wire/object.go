@@ -35,18 +35,28 @@ func ParseObject(b []byte) (Object, error) {
 	if i >= len(b) || b[i] != '{' {
 		return o, &DecodeError{Offset: int64(i), Msg: "not a JSON object"}
 	}
-	end, err := walkObject(b, i, 1, func(key []byte, escaped bool, at int) (int, error) {
-		vend, err := skipValue(b, at, 1)
-		if err == nil {
-			o.members = append(o.members, member{key: keyString(key, escaped), rawKey: rawKey(b, key), value: b[at:vend]})
+	r := readObject(b, i)
+	for {
+		ok, err := r.more()
+		if err != nil {
+			return Object{}, decodeError(err)
 		}
-		return vend, err
-	})
-	if err != nil {
-		return Object{}, decodeError(err)
+		if !ok {
+			break
+		}
+		key, escaped, at, err := r.key()
+		if err != nil {
+			return Object{}, decodeError(err)
+		}
+		end, err := skipValue(b, at, 1)
+		if err != nil {
+			return Object{}, decodeError(err)
+		}
+		o.members = append(o.members, member{key: keyString(key, escaped), rawKey: b[r.i : r.i+len(key)+2], value: b[at:end]})
+		r.i = end
 	}
-	if skipSpace(b, end) != len(b) {
-		return Object{}, &DecodeError{Offset: int64(end), Msg: "unexpected data after the object"}
+	if skipSpace(b, r.i) != len(b) {
+		return Object{}, &DecodeError{Offset: int64(r.i), Msg: "unexpected data after the object"}
 	}
 	return o, nil
 }
@@ -108,10 +118,4 @@ func (o *Object) JSON() json.RawMessage {
 		size += len(m.key) + len(m.value) + 4
 	}
 	return o.AppendJSON(make([]byte, 0, size))
-}
-
-// rawKey returns the quoted key around key, a sub-slice of b.
-func rawKey(b, key []byte) []byte {
-	start := cap(b) - cap(key) - 1 // key starts one byte after its opening quote
-	return b[start : start+len(key)+2]
 }

@@ -186,10 +186,8 @@ func skipValue(b []byte, i, depth int) (int, error) {
 	case c == '"':
 		end, _, err := skipString(b, i)
 		return end, err
-	case c == '{':
-		return walkObject(b, i, depth+1, nil)
-	case c == '[':
-		return walkArray(b, i, depth+1, nil)
+	case c == '{' || c == '[':
+		return skipContainer(b, i, depth+1)
 	case c == '-' || isDigit(c):
 		return skipNumber(b, i)
 	case c == 't':
@@ -200,93 +198,6 @@ func skipValue(b []byte, i, depth int) (int, error) {
 		return skipLiteral(b, i, "null")
 	}
 	return 0, unexpected(b, i, "looking for beginning of value")
-}
-
-// memberFunc receives one member of an object: its key's raw bytes (without
-// quotes; escaped tells whether they contain escapes) and the offset where
-// its value starts. It returns the end of the value, having scanned it.
-type memberFunc func(key []byte, escaped bool, at int) (int, error)
-
-// walkObject scans the object at b[i] == '{' and returns its end. With a
-// nil fn each value is skipped.
-func walkObject(b []byte, i, depth int, fn memberFunc) (int, error) {
-	if depth > maxDepth {
-		return 0, &syntaxErr{off: i, msg: "exceeded max depth"}
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, unexpected(b, i, "looking for beginning of object key string")
-		}
-		kend, escaped, err := skipString(b, i)
-		if err != nil {
-			return 0, err
-		}
-		key := b[i+1 : kend-1]
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return 0, unexpected(b, i, "after object key")
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return 0, unexpected(b, i, "")
-		}
-		if fn != nil {
-			i, err = fn(key, escaped, i)
-		} else {
-			i, err = skipValue(b, i, depth)
-		}
-		if err != nil {
-			return 0, err
-		}
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		return 0, unexpected(b, i, "after object key:value pair")
-	}
-}
-
-// walkArray scans the array at b[i] == '[' and returns its end; fn, when
-// not nil, scans each element (given its index and start) and returns its end.
-func walkArray(b []byte, i, depth int, fn func(n, at int) (int, error)) (int, error) {
-	if depth > maxDepth {
-		return 0, &syntaxErr{off: i, msg: "exceeded max depth"}
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for n := 0; ; n++ {
-		if i >= len(b) {
-			return 0, unexpected(b, i, "")
-		}
-		var err error
-		if fn != nil {
-			i, err = fn(n, i)
-		} else {
-			i, err = skipValue(b, i, depth)
-		}
-		if err != nil {
-			return 0, err
-		}
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == ']' {
-			return i + 1, nil
-		}
-		return 0, unexpected(b, i, "after array element")
-	}
 }
 
 // keyString returns a member key as a Go string. An unescaped key shares
@@ -344,6 +255,35 @@ func kindAt(b []byte, i int) string {
 		return "null"
 	}
 	return "a number"
+}
+
+// skipContainer returns the end of the object or array at b[i].
+func skipContainer(b []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, &syntaxErr{off: i, msg: "exceeded max depth"}
+	}
+	r := readArray(b, i)
+	if b[i] == '{' {
+		r = readObject(b, i)
+	}
+	for {
+		ok, err := r.more()
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return r.i, nil
+		}
+		at := r.i
+		if b[i] == '{' {
+			if _, _, at, err = r.key(); err != nil {
+				return 0, err
+			}
+		}
+		if r.i, err = skipValue(b, at, depth); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // objectReader walks the members of an object without callbacks (so
