@@ -102,23 +102,33 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 	}
 	// Per assistant message that made calls: its calls (one per id, in call
 	// order), which of them are answered, and the replies it owns.
+	// Indexed by message position; calls is nil for a message that made none.
+	// The calls and answered slices of all messages share two arenas.
 	type request struct {
 		calls    []*wire.ToolCall
 		answered []bool // by position in calls
 		owned    []int  // indexes of its replies, in input order
 	}
-	requests := make([]*request, len(msgs))
-	requesters := map[string][]int{} // call id → requesting messages, oldest first
+	requests := make([]request, len(msgs))
+	nCalls := 0
+	for i := range msgs {
+		nCalls += len(msgs[i].ToolCalls)
+	}
+	callArena := make([]*wire.ToolCall, 0, nCalls)
+	answeredArena := make([]bool, nCalls)
+	requesters := make(map[string][]int, nCalls) // call id → requesting messages, oldest first
 	var rep Report
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
 		case "assistant":
-			calls := callsOf(m)
+			start := len(callArena)
+			callArena = appendCalls(callArena, m)
+			calls := callArena[start:len(callArena):len(callArena)]
 			if len(calls) == 0 {
 				continue
 			}
-			requests[i] = &request{calls: calls, answered: make([]bool, len(calls))}
+			requests[i] = request{calls: calls, answered: answeredArena[start:len(callArena):len(callArena)]}
 			for _, c := range calls {
 				requesters[c.ID] = append(requesters[c.ID], i)
 			}
@@ -127,7 +137,7 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 			owner, slot := -1, -1
 			ats := requesters[id]
 			for k := len(ats) - 1; k >= 0 && owner < 0; k-- {
-				req := requests[ats[k]]
+				req := &requests[ats[k]]
 				for s, c := range req.calls {
 					if c.ID == id && !req.answered[s] {
 						owner, slot = ats[k], s
@@ -151,8 +161,8 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 			continue
 		}
 		out = append(out, m)
-		req := requests[i]
-		if req == nil {
+		req := &requests[i]
+		if req.calls == nil {
 			continue
 		}
 		for s, c := range req.calls {
@@ -181,24 +191,25 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 	return out, rep
 }
 
-// callsOf returns a message's calls, one per id, in the order made. A call
-// with an empty id cannot be answered, so nothing seals it either.
-func callsOf(m *wire.Message) []*wire.ToolCall {
-	var calls []*wire.ToolCall
+// appendCalls appends a message's calls to dst, one per id, in the order
+// made. A call with an empty id cannot be answered, so nothing seals it
+// either.
+func appendCalls(dst []*wire.ToolCall, m *wire.Message) []*wire.ToolCall {
+	start := len(dst)
 next:
 	for k := range m.ToolCalls {
 		c := &m.ToolCalls[k]
 		if c.ID == "" {
 			continue
 		}
-		for _, seen := range calls {
+		for _, seen := range dst[start:] {
 			if seen.ID == c.ID {
 				continue next
 			}
 		}
-		calls = append(calls, c)
+		dst = append(dst, c)
 	}
-	return calls
+	return dst
 }
 
 // seal is the failed result for a call nothing answered (SPEC §1.4).
@@ -214,7 +225,7 @@ func seal(c *wire.ToolCall) wire.Message {
 // not parse as JSON: the response was cut off mid-call.
 func cutOff(c *wire.ToolCall) bool {
 	text := c.Function.ArgumentsText()
-	return text != "" && !json.Valid([]byte(text))
+	return text != "" && !wire.Valid([]byte(text))
 }
 
 // paired reports, without allocating, whether msgs already satisfies what

@@ -137,7 +137,9 @@ func decodeMessages(b []byte, at int) ([]Message, int, error) {
 		}
 		return nil, 0, typeError("messages", b, at, "an array of message objects")
 	}
-	msgs := make([]Message, 0, 16)
+	// Sized from the body (a transcript's messages are typically some
+	// hundreds of bytes), so a long transcript does not regrow the slice.
+	msgs := make([]Message, 0, min(max(len(b)/400, 8), 4096))
 	r := readArray(b, at)
 	for {
 		ok, err := r.more()

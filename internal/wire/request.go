@@ -77,9 +77,8 @@ func (f FunctionCall) ArgumentsText() string {
 		return ""
 	}
 	if a[0] == '"' {
-		var s string
-		if json.Unmarshal(a, &s) == nil {
-			return s
+		if end, escaped, err := skipString(a, 0); err == nil && end == len(a) {
+			return stringValue(a, 0, end, escaped)
 		}
 	}
 	return string(a)
@@ -137,6 +136,14 @@ func (r *ChatRequest) Encode(model string) ([]byte, error) {
 	size := 2
 	for _, m := range r.obj.members {
 		size += len(m.key) + len(m.value) + 4
+	}
+	if r.messagesChanged {
+		for i := range r.Messages {
+			size += len(r.Messages[i].Raw) + 1
+			if r.Messages[i].Raw == nil {
+				size += 256 // a message the gateway built: a seal is about 200 bytes
+			}
+		}
 	}
 	buf := make([]byte, 0, size+len(model))
 	buf = append(buf, '{')

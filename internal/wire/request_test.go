@@ -176,3 +176,52 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// Valid agrees with encoding/json on what is one JSON text.
+func TestValid(t *testing.T) {
+	for _, s := range []string{`{}`, ` 1e999 `, `"a\u00e9"`, `[1,{"a":null}]`, `{"a":1}x`, `{`, ``, `01`, `"\x"`, `[1,]`, "\"\x01\""} {
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%q) = %v, encoding/json says %v", s, got, want)
+		}
+	}
+}
+
+// Escaped strings decode exactly as encoding/json decodes them.
+func TestStringValue(t *testing.T) {
+	for _, s := range []string{`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`,
+		`"\ud83d\u0041"`, `"\ude00"`, "\"\xff\\n\"", "\"\xe9t\xc3\xa9\""} {
+		var want string
+		if err := json.Unmarshal([]byte(s), &want); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		end, esc, err := skipString([]byte(s), 0)
+		if err != nil || end != len(s) {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if got := stringValue([]byte(s), 0, end, esc); got != want {
+			t.Errorf("%s: got %q, want %q", s, got, want)
+		}
+	}
+}
+
+func FuzzStringValue(f *testing.F) {
+	for _, s := range []string{`"a\"b"`, `"\ud83d\ude00"`, `"\ud83d\u0041"`, "\"\xff\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want string
+		stdErr := json.Unmarshal(b, &want)
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		end, esc, err := skipString(b, 0)
+		if (err == nil && skipSpace(b, end) == len(b)) != (stdErr == nil) {
+			t.Fatalf("%q: scanner err %v end %d, encoding/json err %v", b, err, end, stdErr)
+		}
+		if stdErr == nil {
+			if got := stringValue(b, 0, end, esc); got != want {
+				t.Fatalf("%q: got %q, want %q", b, got, want)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -229,15 +230,82 @@ func stringView(b []byte, i, end int, escaped bool) string {
 	return stringValue(b, i, end, escaped)
 }
 
-// stringValue decodes the JSON string b[i:end] (b[i] == '"').
-// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
+// stringValue decodes the JSON string b[i:end] (b[i] == '"'), which
+// skipString has validated. Invalid UTF-8 becomes U+FFFD, as encoding/json
+// does.
 func stringValue(b []byte, i, end int, escaped bool) string {
-	if !escaped && utf8.Valid(b[i+1:end-1]) {
-		return string(b[i+1 : end-1])
+	in := b[i+1 : end-1]
+	if !escaped && utf8.Valid(in) {
+		return string(in)
 	}
-	var s string
-	_ = json.Unmarshal(b[i:end], &s) // validated by skipString
-	return s
+	out := make([]byte, 0, len(in))
+	for k := 0; k < len(in); {
+		c := in[k]
+		switch {
+		case c == '\\':
+			k++
+			switch in[k] {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(in[k+1:])
+				k += 4
+				if utf16.IsSurrogate(r) {
+					r2 := rune(-1)
+					if k+6 < len(in) && in[k+1] == '\\' && in[k+2] == 'u' {
+						r2 = hex4(in[k+3:])
+					}
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						k += 6
+						r = dec
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default: // '"', '\\', '/'
+				out = append(out, in[k])
+			}
+			k++
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			k++
+		default:
+			r, size := utf8.DecodeRune(in[k:])
+			if r == utf8.RuneError && size == 1 {
+				out = append(out, "\ufffd"...)
+			} else {
+				out = append(out, in[k:k+size]...)
+			}
+			k += size
+		}
+	}
+	return string(out)
+}
+
+// hex4 decodes four hex digits (validated by skipString).
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // kindAt names the JSON type of the value starting at b[i], for errors.
@@ -349,4 +417,12 @@ func (r *objectReader) key() ([]byte, bool, int, error) {
 		return nil, false, 0, unexpected(b, j, "")
 	}
 	return b[i+1 : kend-1], escaped, j, nil
+}
+
+// Valid reports whether b is one JSON text, as encoding/json's Valid does
+// (every JSON number counts, 1e999 included), using the scanner.
+func Valid(b []byte) bool {
+	i := skipSpace(b, 0)
+	end, err := skipValue(b, i, 0)
+	return err == nil && skipSpace(b, end) == len(b)
 }
