@@ -185,7 +185,11 @@ func demoExpectError(model string) func(context.Context, openai.Client, io.Write
 		if err == nil {
 			return errors.New("the client saw success; expected an error")
 		}
-		fmt.Fprintf(w, "    client received %d chunks, then the error: %v\n", chunks, oneLine(err.Error()))
+		msg := err.Error()
+		if apiErr, ok := errors.AsType[*openai.Error](err); ok {
+			msg = fmt.Sprintf("HTTP %d, code %s: %s", apiErr.StatusCode, apiErr.Code, apiErr.Message)
+		}
+		fmt.Fprintf(w, "    client received %d chunks, then the error: %s\n", chunks, oneLine(msg))
 		return nil
 	}
 }
