@@ -1,0 +1,156 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// feed runs deltas' tool_calls arrays through a collector and renders the
+// canonical fragments sent, then the finished calls or the error.
+func feed(q Quirks, deltas ...string) (string, string) {
+	c := NewCollector(q)
+	var sent []string
+	for _, d := range deltas {
+		frags, err := c.Add(json.RawMessage(d))
+		if err != nil {
+			return strings.Join(sent, " "), "error: " + err.Error()
+		}
+		for _, f := range frags {
+			b, _ := json.Marshal(f)
+			sent = append(sent, string(b))
+		}
+	}
+	calls, err := c.Finish()
+	if err != nil {
+		return strings.Join(sent, " "), "error: " + err.Error()
+	}
+	var done []string
+	for _, call := range calls {
+		done = append(done, call.ID+":"+call.Name+"("+call.Arguments+")")
+	}
+	return strings.Join(sent, " "), strings.Join(done, " ")
+}
+
+// The collector aggregates by index, sends canonical fragments (id, type
+// and name once, on the first), and reports protocol errors (SPEC §2).
+func TestCollector(t *testing.T) {
+	all := Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true}
+	for _, tc := range []struct {
+		name   string
+		q      Quirks
+		deltas []string
+		sent   string
+		calls  string
+	}{
+		{"canonical stream", Quirks{}, []string{
+			`[{"index":0,"id":"c1","type":"function","function":{"name":"get","arguments":""}}]`,
+			`[{"index":0,"function":{"arguments":"{\"a\""}}]`, `[{"index":0,"function":{"arguments":":1}"}}]`},
+			`{"index":0,"id":"c1","type":"function","function":{"name":"get","arguments":""}} {"index":0,"function":{"arguments":"{\"a\""}} {"index":0,"function":{"arguments":":1}"}}`,
+			`c1:get({"a":1})`},
+		{"sparse indexes renumbered (A03)", Quirks{}, []string{
+			`[{"index":1,"id":"t","type":"function","function":{"name":"read","arguments":"{}"}}]`},
+			`{"index":0,"id":"t","type":"function","function":{"name":"read","arguments":"{}"}}`, `t:read({})`},
+		{"id repeated on every fragment is sent once (A05)", Quirks{}, []string{
+			`[{"index":0,"id":"x","type":"function","function":{"name":"f","arguments":"{"}}]`,
+			`[{"index":0,"id":"x","type":"function","function":{"arguments":"}"}}]`},
+			`{"index":0,"id":"x","type":"function","function":{"name":"f","arguments":"{"}} {"index":0,"function":{"arguments":"}"}}`, `x:f({})`},
+		{"name late: fragments held until it arrives (A11)", Quirks{}, []string{
+			`[{"index":0,"id":"c7","function":{"name":null,"arguments":"{\"x\""}}]`,
+			`[{"index":0,"function":{"name":"bash","arguments":":1}"}}]`},
+			`{"index":0,"id":"c7","type":"function","function":{"name":"bash","arguments":"{\"x\":1}"}}`, `c7:bash({"x":1})`},
+		{"strict: id conflict at one index (A02)", Quirks{}, []string{
+			`[{"index":0,"id":"a","function":{"name":"w","arguments":"{}"}}]`, `[{"index":0,"id":"b","function":{"name":"w","arguments":"{}"}}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"w","arguments":"{}"}}`, `error: wire: tool-call protocol error at index 0: id "b" conflicts with id "a" already seen at this index`},
+		{"index reuse normalized (A02)", all, []string{
+			`[{"index":0,"id":"a","function":{"name":"w","arguments":"{}"}}]`, `[{"index":0,"id":"b","function":{"name":"w","arguments":"{}"}}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"w","arguments":"{}"}} {"index":1,"id":"b","type":"function","function":{"name":"w","arguments":"{}"}}`, `a:w({}) b:w({})`},
+		{"one id at two indexes is an error", all, []string{
+			`[{"index":0,"id":"a","function":{"name":"w"}}]`, `[{"index":1,"id":"a","function":{"name":"w"}}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"w","arguments":""}}`, `error: wire: tool-call protocol error at index 1: id "a" is already used by the call at index 0`},
+		{"strict: missing index (A01)", Quirks{}, []string{`[{"id":"a","function":{"name":"f","arguments":"{}"}}]`},
+			``, `error: wire: tool-call protocol error: a tool-call fragment has no index`},
+		{"missing index normalized (A01)", all, []string{
+			`[{"id":"a","function":{"name":"f","arguments":"{"}}]`, `[{"function":{"arguments":"}"}}]`, `[{"id":"b","function":{"name":"g","arguments":"{}"}}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{"}} {"index":0,"function":{"arguments":"}"}} {"index":1,"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}`, `a:f({}) b:g({})`},
+		{"strict: name repeated (A10)", Quirks{}, []string{
+			`[{"index":0,"id":"a","function":{"name":"read_file","arguments":"{\"pa"}}]`, `[{"index":0,"function":{"name":"read_file","arguments":"th\":1}"}}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"pa"}}`, `error: wire: tool-call protocol error at index 0: function.name "read_file" sent again after the call started`},
+		{"name repeated normalized (A10)", all, []string{
+			`[{"index":0,"id":"a","function":{"name":"read_file","arguments":"{\"pa"}}]`, `[{"index":0,"function":{"name":"read_file","arguments":"th\":1}"}}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"pa"}} {"index":0,"function":{"arguments":"th\":1}"}}`, `a:read_file({"path":1})`},
+		{"strict: arguments object (A12)", Quirks{}, []string{`[{"index":0,"id":"a","function":{"name":"f","arguments":{"a":1}}}]`},
+			``, `error: wire: tool-call protocol error at index 0: function.arguments must be a string, got an object`},
+		{"arguments object normalized (A12)", all, []string{`[{"index":0,"id":"a","function":{"name":"f","arguments":{"a":1}}}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}`, `a:f({"a":1})`},
+		{"a call without id is incomplete, and is not masked by a complete one (A07)", Quirks{}, []string{
+			`[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}},{"index":1,"id":"","function":{"name":"g","arguments":"{}"}}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}`, `error: wire: tool-call protocol error at index 1: the call was left without id`},
+		{"negative index (A04)", all, []string{`[{"index":-1,"id":null,"function":{"name":null,"arguments":"{"}}]`},
+			``, `error: wire: tool-call protocol error: index must be a non-negative integer, got -1`},
+		{"fragment not an object", all, []string{`[1]`}, ``, `error: wire: tool-call protocol error: a tool-call fragment must be an object`},
+		{"id not a string", all, []string{`[{"index":0,"id":5}]`}, ``, `error: wire: tool-call protocol error: id must be a string, got a number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent, calls := feed(tc.q, tc.deltas...)
+			if sent != tc.sent {
+				t.Errorf("sent\n got: %s\nwant: %s", sent, tc.sent)
+			}
+			if calls != tc.calls {
+				t.Errorf("calls\n got: %s\nwant: %s", calls, tc.calls)
+			}
+		})
+	}
+}
+
+// FuzzCollector: arbitrary tool_calls arrays never panic; every fragment
+// sent is canonical; a call whose first fragment went out has an id and a
+// name; and the calls Finish returns match what was sent.
+func FuzzCollector(f *testing.F) {
+	for _, s := range []string{
+		`[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{"}}]`,
+		`[{"function":{"arguments":{"x":1}}},{"index":3,"id":"b"}]`, `[{"index":"0"}]`, `null`, `[[]]`,
+	} {
+		f.Add([]byte(s), []byte(`[{"index":0,"function":{"arguments":"}"}}]`))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		c := NewCollector(Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true})
+		args := map[int]string{}
+		for _, d := range [][]byte{a, b} {
+			frags, err := c.Add(d)
+			if err != nil {
+				var pe *ProtocolError
+				if !errors.As(err, &pe) {
+					t.Fatalf("error of type %T: %v", err, err)
+				}
+				return
+			}
+			for _, fr := range frags {
+				if _, started := args[fr.Index]; !started && (fr.ID == "" || fr.Name == "") {
+					t.Fatalf("first fragment of call %d lacks id or name: %+v", fr.Index, fr)
+				}
+				args[fr.Index] += fr.Arguments
+				if !Valid(must(json.Marshal(fr))) {
+					t.Fatal("fragment does not encode as JSON")
+				}
+			}
+		}
+		calls, err := c.Finish()
+		if err != nil {
+			return
+		}
+		for i, call := range calls {
+			if args[i] != call.Arguments {
+				t.Fatalf("call %d: sent %q, collected %q", i, args[i], call.Arguments)
+			}
+		}
+	})
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
