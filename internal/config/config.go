@@ -3,8 +3,11 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Defaults for everything optional.
@@ -100,6 +103,41 @@ type Upstream struct {
 	// tool_calls is sent to this upstream: keep (as the client sent it, the
 	// default), null ("" becomes null) or empty (null or absent becomes "").
 	ToolCallContent string `yaml:"tool_call_content"`
+	// Quirks lists the stream normalizations applied to this upstream's
+	// responses: "all" (the default), "strict" (none: every protocol
+	// departure is an error), or a list of QuirkNames.
+	Quirks Quirks `yaml:"quirks"`
+}
+
+// QuirkNames are the stream normalizations an upstream can switch on.
+var QuirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done"}
+
+// Quirks is an upstream's list of normalizations; in YAML a single word
+// ("all", "strict") or a list of names.
+type Quirks []string
+
+// UnmarshalYAML accepts a scalar or a sequence.
+func (q *Quirks) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*q = Quirks{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*q = list
+	return nil
+}
+
+// Has reports whether the normalization name is switched on.
+func (q Quirks) Has(name string) bool {
+	for _, v := range q {
+		if v == name || v == "all" {
+			return true
+		}
+	}
+	return false
 }
 
 // Route sends the requests for a model name (or pattern) to an upstream.
@@ -119,6 +157,11 @@ type Route struct {
 	Repair string `yaml:"repair"`
 	// Normalize switches the request normalizations; each defaults to on.
 	Normalize Normalize `yaml:"normalize"`
+	// Policy is the completion policy: session (the default), default or off.
+	Policy string `yaml:"policy"`
+	// EnforceParallelToolCalls makes parallel_tool_calls: false with more
+	// than one call a violation; by default the field is only sent upstream.
+	EnforceParallelToolCalls bool `yaml:"enforce_parallel_tool_calls"`
 }
 
 // Normalize switches the request normalizations that run before repair.
@@ -226,6 +269,9 @@ func (c *Config) applyDefaults() {
 		if u.ToolCallContent == "" {
 			u.ToolCallContent = "keep"
 		}
+		if len(u.Quirks) == 0 {
+			u.Quirks = Quirks{"all"}
+		}
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -234,6 +280,9 @@ func (c *Config) applyDefaults() {
 		}
 		if r.Repair == "" {
 			r.Repair = "fix"
+		}
+		if r.Policy == "" {
+			r.Policy = "session"
 		}
 		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
 			if *b == nil {
@@ -321,6 +370,15 @@ func (c *Config) Validate() error {
 		default:
 			add(p+".tool_call_content", "must be keep, null or empty, got %q", u.ToolCallContent)
 		}
+		for _, q := range u.Quirks {
+			switch {
+			case (q == "all" || q == "strict") && len(u.Quirks) > 1:
+				add(p+".quirks", "%q must stand alone, not in a list", q)
+			case q == "all" || q == "strict" || slices.Contains(QuirkNames, q):
+			default:
+				add(p+".quirks", "unknown quirk %q; use all, strict, or a list of: %s", q, strings.Join(QuirkNames, ", "))
+			}
+		}
 	}
 	if len(c.Routes) == 0 {
 		add("routes", "at least one route is required (use model: \"*\" to route every model)")
@@ -351,6 +409,11 @@ func (c *Config) Validate() error {
 		case "fix", "reject", "off":
 		default:
 			add(p+".repair", "must be fix, reject or off, got %q", r.Repair)
+		}
+		switch r.Policy {
+		case "session", "default", "off":
+		default:
+			add(p+".policy", "must be session, default or off, got %q", r.Policy)
 		}
 	}
 	if len(errs) == 0 {

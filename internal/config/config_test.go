@@ -55,7 +55,8 @@ routes: [{model: m, upstream: a}]
 	if c.Server.DrainTimeout != DefaultDrainTimeout || c.Server.MaxBodyBytes != DefaultMaxBodyBytes ||
 		u.AuthHeader != "Authorization" || u.MaxEventBytes != DefaultMaxEventBytes || c.Routes[0].Name != "m" ||
 		c.Log.Level != "info" || c.Routes[0].Repair != "fix" || !*c.Routes[0].Normalize.SynthesizeIDs ||
-		!*c.Routes[0].Normalize.ArgumentsToString || !*c.Routes[0].Normalize.DedupeCallIDs || u.ToolCallContent != "keep" {
+		!*c.Routes[0].Normalize.ArgumentsToString || !*c.Routes[0].Normalize.DedupeCallIDs || u.ToolCallContent != "keep" ||
+		!u.Quirks.Has("index_reuse") || c.Routes[0].Policy != "session" {
 		t.Errorf("defaults not applied: %+v %+v", c.Server, u)
 	}
 }
@@ -103,11 +104,11 @@ routes:
 	_, err = Parse([]byte(`
 log: {level: loud}
 upstreams:
-  - {name: a, url: "ftp://x", tool_call_content: blank}
+  - {name: a, url: "ftp://x", tool_call_content: blank, quirks: [missing_index, guess]}
   - {name: a, simulator: true, url: "http://x"}
   - {name: b}
 routes:
-  - {model: m, upstream: nope, repair: maybe, normalize: {synthesize_ids: false}}
+  - {model: m, upstream: nope, repair: maybe, policy: lax, normalize: {synthesize_ids: false}}
   - {model: m, upstream: a}
   - {upstream: a, upstream_model: "x*"}
 `), env(nil))
@@ -126,6 +127,8 @@ routes:
 		"routes[2].upstream_model: must be a model name",
 		"upstreams[0].tool_call_content: must be keep, null or empty",
 		"routes[0].repair: must be fix, reject or off",
+		"routes[0].policy: must be session, default or off",
+		`upstreams[0].quirks: unknown quirk "guess"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
@@ -191,5 +194,21 @@ func TestGlob(t *testing.T) {
 		if got := globMatch(tc.p, tc.s); got != tc.want {
 			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.s, got)
 		}
+	}
+}
+
+// quirks accepts a word or a list.
+func TestQuirks(t *testing.T) {
+	c, err := Parse([]byte(`
+upstreams:
+  - {name: a, url: "http://a/v1", quirks: strict}
+  - {name: b, url: "http://b/v1", quirks: [missing_index, finish_reason]}
+routes: [{model: m, upstream: a}]
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Upstreams[0].Quirks.Has("missing_index") || !c.Upstreams[1].Quirks.Has("finish_reason") || c.Upstreams[1].Quirks.Has("no_done") {
+		t.Errorf("%v %v", c.Upstreams[0].Quirks, c.Upstreams[1].Quirks)
 	}
 }

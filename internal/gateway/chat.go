@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -63,6 +64,11 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if fixes.Any() || !rep.Empty() {
 		req.SetMessages(msgs)
 	}
+	judge, err := policy.Prepare(req, policy.Config{Mode: policy.Mode(route.Policy), EnforceParallel: route.EnforceParallelToolCalls})
+	if err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
 
 	out, err := req.Encode(rec.Model)
 	if err != nil {
@@ -79,9 +85,9 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	}
 	defer resp.Body.Close()
 	if req.Stream {
-		g.stream(w, r, rec, resp, upCfg)
+		g.stream(w, r, rec, resp, upCfg, judge)
 	} else {
-		g.whole(w, r, rec, resp, upCfg)
+		g.whole(w, r, rec, resp, upCfg, judge)
 	}
 	rec.UpstreamDuration = time.Since(sent)
 }
@@ -137,8 +143,10 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		rec.Outcome = observe.OutcomeUpstream
 	}
 	if _, ok := errors.AsType[*IncompleteError](err); ok {
-		rec.ErrorKind = "stream"
-		rec.Outcome = observe.OutcomeIncomplete
+		rec.Outcome, rec.ErrorKind = outcomeOf(err)
+	}
+	if _, ok := errors.AsType[*ViolationError](err); ok {
+		rec.Outcome, rec.ErrorKind = outcomeOf(err)
 	}
 	if r.Context().Err() != nil {
 		rec.Status, rec.Outcome, rec.ClientGone = 499, observe.OutcomeClientGone, true
@@ -150,7 +158,7 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 
 // stream re-streams the upstream's SSE events to the client, event by event,
 // each flushed at once.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, up *config.Upstream) {
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, up *config.Upstream, judge *policy.Judge) {
 	ctx := r.Context()
 	done := g.metrics.StreamStarted(rec.Route)
 	defer done()
@@ -172,8 +180,10 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	}()
 	out := wire.NewWriter(dw)
+	rs := wire.NewRestream(quirks(up), up.Quirks.Has("finish_reason"))
+	defer g.countNormalizations(rec.Upstream, rs.Collector)
 
-	var broken error
+	var broken, protocol error
 	complete := false
 	for ev, err := range wire.Events(ctx, resp.Body, wire.ReadOptions{MaxEventSize: up.MaxEventBytes}) {
 		if err != nil {
@@ -191,10 +201,18 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 			broken = &IncompleteError{Upstream: rec.Upstream, Message: msg, Err: errors.New("error event")}
 			break
 		}
+		data, send, err := rs.Chunk(ev.Data)
+		if err != nil {
+			protocol = err
+			break
+		}
+		if !send {
+			continue
+		}
 		if !out.Committed() {
 			rec.TTFB = time.Since(rec.Start)
 		}
-		if err := out.Send(ev.Data); err != nil {
+		if err := out.Send(data); err != nil {
 			rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
 			rec.Error = "client write failed: " + err.Error()
 			return
@@ -204,27 +222,79 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
 		return
 	}
-	if complete {
+	if !complete && broken == nil && protocol == nil && rs.FinishReason != "" && up.Quirks.Has("no_done") {
+		complete = true // QUIRKS A21: this upstream ends with a finish reason and no [DONE]
+		rs.Collector.Fixes()["no_done"]++
+	}
+	if broken != nil {
+		if _, ok := errors.AsType[*IncompleteError](broken); !ok {
+			broken = &IncompleteError{Upstream: rec.Upstream, Err: broken}
+		}
+		g.endStream(w, r, rec, out, broken)
+		return
+	}
+	if complete && protocol == nil && rs.FinishReason == "" && up.Quirks.Has("missing_finish_reason") {
+		if err := out.Send(rs.FinishChunk()); err != nil {
+			rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
+			return
+		}
+	}
+	calls, callsErr := rs.Collector.Finish()
+	if protocol != nil {
+		callsErr = protocol
+	}
+	outcome := judge.Finish(policy.End{Done: complete, Calls: calls, CallsErr: callsErr, FinishReason: rs.FinishReason})
+	g.metrics.Completed(rec.Route, outcome.Kind)
+	switch outcome.Kind {
+	case policy.OK:
 		if err := out.Done(); err != nil {
 			rec.ClientGone, rec.Outcome = true, observe.OutcomeClientGone
 		} else {
 			rec.Outcome = observe.OutcomeOK
 		}
 		rec.Status = http.StatusOK
-		return
+	case policy.Incomplete:
+		g.endStream(w, r, rec, out, &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the stream ended without data: [DONE]")})
+	default:
+		g.endStream(w, r, rec, out, &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg})
 	}
-	if broken == nil {
-		broken = &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the stream ended without data: [DONE]")}
-	} else if _, ok := errors.AsType[*IncompleteError](broken); !ok {
-		broken = &IncompleteError{Upstream: rec.Upstream, Err: broken}
-	}
+}
+
+// endStream ends a stream that failed: with a status and JSON body if
+// nothing was sent yet, else with one error event and no [DONE].
+func (g *Gateway) endStream(w http.ResponseWriter, r *http.Request, rec *observe.Record, out *wire.Writer, err error) {
 	if !out.Committed() {
-		g.fail(w, r, rec, broken)
+		g.fail(w, r, rec, err)
 		return
 	}
-	rec.Status, rec.Outcome, rec.ErrorKind, rec.Error = http.StatusOK, observe.OutcomeIncomplete, "stream", broken.Error()
-	_, body := errorFor(broken)
+	rec.Status, rec.Error = http.StatusOK, err.Error()
+	rec.Outcome, rec.ErrorKind = outcomeOf(err)
+	_, body := errorFor(err)
 	out.Fail(body)
+}
+
+// outcomeOf classifies a response failure for the access record.
+func outcomeOf(err error) (outcome, kind string) {
+	if _, ok := errors.AsType[*ViolationError](err); ok {
+		return observe.OutcomeViolation, "protocol"
+	}
+	return observe.OutcomeIncomplete, "stream"
+}
+
+// quirks maps an upstream's configured normalizations onto the collector's.
+func quirks(up *config.Upstream) wire.Quirks {
+	return wire.Quirks{
+		MissingIndex:    up.Quirks.Has("missing_index"),
+		IndexReuse:      up.Quirks.Has("index_reuse"),
+		RepeatedName:    up.Quirks.Has("repeated_name"),
+		ArgumentsObject: up.Quirks.Has("arguments_object"),
+	}
+}
+
+func (g *Gateway) countNormalizations(upstream string, c *wire.Collector) {
+	for kind, n := range c.Fixes() {
+		g.metrics.Normalized(upstream, kind, n)
+	}
 }
 
 // statusSent is the status to record when the client went away: 200 if the
@@ -256,20 +326,28 @@ func errorEvent(data string) (string, bool) {
 }
 
 // whole relays a non-streamed response after checking it is one complete
-// JSON document that is not an error object.
-func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, up *config.Upstream) {
+// JSON document that is not an error object, and judging it.
+func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, up *config.Upstream, judge *policy.Judge) {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, up.MaxResponseBytes+1))
 	switch {
 	case err != nil:
 		err = &IncompleteError{Upstream: rec.Upstream, Err: err}
 	case int64(len(b)) > up.MaxResponseBytes:
 		err = &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the response is larger than max_response_bytes")}
-	case !json.Valid(b):
+	case !wire.Valid(b):
 		err = &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the response is not valid JSON")}
 	}
 	if err == nil {
 		if msg, ok := errorEvent(string(b)); ok {
 			err = &IncompleteError{Upstream: rec.Upstream, Message: msg, Err: errors.New("error object")}
+		}
+	}
+	if err == nil {
+		var outcome policy.Outcome
+		b, outcome = g.judgeWhole(b, rec.Upstream, up, judge)
+		g.metrics.Completed(rec.Route, outcome.Kind)
+		if !outcome.OK() {
+			err = &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg}
 		}
 	}
 	if err != nil {
@@ -284,6 +362,71 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 		rec.ClientGone = true
 	}
 	rec.Status, rec.Outcome = http.StatusOK, observe.OutcomeOK
+}
+
+// judgeWhole runs a chat.completion's first choice through the collector
+// and the judge, the same ones streams use. With the finish_reason quirk
+// on, "stop" after calls is rewritten to "tool_calls" in the body; the
+// rest of the body keeps its bytes.
+func (g *Gateway) judgeWhole(b []byte, upName string, up *config.Upstream, judge *policy.Judge) ([]byte, policy.Outcome) {
+	c := wire.NewCollector(quirks(up))
+	defer g.countNormalizations(upName, c)
+	body, _ := wire.ParseObject(b) // b is valid JSON
+	var choices []json.RawMessage
+	if raw, ok := body.Get("choices"); ok {
+		_ = json.Unmarshal(raw, &choices)
+	}
+	end := policy.End{Done: true}
+	if len(choices) == 0 {
+		return b, judge.Finish(end)
+	}
+	choice, err := wire.ParseObject(choices[0])
+	if err != nil {
+		return b, judge.Finish(policy.End{Done: true, CallsErr: &wire.ProtocolError{Index: -1, Msg: "a choice must be an object"}})
+	}
+	if fr, ok := choice.Get("finish_reason"); ok {
+		_ = json.Unmarshal(fr, &end.FinishReason)
+	}
+	if m, ok := choice.Get("message"); ok {
+		msg, _ := wire.ParseObject(m)
+		if tc, ok := msg.Get("tool_calls"); ok {
+			_, end.CallsErr = c.Add(indexed(tc))
+		}
+	}
+	if end.CallsErr == nil {
+		end.Calls, end.CallsErr = c.Finish()
+	}
+	if up.Quirks.Has("finish_reason") && len(end.Calls) > 0 && (end.FinishReason == "stop" || end.FinishReason == "") {
+		c.Fixes()["finish_reason"]++
+		end.FinishReason = "tool_calls"
+		choice.Set("finish_reason", json.RawMessage(`"tool_calls"`))
+		choices[0] = choice.JSON()
+		arr, _ := json.Marshal(choices)
+		body.Set("choices", arr)
+		b = body.JSON()
+	}
+	return b, judge.Finish(end)
+}
+
+// indexed gives each element of a message's tool_calls array its position
+// as index, the way stream fragments carry it.
+func indexed(toolCalls json.RawMessage) json.RawMessage {
+	var calls []json.RawMessage
+	if json.Unmarshal(toolCalls, &calls) != nil {
+		return toolCalls // the collector reports the shape error
+	}
+	for k, raw := range calls {
+		o, err := wire.ParseObject(raw)
+		if err != nil {
+			continue
+		}
+		if _, ok := o.Get("index"); !ok {
+			o.Set("index", json.RawMessage(strconv.Itoa(k)))
+			calls[k] = o.JSON()
+		}
+	}
+	out, _ := json.Marshal(calls)
+	return out
 }
 
 // deadlineWriter gives each event write a fresh deadline, so a client that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -37,6 +38,17 @@ func (e *IncompleteError) Error() string {
 
 func (e *IncompleteError) Unwrap() error { return e.Err }
 
+// ViolationError is a response that does not satisfy its request under the
+// route's completion policy (SPEC §3), including malformed tool calls.
+type ViolationError struct {
+	Upstream string
+	Msg      string
+}
+
+func (e *ViolationError) Error() string {
+	return fmt.Sprintf("upstream %s: the response does not satisfy the request: %s", e.Upstream, e.Msg)
+}
+
 // errorFor is the only mapping from an error to the status and OpenAI error
 // body the client sees (SPEC §7), used for JSON responses and for the error
 // event of a started stream alike. Messages say what was wrong and what to
@@ -66,6 +78,13 @@ func errorFor(err error) (int, wire.ErrorBody) {
 	}
 	if ue, ok := errors.AsType[*upstream.Error](err); ok {
 		return upstreamError(ue)
+	}
+	if ve, ok := errors.AsType[*ViolationError](err); ok {
+		return http.StatusBadGateway, wire.NewError("upstream_error", "completion_policy_violation", "",
+			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", ve.Upstream, ve.Msg))
+	}
+	if pe, ok := errors.AsType[*policy.RequestError](err); ok {
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_value", pe.Param, pe.Error())
 	}
 	if ie, ok := errors.AsType[*IncompleteError](err); ok {
 		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", ie.Upstream)

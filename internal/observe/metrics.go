@@ -17,6 +17,8 @@ type Metrics struct {
 	upstreamErrors   *prometheus.CounterVec
 	clientGone       *prometheus.CounterVec
 	repairs          *prometheus.CounterVec
+	normalizations   *prometheus.CounterVec
+	completions      *prometheus.CounterVec
 }
 
 // latencyBuckets span a fast local proxy hop to a long model answer.
@@ -61,9 +63,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_repairs_total",
 			Help: "Transcript repairs, by route and action (sealed, dropped, moved, and request normalizations).",
 		}, []string{"route", "action"}),
+		normalizations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_normalizations_total",
+			Help: "Response normalizations applied to an upstream's tool-call stream, by upstream and kind.",
+		}, []string{"upstream", "kind"}),
+		completions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_completions_total",
+			Help: "Responses judged by the completion policy, by route and outcome (ok, incomplete, violation).",
+		}, []string{"route", "outcome"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
-		m.upstreamErrors, m.clientGone, m.repairs,
+		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -89,6 +99,18 @@ func (m *Metrics) Repaired(route, action string, n int) {
 	if n > 0 {
 		m.repairs.WithLabelValues(routeLabel(route), action).Add(float64(n))
 	}
+}
+
+// Normalized counts n response normalizations of one kind for upstream.
+func (m *Metrics) Normalized(upstream, kind string, n int) {
+	if n > 0 {
+		m.normalizations.WithLabelValues(upstream, kind).Add(float64(n))
+	}
+}
+
+// Completed counts one judged response on route.
+func (m *Metrics) Completed(route, outcome string) {
+	m.completions.WithLabelValues(routeLabel(route), outcome).Inc()
 }
 
 // Observe updates the metrics from a finished request's record.

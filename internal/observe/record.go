@@ -24,7 +24,8 @@ type Record struct {
 	// Outcome is one of the Outcome… constants.
 	Outcome string
 	// ErrorKind is the upstream error kind (connect, timeout, status,
-	// stream, protocol) when the upstream failed, else "".
+	// stream, protocol) when the upstream failed, else "". protocol is a
+	// response that violates the completion policy.
 	ErrorKind string
 	// Error is the error's text, for the log only.
 	Error string
@@ -52,6 +53,7 @@ const (
 	OutcomeRejected   = "rejected"   // refused by the gateway before sending upstream
 	OutcomeUpstream   = "upstream"   // the upstream answered with an error or failed
 	OutcomeIncomplete = "incomplete" // a stream ended without its end marker
+	OutcomeViolation  = "violation"  // the response does not satisfy the request (completion policy)
 	OutcomeClientGone = "client_gone"
 )
 

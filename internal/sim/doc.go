@@ -15,6 +15,11 @@
 //	        arguments {"city":"Paris"}, streamed in fragments
 //	else    a short text answer in Chunks content chunks
 //
+// A streamed request whose model name contains "q-<name>" plays one of the
+// quirk scripts of QUIRKS.md section A instead (see QuirkNames): noindex,
+// sameindex, sparse, repeat, latename, argsobject, stop, twofinish,
+// nofinish, nodone, keepalive, noid, cutargs.
+//
 // Independently of the script, a model name containing "strict" (or
 // Options.Strict) makes the simulator check the transcript against OpenAI's
 // tool-call pairing rules first and answer OpenAI's own 400 wording when it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -161,6 +162,18 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 			writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", err.Param, err.Msg)
 			return
 		}
+	}
+	if evs, ok := quirkFor(req.Model); ok && req.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		rc := http.NewResponseController(w)
+		for _, ev := range evs {
+			if _, err := io.WriteString(w, ev); err != nil {
+				return
+			}
+			rc.Flush()
+		}
+		return
 	}
 	sc, status := pick(req.Model)
 	if sc == scriptError {

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/toolgate/toolgate/internal/sim"
+)
+
+// streamTools runs one streamed request with a declared get_weather tool
+// through openai-go's accumulator and returns the calls, the finish reason
+// and the stream's error.
+func streamTools(t *testing.T, e *env, model string) ([]openai.ChatCompletionMessageToolCallUnion, string, error) {
+	t.Helper()
+	stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: model, Messages: userMsg("weather in Paris?"),
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
+	})
+	acc := openai.ChatCompletionAccumulator{}
+	for stream.Next() {
+		if !acc.AddChunk(stream.Current()) {
+			t.Errorf("openai-go's accumulator refused a chunk: %+v", stream.Current())
+		}
+	}
+	if len(acc.Choices) == 0 {
+		return nil, "", stream.Err()
+	}
+	return acc.Choices[0].Message.ToolCalls, acc.Choices[0].FinishReason, stream.Err()
+}
+
+// Every quirk script of the simulator (QUIRKS.md section A) reaches an
+// openai-go client as a canonical stream — complete calls with unique ids,
+// string arguments and finish_reason "tool_calls" — or, for the ones that
+// cannot be fixed without guessing, as an error (SPEC §2).
+func TestQuirksNormalized(t *testing.T) {
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	defer up.Close()
+	e := startGateway(t, up.URL, `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: sim}]
+`)
+	unfixable := map[string]string{"noid": "left without id", "cutargs": "broke off"}
+	for _, name := range sim.QuirkNames() {
+		t.Run(name, func(t *testing.T) {
+			calls, finish, err := streamTools(t, e, "sim-q-"+name)
+			if want, ok := unfixable[name]; ok {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err = %v, want one saying %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if finish != "tool_calls" || len(calls) == 0 {
+				t.Fatalf("finish %q, %d calls", finish, len(calls))
+			}
+			ids := map[string]bool{}
+			for _, c := range calls {
+				if c.ID == "" || ids[c.ID] || c.Function.Name != "get_weather" || !json.Valid([]byte(c.Function.Arguments)) {
+					t.Errorf("call %+v", c)
+				}
+				ids[c.ID] = true
+			}
+			if name == "sameindex" && len(calls) != 2 {
+				t.Errorf("%d calls, want 2", len(calls))
+			}
+		})
+	}
+	if n := testutil.CollectAndCount(counter(t, e.reg, "toolgate_normalizations_total")); n == 0 {
+		t.Error("no normalization counted")
+	}
+}
+
+// With quirks: strict, the same quirks are protocol errors or policy
+// violations, never a silently altered stream; conforming variations
+// (sparse indexes, a late name, keep-alives) still pass.
+func TestQuirksStrict(t *testing.T) {
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	defer up.Close()
+	e := startGateway(t, up.URL, `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1", quirks: strict}]
+routes: [{model: "*", upstream: sim}]
+`)
+	pass := map[string]bool{"sparse": true, "latename": true, "keepalive": true}
+	for _, name := range sim.QuirkNames() {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := streamTools(t, e, "sim-q-"+name)
+			if pass[name] != (err == nil) {
+				t.Fatalf("err = %v, want pass=%v", err, pass[name])
+			}
+		})
+	}
+}
+
+// The completion policy through the gateway: tool_choice "required"
+// answered with text is a violation the client sees as an error; an
+// unknown tool_choice is refused before anything is sent (SPEC §3).
+func TestPolicyThroughGateway(t *testing.T) {
+	e, s := startSim(t, sim.Options{})
+	stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: "sim-text", Messages: userMsg("hi"),
+		Tools:      []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
+		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
+	})
+	n := 0
+	for stream.Next() {
+		n++
+	}
+	if stream.Err() == nil || !strings.Contains(stream.Err().Error(), "completion_policy_violation") || n == 0 {
+		t.Fatalf("chunks %d, err %v", n, stream.Err())
+	}
+	before := s.Requests()
+	resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}],"tool_choice":"any"}`)
+	body, raw := readError(t, resp)
+	if resp.StatusCode != 400 || body.Error.Param == nil || *body.Error.Param != "tool_choice" || s.Requests() != before {
+		t.Fatalf("status %d body %s", resp.StatusCode, raw)
+	}
+	a := e.waitAccess(t, 2)
+	if a[0]["outcome"] != "violation" {
+		t.Errorf("access %v", a[0])
+	}
+}

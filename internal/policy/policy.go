@@ -1,0 +1,199 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Mode is a route's completion policy.
+type Mode string
+
+// Modes.
+const (
+	ModeDefault Mode = "default"
+	ModeSession Mode = "session"
+	ModeOff     Mode = "off"
+)
+
+// Config is a route's policy configuration.
+type Config struct {
+	Mode Mode
+	// EnforceParallel judges parallel_tool_calls: false.
+	EnforceParallel bool
+}
+
+// RequestError is a request the policy refuses before sending (400).
+type RequestError struct {
+	Param string
+	Msg   string
+}
+
+func (e *RequestError) Error() string { return e.Param + ": " + e.Msg }
+
+// Judge holds what the request asks of its response. It is created per
+// request and is not safe for concurrent use.
+type Judge struct {
+	cfg      Config
+	tools    []string // declared function names
+	choice   string   // "", "auto", "none", "required" or "function"
+	function string   // the named function when choice is "function"
+	parallel bool     // parallel_tool_calls, true unless the request says false
+}
+
+// Prepare reads the request's tools, tool_choice and parallel_tool_calls.
+// An unknown tool_choice, or a named function the request does not
+// declare, is a *RequestError.
+func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
+	j := &Judge{cfg: cfg, parallel: true}
+	if raw, ok := req.Get("tools"); ok && string(raw) != "null" {
+		var tools []struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &tools); err != nil {
+			return nil, &RequestError{Param: "tools", Msg: "must be an array of tool objects"}
+		}
+		for _, t := range tools {
+			if t.Function.Name != "" {
+				j.tools = append(j.tools, t.Function.Name)
+			}
+		}
+	}
+	if raw, ok := req.Get("parallel_tool_calls"); ok && string(raw) == "false" {
+		j.parallel = false
+	}
+	raw, ok := req.Get("tool_choice")
+	if !ok || string(raw) == "null" {
+		return j, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			j.choice = s
+			return j, nil
+		}
+		return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice; use \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}", s)}
+	}
+	var obj struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(raw, &obj) != nil || obj.Type != "function" || obj.Function.Name == "" {
+		return nil, &RequestError{Param: "tool_choice", Msg: "must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}"}
+	}
+	if !j.declared(obj.Function.Name) {
+		return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("names the function %q, which is not among the request's tools", obj.Function.Name)}
+	}
+	j.choice, j.function = "function", obj.Function.Name
+	return j, nil
+}
+
+func (j *Judge) declared(name string) bool {
+	for _, t := range j.tools {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// End is what the wire layer knows when a response has ended.
+type End struct {
+	// Done reports that the response was complete on the wire (the stream's
+	// [DONE], or a whole non-streamed body).
+	Done bool
+	// Calls are the collected calls; CallsErr the collector's protocol
+	// error, if any.
+	Calls    []wire.CollectedCall
+	CallsErr error
+	// FinishReason is choice 0's finish reason after normalization.
+	FinishReason string
+}
+
+// Outcome kinds; they are metric labels.
+const (
+	OK         = "ok"
+	Incomplete = "incomplete" // MODEL_INCOMPLETE
+	Violation  = "violation"
+)
+
+// Outcome is the judge's verdict.
+type Outcome struct {
+	Kind string
+	// Msg says what was wrong, for the client.
+	Msg string
+}
+
+// OK reports whether the response satisfies its request.
+func (o Outcome) OK() bool { return o.Kind == OK }
+
+func violation(format string, args ...any) Outcome {
+	return Outcome{Kind: Violation, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Finish judges a response that has ended.
+func (j *Judge) Finish(e End) Outcome {
+	if !e.Done {
+		return Outcome{Kind: Incomplete, Msg: "the response ended before it was complete (MODEL_INCOMPLETE)"}
+	}
+	if e.CallsErr != nil {
+		return violation("the model's tool calls are malformed: %v", strings.TrimPrefix(e.CallsErr.Error(), "wire: "))
+	}
+	if j.cfg.Mode == ModeOff {
+		return Outcome{Kind: OK}
+	}
+	n := len(e.Calls)
+	if len(j.tools) > 0 {
+		for _, c := range e.Calls {
+			if !j.declared(c.Name) {
+				return violation("the model called %q, which is not among the request's tools", c.Name)
+			}
+		}
+	}
+	if j.cfg.EnforceParallel && !j.parallel && n > 1 {
+		return violation("the model made %d calls although parallel_tool_calls is false", n)
+	}
+	choice := j.choice
+	if j.cfg.Mode == ModeDefault {
+		choice = ""
+	}
+	switch choice {
+	case "none":
+		if n > 0 {
+			return violation("tool_choice is \"none\" but the model called %q", e.Calls[0].Name)
+		}
+	case "required":
+		if n == 0 {
+			return violation("tool_choice is \"required\" but the model made no tool call")
+		}
+	case "function":
+		found := false
+		for _, c := range e.Calls {
+			found = found || c.Name == j.function
+		}
+		if !found {
+			return violation("tool_choice names %q but the model did not call it", j.function)
+		}
+	case "":
+		if len(j.tools) == 0 && n > 0 {
+			return violation("the model called %q but the request declares no tools", e.Calls[0].Name)
+		}
+	}
+	switch {
+	case e.FinishReason == "":
+		return violation("the response has no finish_reason")
+	case n > 0 && e.FinishReason != "tool_calls":
+		return violation("the model made tool calls but finished with %q", e.FinishReason)
+	case n == 0 && e.FinishReason == "tool_calls":
+		return violation("the response finished with \"tool_calls\" but carries no call")
+	}
+	return Outcome{Kind: OK}
+}

@@ -1,0 +1,102 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+func req(t *testing.T, extra string) *wire.ChatRequest {
+	t.Helper()
+	r, err := wire.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]` + extra + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+const tools = `,"tools":[{"type":"function","function":{"name":"get"}},{"type":"function","function":{"name":"put"}}]`
+
+func calls(names ...string) []wire.CollectedCall {
+	var out []wire.CollectedCall
+	for i, n := range names {
+		out = append(out, wire.CollectedCall{ID: "c" + string(rune('0'+i)), Name: n, Arguments: "{}"})
+	}
+	return out
+}
+
+// Every rule of SPEC §3, for each tool_choice form and mode.
+func TestJudge(t *testing.T) {
+	done := func(finish string, names ...string) End { return End{Done: true, FinishReason: finish, Calls: calls(names...)} }
+	for _, tc := range []struct {
+		name  string
+		mode  Mode
+		extra string
+		end   End
+		want  string // outcome kind, then a fragment of the message
+	}{
+		{"cut stream is incomplete, even with policy off", ModeOff, tools, End{Done: false}, "incomplete MODEL_INCOMPLETE"},
+		{"protocol error is a violation, even with policy off", ModeOff, tools, End{Done: true, CallsErr: &wire.ProtocolError{Index: 1, Msg: "the call was left without id"}}, "violation left without id"},
+		{"off judges no calls", ModeOff, "", done("stop", "get"), "ok"},
+		{"default: text answer", ModeDefault, "", done("stop"), "ok"},
+		{"default: calls without declared tools", ModeDefault, "", done("tool_calls", "get"), "violation declares no tools"},
+		{"default: calls with tools", ModeDefault, tools, done("tool_calls", "get"), "ok"},
+		{"default: calls but finish stop", ModeDefault, tools, done("stop", "get"), `violation finished with "stop"`},
+		{"default: tool_calls finish without calls", ModeDefault, tools, done("tool_calls"), "violation carries no call"},
+		{"default: missing finish reason", ModeDefault, tools, done(""), "violation no finish_reason"},
+		{"default ignores tool_choice", ModeDefault, tools + `,"tool_choice":"required"`, done("stop"), "ok"},
+		{"session auto: text", ModeSession, tools + `,"tool_choice":"auto"`, done("stop"), "ok"},
+		{"session auto: call", ModeSession, tools + `,"tool_choice":"auto"`, done("tool_calls", "put"), "ok"},
+		{"session required: no call", ModeSession, tools + `,"tool_choice":"required"`, done("stop"), `violation "required" but the model made no tool call`},
+		{"session required: call", ModeSession, tools + `,"tool_choice":"required"`, done("tool_calls", "get"), "ok"},
+		{"session function: other function", ModeSession, tools + `,"tool_choice":{"type":"function","function":{"name":"put"}}`, done("tool_calls", "get"), `violation names "put"`},
+		{"session function: called", ModeSession, tools + `,"tool_choice":{"type":"function","function":{"name":"put"}}`, done("tool_calls", "put"), "ok"},
+		{"session none: call", ModeSession, tools + `,"tool_choice":"none"`, done("tool_calls", "get"), `violation "none"`},
+		{"session omitted: default rules", ModeSession, "", done("tool_calls", "get"), "violation declares no tools"},
+		{"undeclared tool", ModeSession, tools, done("tool_calls", "delete"), `violation called "delete"`},
+		{"parallel false not judged by default", ModeSession, tools + `,"parallel_tool_calls":false`, done("tool_calls", "get", "put"), "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := Prepare(req(t, tc.extra), Config{Mode: tc.mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := j.Finish(tc.end)
+			kind, frag, _ := strings.Cut(tc.want, " ")
+			if o.Kind != kind || !strings.Contains(o.Msg, frag) {
+				t.Errorf("outcome %s %q, want %s containing %q", o.Kind, o.Msg, kind, frag)
+			}
+		})
+	}
+}
+
+// A route that opts in judges parallel_tool_calls: false.
+func TestEnforceParallel(t *testing.T) {
+	j, _ := Prepare(req(t, tools+`,"parallel_tool_calls":false`), Config{Mode: ModeSession, EnforceParallel: true})
+	if o := j.Finish(End{Done: true, FinishReason: "tool_calls", Calls: calls("get", "put")}); o.Kind != Violation {
+		t.Errorf("outcome %+v", o)
+	}
+	if o := j.Finish(End{Done: true, FinishReason: "tool_calls", Calls: calls("get")}); !o.OK() {
+		t.Errorf("one call: %+v", o)
+	}
+}
+
+// An unknown tool_choice, or one naming an undeclared function, is refused
+// before anything is sent.
+func TestPrepareRefuses(t *testing.T) {
+	for _, extra := range []string{
+		tools + `,"tool_choice":"any"`,
+		tools + `,"tool_choice":{"type":"function"}`,
+		tools + `,"tool_choice":{"type":"function","function":{"name":"nope"}}`,
+		tools + `,"tool_choice":7`,
+		`,"tools":{"a":1}`,
+	} {
+		_, err := Prepare(req(t, extra), Config{Mode: ModeSession})
+		var re *RequestError
+		if !errors.As(err, &re) {
+			t.Errorf("%s: err = %v", extra, err)
+		}
+	}
+}

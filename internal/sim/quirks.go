@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// quirkScripts reproduce the streaming quirks of QUIRKS.md section A. A
+// model name containing "q-<name>" plays the script <name>: a tool-call
+// stream (get_weather, {"city":"Paris"}) shaped the way that quirk's
+// upstreams shape it. Each entry is the raw SSE text, events in order; the
+// stream ends with the last entry (no [DONE] unless the script sends it).
+var quirkScripts = map[string][]string{
+	// A01: no index on tool-call fragments.
+	"noindex": toolStream(`{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}`,
+		`{"function":{"arguments":":\"Paris\"}"}}`),
+	// A02: two parallel calls, both at index 0.
+	"sameindex": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`),
+		delta(`{"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}}]}`),
+		finish("tool_calls")),
+	// A03: indexes that start at 1.
+	"sparse": toolStream(`{"index":1,"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":""}}`,
+		`{"index":1,"function":{"arguments":"{\"city\":\"Paris\"}"}}`),
+	// A05 + A10: id, type and name repeated on every fragment.
+	"repeat": toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}`,
+		`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":":\"Paris\"}"}}`),
+	// A11: the name arrives after the first fragment.
+	"latename": toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":null,"arguments":"{\"city\""}}`,
+		`{"index":0,"function":{"name":"get_weather","arguments":":\"Paris\"}"}}`),
+	// A12: arguments as a JSON object.
+	"argsobject": toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris"}}}`),
+	// A15: finish_reason "stop" although a call was made.
+	"stop": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`),
+		finish("stop")),
+	// A16: two terminal finish reasons.
+	"twofinish": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`),
+		finish("tool_calls"), finish("stop")),
+	// A17: [DONE] but never a finish_reason.
+	"nofinish": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`)),
+	// A21: a finish reason, then EOF without [DONE].
+	"nodone": {role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`),
+		finish("tool_calls")},
+	// A34–A36: keep-alive comments, CRLF line ends, data: without a space.
+	"keepalive": {": OPENROUTER PROCESSING\r\n\r\n", strings.ReplaceAll(role, "data: ", "data:"),
+		"event: ping\r\n\r\n", strings.ReplaceAll(delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), "\n", "\r\n"),
+		finish("tool_calls"), "data: [DONE]\r\n\r\n"},
+	// A07: the id is empty: no fix without guessing.
+	"noid": toolStream(`{"index":0,"id":"","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`),
+	// A19/A20: the stream stops mid-arguments, with neither finish nor [DONE].
+	"cutargs": {role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Pa"}}]}`)},
+}
+
+// QuirkNames lists the quirk scripts, sorted.
+func QuirkNames() []string {
+	names := make([]string, 0, len(quirkScripts))
+	for n := range quirkScripts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+const role = "data: {\"id\":\"chatcmpl-q\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"sim-quirk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null},\"finish_reason\":null}]}\n\n"
+
+func delta(d string) string {
+	return fmt.Sprintf("data: {\"id\":\"chatcmpl-q\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"sim-quirk\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+}
+
+func finish(reason string) string {
+	return fmt.Sprintf("data: {\"id\":\"chatcmpl-q\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"sim-quirk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\n", reason)
+}
+
+func withDone(events ...string) []string { return append(events, "data: [DONE]\n\n") }
+
+// toolStream is a role chunk, one delta per fragment, finish tool_calls, [DONE].
+func toolStream(fragments ...string) []string {
+	evs := []string{role}
+	for _, f := range fragments {
+		evs = append(evs, delta(`{"tool_calls":[`+f+`]}`))
+	}
+	return withDone(append(evs, finish("tool_calls"))...)
+}
+
+// quirkFor returns the quirk script a model name asks for.
+func quirkFor(model string) ([]string, bool) {
+	i := strings.Index(model, "q-")
+	if i < 0 {
+		return nil, false
+	}
+	evs, ok := quirkScripts[model[i+2:]]
+	return evs, ok
+}

@@ -1,0 +1,200 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// Restream turns an upstream's chat.completion.chunk payloads into
+// canonical ones (SPEC §2): tool-call fragments go through the Collector,
+// finish reasons are made consistent, and everything else in a chunk keeps
+// its bytes. A chunk with neither tool calls nor a finish reason — every
+// text delta — is passed on as it came, without being decoded.
+//
+// Decisions: one Collector serves every choice of the response (responses
+// with tools and n > 1 are not supported upstream-side anyway); a chunk
+// whose only content was tool-call fragments that are held back is dropped
+// rather than sent empty.
+//
+// A Restream is created per response and is not safe for concurrent use.
+type Restream struct {
+	Collector *Collector
+	// FixFinishReason applies A15, A16 and A18: "stop" (or "") after tool
+	// calls becomes "tool_calls", "" becomes null, and a second terminal
+	// finish reason for a choice is dropped.
+	FixFinishReason bool
+
+	// FinishReason is the last finish reason sent (choice 0), "" if none.
+	FinishReason string
+	// Content reports whether any text content was seen.
+	Content bool
+
+	finished map[int]bool
+	head     []member // id, object, created, model of the first chunk
+	seen     bool
+}
+
+// NewRestream returns a Restream with a Collector applying q.
+func NewRestream(q Quirks, fixFinishReason bool) *Restream {
+	return &Restream{Collector: NewCollector(q), FixFinishReason: fixFinishReason, finished: map[int]bool{}}
+}
+
+// Chunk returns the payload to send for one upstream data payload, or
+// ok == false when nothing is to be sent for it. An error is a
+// *ProtocolError (including a payload that is not a JSON object).
+func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
+	if !s.seen {
+		s.seen = true
+		if o, err := ParseObject([]byte(data)); err == nil {
+			for _, k := range []string{"id", "object", "created", "model"} {
+				if v, ok := o.Get(k); ok {
+					s.head = append(s.head, member{key: k, value: v})
+				}
+			}
+		}
+	}
+	if !strings.Contains(data, `"tool_calls"`) && !strings.Contains(data, `"finish_reason":"`) && !strings.Contains(data, `"finish_reason": "`) {
+		if !s.Content && strings.Contains(data, `"content":"`) && !strings.Contains(data, `"content":""`) {
+			s.Content = true
+		}
+		return data, true, nil
+	}
+	chunk, err := ParseObject([]byte(data))
+	if err != nil {
+		return "", false, &ProtocolError{Index: -1, Msg: "a stream event is not a JSON object"}
+	}
+	rawChoices, _ := chunk.Get("choices")
+	var choices []json.RawMessage
+	if len(rawChoices) > 0 && string(rawChoices) != "null" {
+		if json.Unmarshal(rawChoices, &choices) != nil {
+			return "", false, &ProtocolError{Index: -1, Msg: "choices must be an array"}
+		}
+	}
+	changed, held := false, len(choices) > 0
+	for k, rc := range choices {
+		c, err := ParseObject(rc)
+		if err != nil {
+			return "", false, &ProtocolError{Index: -1, Msg: "a choice must be an object"}
+		}
+		choiceIdx := 0
+		if v, ok := c.Get("index"); ok {
+			_ = json.Unmarshal(v, &choiceIdx)
+		}
+		heldOnly, cchanged, err := s.choice(&c, choiceIdx)
+		if err != nil {
+			return "", false, err
+		}
+		held = held && heldOnly
+		if cchanged {
+			choices[k] = c.JSON()
+			changed = true
+		}
+	}
+	if held && !hasOtherThanChoices(&chunk) {
+		return "", false, nil
+	}
+	if !changed {
+		return data, true, nil
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for k, c := range choices {
+		if k > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(c)
+	}
+	buf.WriteByte(']')
+	chunk.Set("choices", buf.Bytes())
+	return string(chunk.JSON()), true, nil
+}
+
+// hasOtherThanChoices reports whether a chunk carries something a client
+// wants besides its choices (usage, for instance).
+func hasOtherThanChoices(o *Object) bool {
+	v, ok := o.Get("usage")
+	return ok && string(v) != "null"
+}
+
+// choice rewrites one choice in place. heldOnly reports a choice whose
+// only content was tool-call fragments the collector is holding back (so
+// the chunk need not be sent); changed, whether it was rewritten.
+func (s *Restream) choice(c *Object, idx int) (heldOnly, changed bool, err error) {
+	if d, ok := c.Get("delta"); ok && string(d) != "null" {
+		delta, err := ParseObject(d)
+		if err != nil {
+			return false, false, &ProtocolError{Index: -1, Msg: "a delta must be an object"}
+		}
+		if tc, ok := delta.Get("tool_calls"); ok {
+			frags, err := s.Collector.Add(tc)
+			if err != nil {
+				return false, false, err
+			}
+			if len(frags) == 0 {
+				delta.Delete("tool_calls")
+				heldOnly = true
+				for _, m := range delta.members {
+					if string(m.value) != "null" && string(m.value) != `""` {
+						heldOnly = false
+					}
+				}
+			} else {
+				b, _ := json.Marshal(frags) // Fragment.MarshalJSON cannot fail
+				delta.Set("tool_calls", b)
+			}
+			c.Set("delta", delta.JSON())
+			changed = true
+		}
+		if v, ok := delta.Get("content"); ok && string(v) != "null" && string(v) != `""` {
+			s.Content = true
+		}
+	}
+	fr, ok := c.Get("finish_reason")
+	if !ok || string(fr) == "null" {
+		return heldOnly, changed, nil
+	}
+	var reason string
+	_ = json.Unmarshal(fr, &reason)
+	if s.FixFinishReason {
+		switch {
+		case s.finished[idx]:
+			// A second terminal finish: dropped, and the chunk with it when
+			// it says nothing else (clients keep the last finish they see).
+			s.Collector.fixes["second_finish_reason"]++
+			c.Set("finish_reason", json.RawMessage("null"))
+			d, _ := c.Get("delta")
+			return heldOnly || len(d) == 0 || string(d) == "{}" || string(d) == "null", true, nil
+		case reason == "" && s.Collector.Calls() == 0:
+			s.Collector.fixes["empty_finish_reason"]++
+			c.Set("finish_reason", json.RawMessage("null"))
+			return heldOnly, true, nil
+		case (reason == "stop" || reason == "") && s.Collector.Calls() > 0:
+			s.Collector.fixes["finish_reason"]++
+			reason = "tool_calls"
+			c.Set("finish_reason", json.RawMessage(`"tool_calls"`))
+			changed = true
+		}
+	}
+	s.finished[idx] = true
+	if idx == 0 {
+		s.FinishReason = reason
+	}
+	return false, changed, nil
+}
+
+// FinishChunk returns a chunk that sets choice 0's finish reason — "tool_calls"
+// when calls were made, else "stop" — for an upstream that ended with
+// [DONE] but never sent one (QUIRKS A17). It carries the first chunk's id,
+// object, created and model.
+func (s *Restream) FinishChunk() string {
+	reason := "stop"
+	if s.Collector.Calls() > 0 {
+		reason = "tool_calls"
+	}
+	s.FinishReason = reason
+	s.Collector.fixes["missing_finish_reason"]++
+	o := Object{members: append([]member(nil), s.head...)}
+	o.Set("choices", json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"`+reason+`"}]`))
+	return string(o.JSON())
+}

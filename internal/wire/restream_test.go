@@ -1,0 +1,57 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+)
+
+// Restream passes text deltas on untouched, rewrites tool-call fragments to
+// the canonical shape, fixes finish reasons when told to, and drops a chunk
+// whose only content is held back (SPEC §2, QUIRKS A11, A15, A16, A18).
+func TestRestream(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}],"obfuscation":"zz"}`
+	}
+	s := NewRestream(Quirks{RepeatedName: true}, true)
+	in := []string{
+		chunk(`{"role":"assistant","content":"Hi"}`, "null"),
+		chunk(`{"tool_calls":[{"index":0,"id":"a","function":{"name":null,"arguments":"{\"x\""}}]}`, "null"),
+		chunk(`{"tool_calls":[{"index":0,"function":{"name":"f","arguments":":1}"}}]}`, "null"),
+		chunk(`{}`, `"stop"`),
+		chunk(`{}`, `"stop"`),
+	}
+	var out []string
+	for _, d := range in {
+		o, ok, err := s.Chunk(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			out = append(out, o)
+		}
+	}
+	want := []string{
+		in[0], // text: the same bytes
+		`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":null}],"obfuscation":"zz"}`,
+		chunk(`{}`, `"tool_calls"`),
+	}
+	if strings.Join(out, "\n") != strings.Join(want, "\n") {
+		t.Errorf("\n got: %s\nwant: %s", strings.Join(out, "\n"), strings.Join(want, "\n"))
+	}
+	if s.FinishReason != "tool_calls" || !s.Content {
+		t.Errorf("finish %q content %v", s.FinishReason, s.Content)
+	}
+	if f := s.Collector.Fixes(); f["finish_reason"] != 1 || f["second_finish_reason"] != 1 {
+		t.Errorf("fixes %v", f)
+	}
+}
+
+// Without the finish-reason fix, "stop" after calls stays as sent.
+func TestRestreamStrictFinish(t *testing.T) {
+	s := NewRestream(Quirks{}, false)
+	s.Chunk(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}`)
+	d := `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
+	if o, ok, err := s.Chunk(d); err != nil || !ok || o != d || s.FinishReason != "stop" {
+		t.Fatalf("%q %v %v %q", o, ok, err, s.FinishReason)
+	}
+}
