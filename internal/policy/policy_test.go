@@ -29,7 +29,9 @@ func calls(names ...string) []wire.CollectedCall {
 
 // Every rule of SPEC §3, for each tool_choice form and mode.
 func TestJudge(t *testing.T) {
-	done := func(finish string, names ...string) End { return End{Done: true, FinishReason: finish, Calls: calls(names...)} }
+	done := func(finish string, names ...string) End {
+		return End{Done: true, FinishReason: finish, Calls: calls(names...)}
+	}
 	for _, tc := range []struct {
 		name  string
 		mode  Mode
