@@ -56,6 +56,10 @@ type Fragment struct {
 	ID        string // set on the first fragment only
 	Name      string // set on the first fragment only
 	Arguments string
+	// Extra holds the fragment's members other than index, id, type and
+	// function, passed on as received (Gemini's extra_content with its
+	// thought_signature must round-trip, QUIRKS A33).
+	Extra Object
 }
 
 // MarshalJSON writes the fragment in OpenAI's delta shape.
@@ -73,7 +77,14 @@ func (f Fragment) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"function":{"arguments":`...)
 	}
 	b = appendString(b, f.Arguments)
-	return append(b, "}}"...), nil
+	b = append(b, '}')
+	for _, m := range f.Extra.members {
+		b = append(b, ',')
+		b = m.appendKey(b)
+		b = append(b, ':')
+		b = append(b, m.value...)
+	}
+	return append(b, '}'), nil
 }
 
 // Collector aggregates streamed tool-call fragments by index (SPEC §2) and
@@ -99,6 +110,7 @@ type collecting struct {
 	name    string
 	args    bytes.Buffer
 	held    bytes.Buffer // argument text not yet sent (before id and name were known)
+	extra   Object       // unknown members not yet sent
 	started bool         // the first canonical fragment went out
 }
 
@@ -204,6 +216,15 @@ func (c *Collector) add(raw json.RawMessage) ([]Fragment, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o, err := ParseObject(raw); err == nil {
+		for _, m := range o.members {
+			switch m.key {
+			case "index", "id", "type", "function":
+			default:
+				call.extra.members = append(call.extra.members, m)
+			}
+		}
+	}
 	if id != "" && call.id == "" {
 		if other, ok := c.byID[id]; ok && other != call {
 			return nil, &ProtocolError{Index: idx, Msg: fmt.Sprintf("id %q is already used by the call at index %d", id, other.upIndex)}
@@ -229,14 +250,17 @@ func (c *Collector) add(raw json.RawMessage) ([]Fragment, error) {
 	if !call.started {
 		call.started = true
 		call.held.WriteString(args)
-		f := Fragment{Index: call.index, ID: call.id, Name: call.name, Arguments: call.held.String()}
+		f := Fragment{Index: call.index, ID: call.id, Name: call.name, Arguments: call.held.String(), Extra: call.extra}
 		call.held.Reset()
+		call.extra = Object{}
 		return []Fragment{f}, nil
 	}
-	if args == "" {
+	if args == "" && len(call.extra.members) == 0 {
 		return nil, nil
 	}
-	return []Fragment{{Index: call.index, Arguments: args}}, nil
+	f := Fragment{Index: call.index, Arguments: args, Extra: call.extra}
+	call.extra = Object{}
+	return []Fragment{f}, nil
 }
 
 // callFor finds or starts the call a fragment belongs to.

@@ -90,6 +90,10 @@ func TestCollector(t *testing.T) {
 		{"negative index (A04)", all, []string{`[{"index":-1,"id":null,"function":{"name":null,"arguments":"{"}}]`},
 			``, `error: wire: tool-call protocol error: index must be a non-negative integer, got -1`},
 		{"fragment not an object", all, []string{`[1]`}, ``, `error: wire: tool-call protocol error: a tool-call fragment must be an object`},
+		{"unknown members pass through, on the first fragment if held (A33)", Quirks{}, []string{
+			`[{"index":0,"id":"a","extra_content":{"google":{"thought_signature":"sig"}},"function":{"name":null,"arguments":"{"}}]`,
+			`[{"index":0,"function":{"name":"f","arguments":"}"}}]`, `[{"index":0,"x":1}]`},
+			`{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"sig"}}} {"index":0,"function":{"arguments":""},"x":1}`, `a:f({})`},
 		{"id not a string", all, []string{`[{"index":0,"id":5}]`}, ``, `error: wire: tool-call protocol error: id must be a string, got a number`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

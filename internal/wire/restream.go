@@ -44,6 +44,15 @@ func NewRestream(q Quirks, fixFinishReason bool) *Restream {
 // ok == false when nothing is to be sent for it. An error is a
 // *ProtocolError (including a payload that is not a JSON object).
 func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
+	switch first := firstByte(data); {
+	case first == ':':
+		// A keep-alive sent as data (QUIRKS A34, `data: : keepalive`).
+		s.Collector.fixes["keepalive_data"]++
+		return "", false, nil
+	case first != '{':
+		// Non-JSON data (A39): a client would fail to parse it.
+		return "", false, &ProtocolError{Index: -1, Msg: "a stream event is not a JSON object: " + truncate(data, 80)}
+	}
 	if !s.seen {
 		s.seen = true
 		if o, err := ParseObject([]byte(data)); err == nil {
@@ -197,4 +206,20 @@ func (s *Restream) FinishChunk() string {
 	o := Object{members: append([]member(nil), s.head...)}
 	o.Set("choices", json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"`+reason+`"}]`))
 	return string(o.JSON())
+}
+
+func firstByte(s string) byte {
+	for i := 0; i < len(s); i++ {
+		if !isSpace(s[i]) {
+			return s[i]
+		}
+	}
+	return 0
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -55,3 +55,15 @@ func TestRestreamStrictFinish(t *testing.T) {
 		t.Fatalf("%q %v %v %q", o, ok, err, s.FinishReason)
 	}
 }
+
+// Keep-alives sent as data are dropped; other non-JSON data is a protocol
+// error rather than something a client would choke on (QUIRKS A34, A39).
+func TestRestreamNonJSON(t *testing.T) {
+	s := NewRestream(Quirks{}, true)
+	if _, ok, err := s.Chunk(": keepalive"); ok || err != nil {
+		t.Errorf("keepalive: ok %v err %v", ok, err)
+	}
+	if _, _, err := s.Chunk("error: model not loaded"); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Errorf("err = %v", err)
+	}
+}
