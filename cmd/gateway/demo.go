@@ -51,6 +51,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	}{
 		{"a streamed answer (model sim-text)", demoText},
 		{"a streamed tool call (model sim-tool)", demoTool},
+		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, QUIRKS A02)", demoQuirk},
 		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair},
 		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error")},
 		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut")},
@@ -133,6 +134,29 @@ func demoTool(ctx context.Context, c openai.Client, w io.Writer) error {
 		tc.ID, tc.Function.Name, tc.Function.Arguments, acc.Choices[0].FinishReason)
 	if !json.Valid([]byte(tc.Function.Arguments)) {
 		return errors.New("the arguments are not valid JSON")
+	}
+	return nil
+}
+
+func demoQuirk(ctx context.Context, c openai.Client, w io.Writer) error {
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:    "sim-q-sameindex",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris and Rome?")},
+		Tools:    []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
+	})
+	acc := openai.ChatCompletionAccumulator{}
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		return err
+	}
+	calls := acc.Choices[0].Message.ToolCalls
+	for _, tc := range calls {
+		fmt.Fprintf(w, "    client received call id=%s name=%s arguments=%s\n", tc.ID, tc.Function.Name, tc.Function.Arguments)
+	}
+	if len(calls) != 2 {
+		return fmt.Errorf("expected 2 calls, got %d", len(calls))
 	}
 	return nil
 }
@@ -260,7 +284,7 @@ func (l *lineBuffer) waitAccess(timeout time.Duration) []string {
 
 func summarize(m map[string]any) string {
 	var b strings.Builder
-	for _, k := range []string{"status", "outcome", "route", "upstream", "model", "ttfb", "duration", "bytes_out", "repair", "error_kind", "error"} {
+	for _, k := range []string{"status", "outcome", "route", "upstream", "model", "ttfb", "duration", "bytes_out", "repair", "normalize", "fixes", "error_kind", "error"} {
 		if v, ok := m[k]; ok {
 			fmt.Fprintf(&b, "%s=%v ", k, v)
 		}

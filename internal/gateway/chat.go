@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	sse "github.com/tmaxmax/go-sse"
@@ -181,7 +183,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	}()
 	out := wire.NewWriter(dw)
 	rs := wire.NewRestream(quirks(up), up.Quirks.Has("finish_reason"))
-	defer g.countNormalizations(rec.Upstream, rs.Collector)
+	defer g.countNormalizations(rec, rs.Collector)
 
 	var broken, protocol error
 	complete := false
@@ -291,10 +293,16 @@ func quirks(up *config.Upstream) wire.Quirks {
 	}
 }
 
-func (g *Gateway) countNormalizations(upstream string, c *wire.Collector) {
+// countNormalizations records the response normalizations applied, in the
+// metrics and the access record ("index_reuse=1; finish_reason=1").
+func (g *Gateway) countNormalizations(rec *observe.Record, c *wire.Collector) {
+	kinds := make([]string, 0, len(c.Fixes()))
 	for kind, n := range c.Fixes() {
-		g.metrics.Normalized(upstream, kind, n)
+		g.metrics.Normalized(rec.Upstream, kind, n)
+		kinds = append(kinds, kind+"="+strconv.Itoa(n))
 	}
+	sort.Strings(kinds)
+	rec.Fixes = strings.Join(kinds, "; ")
 }
 
 // statusSent is the status to record when the client went away: 200 if the
@@ -344,7 +352,7 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 	}
 	if err == nil {
 		var outcome policy.Outcome
-		b, outcome = g.judgeWhole(b, rec.Upstream, up, judge)
+		b, outcome = g.judgeWhole(b, rec, up, judge)
 		g.metrics.Completed(rec.Route, outcome.Kind)
 		if !outcome.OK() {
 			err = &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg}
@@ -368,9 +376,9 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 // and the judge, the same ones streams use. With the finish_reason quirk
 // on, "stop" after calls is rewritten to "tool_calls" in the body; the
 // rest of the body keeps its bytes.
-func (g *Gateway) judgeWhole(b []byte, upName string, up *config.Upstream, judge *policy.Judge) ([]byte, policy.Outcome) {
+func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream, judge *policy.Judge) ([]byte, policy.Outcome) {
 	c := wire.NewCollector(quirks(up))
-	defer g.countNormalizations(upName, c)
+	defer g.countNormalizations(rec, c)
 	body, _ := wire.ParseObject(b) // b is valid JSON
 	var choices []json.RawMessage
 	if raw, ok := body.Get("choices"); ok {

@@ -45,6 +45,8 @@ type Record struct {
 	// Normalize is the request normalization summary
 	// ("synthesized_ids=1"), or "" when nothing was normalized.
 	Normalize string
+	// Fixes is the response normalization summary ("index_reuse=1"), or "".
+	Fixes string
 }
 
 // Outcomes of a request, for the access log and metrics.
@@ -92,6 +94,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Normalize != "" {
 		fields = append(fields, zap.String("normalize", r.Normalize))
+	}
+	if r.Fixes != "" {
+		fields = append(fields, zap.String("fixes", r.Fixes))
 	}
 	if r.ErrorKind != "" {
 		fields = append(fields, zap.String("error_kind", r.ErrorKind))
