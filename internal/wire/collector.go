@@ -125,25 +125,13 @@ func (c *Collector) Fixes() map[string]int { return c.fixes }
 // Calls reports how many calls have been started.
 func (c *Collector) Calls() int { return len(c.calls) }
 
-type rawFragment struct {
-	Index    json.RawMessage `json:"index"`
-	ID       json.RawMessage `json:"id"`
-	Type     json.RawMessage `json:"type"`
-	Function json.RawMessage `json:"function"`
-}
-
-type rawFunction struct {
-	Name      json.RawMessage `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
 // optString decodes an optional string field: absent, null and "" are "".
 func optString(raw json.RawMessage, field string) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, ok := stringOf(raw)
+	if !ok {
 		return "", &ProtocolError{Index: -1, Msg: field + " must be a string, got " + kindAt(raw, 0)}
 	}
 	return s, nil
@@ -156,8 +144,8 @@ func (c *Collector) Add(toolCalls json.RawMessage) ([]Fragment, error) {
 	if len(toolCalls) == 0 || string(toolCalls) == "null" {
 		return nil, nil
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(toolCalls, &raws); err != nil {
+	raws, ok := elements(toolCalls, nil)
+	if !ok {
 		return nil, &ProtocolError{Index: -1, Msg: "tool_calls must be an array, got " + kindAt(toolCalls, 0)}
 	}
 	var out []Fragment
@@ -172,43 +160,43 @@ func (c *Collector) Add(toolCalls json.RawMessage) ([]Fragment, error) {
 }
 
 func (c *Collector) add(raw json.RawMessage) ([]Fragment, error) {
-	var rf rawFragment
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &rf) != nil {
+	frag, err := ParseObject(raw)
+	if len(raw) == 0 || raw[0] != '{' || err != nil {
 		return nil, &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
 	}
 	idx := -1
-	if len(rf.Index) > 0 && string(rf.Index) != "null" {
-		n, err := strconv.Atoi(string(rf.Index))
+	if v, ok := frag.Get("index"); ok && string(v) != "null" {
+		n, err := strconv.Atoi(string(v))
 		if err != nil || n < 0 {
-			return nil, &ProtocolError{Index: -1, Msg: "index must be a non-negative integer, got " + string(rf.Index)}
+			return nil, &ProtocolError{Index: -1, Msg: "index must be a non-negative integer, got " + string(v)}
 		}
 		idx = n
 	}
-	id, err := optString(rf.ID, "id")
+	rawID, _ := frag.Get("id")
+	id, err := optString(rawID, "id")
 	if err != nil {
 		return nil, err
 	}
-	var fn rawFunction
-	if len(rf.Function) > 0 && string(rf.Function) != "null" {
-		if rf.Function[0] != '{' || json.Unmarshal(rf.Function, &fn) != nil {
+	var fn Object
+	if v, ok := frag.Get("function"); ok && string(v) != "null" {
+		if fn, err = ParseObject(v); v[0] != '{' || err != nil {
 			return nil, &ProtocolError{Index: idx, Msg: "function must be an object"}
 		}
 	}
-	name, err := optString(fn.Name, "function.name")
+	rawName, _ := fn.Get("name")
+	name, err := optString(rawName, "function.name")
 	if err != nil {
 		return nil, err
 	}
 	var args string
-	if len(fn.Arguments) > 0 && string(fn.Arguments) != "null" {
-		if fn.Arguments[0] == '"' {
-			if err := json.Unmarshal(fn.Arguments, &args); err != nil {
-				return nil, &ProtocolError{Index: idx, Msg: "function.arguments is not a valid string"}
-			}
+	if a, ok := fn.Get("arguments"); ok && len(a) > 0 && string(a) != "null" {
+		if a[0] == '"' {
+			args, _ = stringOf(a) // validated by ParseObject
 		} else if c.quirks.ArgumentsObject {
-			args = string(fn.Arguments)
+			args = string(a)
 			c.fixes["arguments_object"]++
 		} else {
-			return nil, &ProtocolError{Index: idx, Msg: "function.arguments must be a string, got " + kindAt(fn.Arguments, 0)}
+			return nil, &ProtocolError{Index: idx, Msg: "function.arguments must be a string, got " + kindAt(a, 0)}
 		}
 	}
 
@@ -216,13 +204,11 @@ func (c *Collector) add(raw json.RawMessage) ([]Fragment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o, err := ParseObject(raw); err == nil {
-		for _, m := range o.members {
-			switch m.key {
-			case "index", "id", "type", "function":
-			default:
-				call.extra.members = append(call.extra.members, m)
-			}
+	for _, m := range frag.members {
+		switch m.key {
+		case "index", "id", "type", "function":
+		default:
+			call.extra.members = append(call.extra.members, m)
 		}
 	}
 	if id != "" && call.id == "" {

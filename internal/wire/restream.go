@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -31,6 +32,7 @@ type Restream struct {
 	Content bool
 
 	finished map[int]bool
+	scratch  []json.RawMessage
 	head     []member // id, object, created, model of the first chunk
 	seen     bool
 }
@@ -76,9 +78,11 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 	rawChoices, _ := chunk.Get("choices")
 	var choices []json.RawMessage
 	if len(rawChoices) > 0 && string(rawChoices) != "null" {
-		if json.Unmarshal(rawChoices, &choices) != nil {
+		var ok bool
+		if choices, ok = elements(rawChoices, s.scratch[:0]); !ok {
 			return "", false, &ProtocolError{Index: -1, Msg: "choices must be an array"}
 		}
+		s.scratch = choices
 	}
 	changed, held := false, len(choices) > 0
 	for k, rc := range choices {
@@ -88,7 +92,7 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 		}
 		choiceIdx := 0
 		if v, ok := c.Get("index"); ok {
-			_ = json.Unmarshal(v, &choiceIdx)
+			choiceIdx, _ = strconv.Atoi(string(v))
 		}
 		heldOnly, cchanged, err := s.choice(&c, choiceIdx)
 		if err != nil {
@@ -149,8 +153,15 @@ func (s *Restream) choice(c *Object, idx int) (heldOnly, changed bool, err error
 					}
 				}
 			} else {
-				b, _ := json.Marshal(frags) // Fragment.MarshalJSON cannot fail
-				delta.Set("tool_calls", b)
+				b := []byte{'['}
+				for k, f := range frags {
+					if k > 0 {
+						b = append(b, ',')
+					}
+					fb, _ := f.MarshalJSON() // cannot fail
+					b = append(b, fb...)
+				}
+				delta.Set("tool_calls", append(b, ']'))
 			}
 			c.Set("delta", delta.JSON())
 			changed = true
@@ -163,8 +174,7 @@ func (s *Restream) choice(c *Object, idx int) (heldOnly, changed bool, err error
 	if !ok || string(fr) == "null" {
 		return heldOnly, changed, nil
 	}
-	var reason string
-	_ = json.Unmarshal(fr, &reason)
+	reason, _ := stringOf(fr)
 	if s.FixFinishReason {
 		switch {
 		case s.finished[idx]:

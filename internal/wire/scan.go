@@ -426,3 +426,40 @@ func Valid(b []byte) bool {
 	end, err := skipValue(b, i, 0)
 	return err == nil && skipSpace(b, end) == len(b)
 }
+
+// elements splits a JSON array into its elements' bytes. It returns false
+// when raw is not a (valid) array.
+func elements(raw []byte, dst []json.RawMessage) ([]json.RawMessage, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return dst, false
+	}
+	r := readArray(raw, i)
+	for {
+		ok, err := r.more()
+		if err != nil {
+			return dst, false
+		}
+		if !ok {
+			return dst, skipSpace(raw, r.i) == len(raw)
+		}
+		end, err := skipValue(raw, r.i, 1)
+		if err != nil {
+			return dst, false
+		}
+		dst = append(dst, raw[r.i:end])
+		r.i = end
+	}
+}
+
+// stringOf decodes a raw JSON string value.
+func stringOf(raw []byte) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	end, escaped, err := skipString(raw, 0)
+	if err != nil || end != len(raw) {
+		return "", false
+	}
+	return stringValue(raw, 0, end, escaped), true
+}
