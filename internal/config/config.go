@@ -162,6 +162,10 @@ type Route struct {
 	// EnforceParallelToolCalls makes parallel_tool_calls: false with more
 	// than one call a violation; by default the field is only sent upstream.
 	EnforceParallelToolCalls bool `yaml:"enforce_parallel_tool_calls"`
+	// ValidateArguments checks each completed call's arguments against its
+	// tool's JSON Schema: off, annotate (the default: log and count
+	// failures) or reject (a failure ends the response as a violation).
+	ValidateArguments string `yaml:"validate_arguments"`
 }
 
 // Normalize switches the request normalizations that run before repair.
@@ -283,6 +287,9 @@ func (c *Config) applyDefaults() {
 		}
 		if r.Policy == "" {
 			r.Policy = "session"
+		}
+		if r.ValidateArguments == "" {
+			r.ValidateArguments = "annotate"
 		}
 		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
 			if *b == nil {
@@ -414,6 +421,11 @@ func (c *Config) Validate() error {
 		case "session", "default", "off":
 		default:
 			add(p+".policy", "must be session, default or off, got %q", r.Policy)
+		}
+		switch r.ValidateArguments {
+		case "off", "annotate", "reject":
+		default:
+			add(p+".validate_arguments", "must be off, annotate or reject, got %q", r.ValidateArguments)
 		}
 	}
 	if len(errs) == 0 {

@@ -66,7 +66,12 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if fixes.Any() || !rep.Empty() {
 		req.SetMessages(msgs)
 	}
-	judge, err := policy.Prepare(req, policy.Config{Mode: policy.Mode(route.Policy), EnforceParallel: route.EnforceParallelToolCalls})
+	judge, err := policy.Prepare(req, policy.Config{
+		Mode:            policy.Mode(route.Policy),
+		EnforceParallel: route.EnforceParallelToolCalls,
+		Arguments:       route.ValidateArguments,
+		Schemas:         g.schemas,
+	})
 	if err != nil {
 		g.fail(w, r, rec, err)
 		return
@@ -246,7 +251,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		callsErr = protocol
 	}
 	outcome := judge.Finish(policy.End{Done: complete, Calls: calls, CallsErr: callsErr, FinishReason: rs.FinishReason})
-	g.metrics.Completed(rec.Route, outcome.Kind)
+	g.judged(rec, outcome)
 	switch outcome.Kind {
 	case policy.OK:
 		if err := out.Done(); err != nil {
@@ -259,6 +264,16 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		g.endStream(w, r, rec, out, &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the stream ended without data: [DONE]")})
 	default:
 		g.endStream(w, r, rec, out, &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg})
+	}
+}
+
+// judged records the judge's verdict: the completion metric, and in
+// annotate mode the argument validation failures (access log and metric).
+func (g *Gateway) judged(rec *observe.Record, o policy.Outcome) {
+	g.metrics.Completed(rec.Route, o.Kind)
+	if len(o.Annotations) > 0 {
+		rec.Arguments = strings.Join(o.Annotations, "; ")
+		g.metrics.InvalidArguments(rec.Route, len(o.Annotations))
 	}
 }
 
@@ -353,7 +368,7 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 	if err == nil {
 		var outcome policy.Outcome
 		b, outcome = g.judgeWhole(b, rec, up, judge)
-		g.metrics.Completed(rec.Route, outcome.Kind)
+		g.judged(rec, outcome)
 		if !outcome.OK() {
 			err = &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg}
 		}

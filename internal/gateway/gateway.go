@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -32,6 +33,7 @@ type Gateway struct {
 	metrics   *observe.Metrics
 	upstreams map[string]*upstream.Client
 	models    []byte
+	schemas   *policy.Schemas
 }
 
 // New returns the gateway for opts and its main listener's handler.
@@ -41,6 +43,7 @@ func New(opts Options) (*Gateway, http.Handler) {
 		log:       opts.Logger,
 		metrics:   opts.Metrics,
 		upstreams: map[string]*upstream.Client{},
+		schemas:   policy.NewSchemas(0),
 	}
 	for _, u := range g.cfg.Upstreams {
 		g.upstreams[u.Name] = upstream.New(upstream.Target{

@@ -130,3 +130,38 @@ func TestPolicyThroughGateway(t *testing.T) {
 		t.Errorf("access %v", a[0])
 	}
 }
+
+// Argument validation through the gateway: a call whose arguments break
+// the declared schema ends the stream as a violation on a reject route,
+// and passes, logged and counted, on an annotate route (SPEC §2).
+func TestArgumentValidationThroughGateway(t *testing.T) {
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	defer up.Close()
+	e := startGateway(t, up.URL, `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes:
+  - {model: strict-args, upstream: sim, upstream_model: sim-tool, validate_arguments: reject}
+  - {model: loose-args, upstream: sim, upstream_model: sim-tool}
+`)
+	params := shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "integer"}}}
+	run := func(model string) error {
+		stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model: model, Messages: userMsg("weather?"),
+			Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather", Parameters: params})},
+		})
+		for stream.Next() {
+		}
+		return stream.Err()
+	}
+	if err := run("strict-args"); err == nil || !strings.Contains(err.Error(), "invalid tool-call arguments") {
+		t.Fatalf("reject route: err = %v", err)
+	}
+	if err := run("loose-args"); err != nil {
+		t.Fatalf("annotate route: %v", err)
+	}
+	a := e.waitAccess(t, 2)
+	if a[1]["invalid_arguments"] == nil || !strings.Contains(a[1]["invalid_arguments"].(string), "call_sim_1") {
+		t.Errorf("access %v", a[1])
+	}
+}

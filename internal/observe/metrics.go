@@ -19,6 +19,7 @@ type Metrics struct {
 	repairs          *prometheus.CounterVec
 	normalizations   *prometheus.CounterVec
 	completions      *prometheus.CounterVec
+	invalidArguments *prometheus.CounterVec
 }
 
 // latencyBuckets span a fast local proxy hop to a long model answer.
@@ -71,8 +72,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolgate_completions_total",
 			Help: "Responses judged by the completion policy, by route and outcome (ok, incomplete, violation).",
 		}, []string{"route", "outcome"}),
+		invalidArguments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_invalid_arguments_total",
+			Help: "Tool calls whose arguments failed validation against the tool's schema in annotate mode, by route.",
+		}, []string{"route"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+	reg.MustRegister(m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -106,6 +111,11 @@ func (m *Metrics) Normalized(upstream, kind string, n int) {
 	if n > 0 {
 		m.normalizations.WithLabelValues(upstream, kind).Add(float64(n))
 	}
+}
+
+// InvalidArguments counts n calls whose arguments failed validation.
+func (m *Metrics) InvalidArguments(route string, n int) {
+	m.invalidArguments.WithLabelValues(routeLabel(route)).Add(float64(n))
 }
 
 // Completed counts one judged response on route.

@@ -47,6 +47,9 @@ type Record struct {
 	Normalize string
 	// Fixes is the response normalization summary ("index_reuse=1"), or "".
 	Fixes string
+	// Arguments lists tool calls whose arguments failed validation in
+	// annotate mode, or "".
+	Arguments string
 }
 
 // Outcomes of a request, for the access log and metrics.
@@ -97,6 +100,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Fixes != "" {
 		fields = append(fields, zap.String("fixes", r.Fixes))
+	}
+	if r.Arguments != "" {
+		fields = append(fields, zap.String("invalid_arguments", r.Arguments))
 	}
 	if r.ErrorKind != "" {
 		fields = append(fields, zap.String("error_kind", r.ErrorKind))

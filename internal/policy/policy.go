@@ -23,6 +23,12 @@ type Config struct {
 	Mode Mode
 	// EnforceParallel judges parallel_tool_calls: false.
 	EnforceParallel bool
+	// Arguments is the argument validation mode: off, annotate or reject
+	// ("" is off).
+	Arguments string
+	// Schemas caches compiled parameter schemas; nil compiles none (the
+	// arguments are then only checked for being a JSON object).
+	Schemas *Schemas
 }
 
 // RequestError is a request the policy refuses before sending (400).
@@ -37,7 +43,9 @@ func (e *RequestError) Error() string { return e.Param + ": " + e.Msg }
 // request and is not safe for concurrent use.
 type Judge struct {
 	cfg      Config
-	tools    []string // declared function names
+	schemas  *Schemas
+	params   map[string]json.RawMessage // declared function → its parameters schema
+	tools    []string                   // declared function names
 	choice   string   // "", "auto", "none", "required" or "function"
 	function string   // the named function when choice is "function"
 	parallel bool     // parallel_tool_calls, true unless the request says false
@@ -47,20 +55,28 @@ type Judge struct {
 // An unknown tool_choice, or a named function the request does not
 // declare, is a *RequestError.
 func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
-	j := &Judge{cfg: cfg, parallel: true}
+	j := &Judge{cfg: cfg, parallel: true, schemas: cfg.Schemas}
 	if raw, ok := req.Get("tools"); ok && string(raw) != "null" {
 		var tools []struct {
 			Type     string `json:"type"`
 			Function struct {
-				Name string `json:"name"`
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
 			} `json:"function"`
 		}
 		if err := json.Unmarshal(raw, &tools); err != nil {
 			return nil, &RequestError{Param: "tools", Msg: "must be an array of tool objects"}
 		}
 		for _, t := range tools {
-			if t.Function.Name != "" {
-				j.tools = append(j.tools, t.Function.Name)
+			if t.Function.Name == "" {
+				continue
+			}
+			j.tools = append(j.tools, t.Function.Name)
+			if len(t.Function.Parameters) > 0 && string(t.Function.Parameters) != "null" {
+				if j.params == nil {
+					j.params = map[string]json.RawMessage{}
+				}
+				j.params[t.Function.Name] = t.Function.Parameters
 			}
 		}
 	}
@@ -130,6 +146,8 @@ type Outcome struct {
 	Kind string
 	// Msg says what was wrong, for the client.
 	Msg string
+	// Annotations lists argument validation failures in annotate mode.
+	Annotations []string
 }
 
 // OK reports whether the response satisfies its request.
@@ -194,6 +212,14 @@ func (j *Judge) Finish(e End) Outcome {
 		return violation("the model made tool calls but finished with %q", e.FinishReason)
 	case n == 0 && e.FinishReason == "tool_calls":
 		return violation("the response finished with \"tool_calls\" but carries no call")
+	}
+	if j.cfg.Arguments == ArgumentsAnnotate || j.cfg.Arguments == ArgumentsReject {
+		if problems := j.argumentProblems(e.Calls); len(problems) > 0 {
+			if j.cfg.Arguments == ArgumentsReject {
+				return violation("invalid tool-call arguments: %s", strings.Join(problems, "; "))
+			}
+			return Outcome{Kind: OK, Annotations: problems}
+		}
 	}
 	return Outcome{Kind: OK}
 }

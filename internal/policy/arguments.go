@@ -1,0 +1,161 @@
+package policy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Argument validation modes, per route.
+const (
+	ArgumentsOff      = "off"
+	ArgumentsAnnotate = "annotate" // record failures (log, metric); the response passes
+	ArgumentsReject   = "reject"   // a failure is a violation
+)
+
+// Schemas compiles tool parameter schemas once and caches them by a
+// SHA-256 of their bytes, so a tool list repeated on every request of a
+// session costs one compilation. It is safe for concurrent use and holds at
+// most max schemas (when full it starts over: a bounded cache with no
+// per-entry bookkeeping). A schema that does not compile is cached as such
+// and its tool's arguments are only checked for being a JSON object.
+//
+// References ($ref) to anything outside the schema itself are refused: a
+// client's schema must never make the gateway read a file or a URL.
+type Schemas struct {
+	mu  sync.Mutex
+	m   map[[32]byte]*jsonschema.Schema
+	max int
+}
+
+// NewSchemas returns an empty cache holding at most max schemas (0 means 1024).
+func NewSchemas(max int) *Schemas {
+	if max <= 0 {
+		max = 1024
+	}
+	return &Schemas{m: map[[32]byte]*jsonschema.Schema{}, max: max}
+}
+
+// Len returns the number of cached schemas.
+func (s *Schemas) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema references are not allowed (%s)", url)
+}
+
+// get returns the compiled schema for raw, or nil when it does not compile.
+func (s *Schemas) get(raw json.RawMessage) *jsonschema.Schema {
+	key := sha256.Sum256(raw)
+	s.mu.Lock()
+	sch, ok := s.m[key]
+	s.mu.Unlock()
+	if ok {
+		return sch
+	}
+	sch = compile(raw)
+	s.mu.Lock()
+	if len(s.m) >= s.max {
+		clear(s.m)
+	}
+	s.m[key] = sch
+	s.mu.Unlock()
+	return sch
+}
+
+func compile(raw json.RawMessage) *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource("tool.json", doc); err != nil {
+		return nil
+	}
+	sch, err := c.Compile("tool.json")
+	if err != nil {
+		return nil
+	}
+	return sch
+}
+
+// checkArguments applies SPEC §1's argument rules and the tool's schema:
+// an empty string is no arguments ({}); JSON that is not an object is
+// refused as "arguments must be a JSON object, got <type>"; text that does
+// not parse as "Failed to parse arguments: <reason>".
+func checkArguments(args string, sch *jsonschema.Schema) error {
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(args))
+	if err != nil {
+		return argumentError("Failed to parse arguments: " + err.Error()) // the seed's exact wording
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("arguments must be a JSON object, got %s", jsonType(v))
+	}
+	if sch == nil {
+		return nil
+	}
+	if err := sch.Validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return errors.New(oneLine(ve.Error()))
+		}
+		return err
+	}
+	return nil
+}
+
+// argumentError is an argument refusal worded as SPEC §1 says.
+type argumentError string
+
+func (e argumentError) Error() string { return string(e) }
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "array"
+	case json.Number, float64:
+		return "number"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	}
+	return "object"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// argumentProblems checks every call's arguments against its tool's schema
+// and returns one sentence per failing call.
+func (j *Judge) argumentProblems(calls []wire.CollectedCall) []string {
+	var out []string
+	for _, c := range calls {
+		var sch *jsonschema.Schema
+		if raw, ok := j.params[c.Name]; ok && j.schemas != nil {
+			sch = j.schemas.get(raw)
+		}
+		if err := checkArguments(c.Arguments, sch); err != nil {
+			out = append(out, fmt.Sprintf("call %s (%s): %v", c.ID, c.Name, err))
+		}
+	}
+	return out
+}
