@@ -46,9 +46,9 @@ type Judge struct {
 	schemas  *Schemas
 	params   map[string]json.RawMessage // declared function → its parameters schema
 	tools    []string                   // declared function names
-	choice   string   // "", "auto", "none", "required" or "function"
-	function string   // the named function when choice is "function"
-	parallel bool     // parallel_tool_calls, true unless the request says false
+	choice   string                     // "", "auto", "none", "required" or "function"
+	function string                     // the named function when choice is "function"
+	parallel bool                       // parallel_tool_calls, true unless the request says false
 }
 
 // Prepare reads the request's tools, tool_choice and parallel_tool_calls.
