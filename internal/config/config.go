@@ -166,6 +166,11 @@ type Route struct {
 	// tool's JSON Schema: off, annotate (the default: log and count
 	// failures) or reject (a failure ends the response as a violation).
 	ValidateArguments string `yaml:"validate_arguments"`
+	// ToolCalls is how tool-call fragments reach the client: stream (the
+	// default: forwarded as soon as their call's id and name are known) or
+	// buffer (held until the response is complete and judged). reject
+	// argument validation implies buffer.
+	ToolCalls string `yaml:"tool_calls"`
 }
 
 // Normalize switches the request normalizations that run before repair.
@@ -290,6 +295,9 @@ func (c *Config) applyDefaults() {
 		}
 		if r.ValidateArguments == "" {
 			r.ValidateArguments = "annotate"
+		}
+		if r.ToolCalls == "" {
+			r.ToolCalls = "stream"
 		}
 		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
 			if *b == nil {
@@ -421,6 +429,9 @@ func (c *Config) Validate() error {
 		case "session", "default", "off":
 		default:
 			add(p+".policy", "must be session, default or off, got %q", r.Policy)
+		}
+		if r.ToolCalls != "stream" && r.ToolCalls != "buffer" {
+			add(p+".tool_calls", "must be stream or buffer, got %q", r.ToolCalls)
 		}
 		switch r.ValidateArguments {
 		case "off", "annotate", "reject":

@@ -92,7 +92,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	}
 	defer resp.Body.Close()
 	if req.Stream {
-		g.stream(w, r, rec, resp, upCfg, judge)
+		g.stream(w, r, rec, resp, route, upCfg, judge)
 	} else {
 		g.whole(w, r, rec, resp, upCfg, judge)
 	}
@@ -165,7 +165,7 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 
 // stream re-streams the upstream's SSE events to the client, event by event,
 // each flushed at once.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, up *config.Upstream, judge *policy.Judge) {
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge) {
 	ctx := r.Context()
 	done := g.metrics.StreamStarted(rec.Route)
 	defer done()
@@ -188,6 +188,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	}()
 	out := wire.NewWriter(dw)
 	rs := wire.NewRestream(quirks(up), up.Quirks.Has("finish_reason"))
+	rs.Buffer = route.ToolCalls == "buffer" || route.ValidateArguments == "reject"
 	defer g.countNormalizations(rec, rs.Collector)
 
 	var broken, protocol error
@@ -240,11 +241,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		g.endStream(w, r, rec, out, broken)
 		return
 	}
+	var tail []string // chunks sent only if the response is judged acceptable
 	if complete && protocol == nil && rs.FinishReason == "" && up.Quirks.Has("missing_finish_reason") {
-		if err := out.Send(rs.FinishChunk()); err != nil {
-			rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
-			return
-		}
+		tail = append(tail, rs.FinishChunk())
 	}
 	calls, callsErr := rs.Collector.Finish()
 	if protocol != nil {
@@ -254,6 +253,12 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	g.judged(rec, outcome)
 	switch outcome.Kind {
 	case policy.OK:
+		for _, data := range append(rs.Flush(), tail...) {
+			if err := out.Send(data); err != nil {
+				rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
+				return
+			}
+		}
 		if err := out.Done(); err != nil {
 			rec.ClientGone, rec.Outcome = true, observe.OutcomeClientGone
 		} else {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -163,5 +164,36 @@ routes:
 	a := e.waitAccess(t, 2)
 	if a[1]["invalid_arguments"] == nil || !strings.Contains(a[1]["invalid_arguments"].(string), "call_sim_1") {
 		t.Errorf("access %v", a[1])
+	}
+}
+
+// tool_calls: buffer holds every fragment until the response is complete
+// and judged: the client gets each call whole, in one chunk; with reject
+// validation an invalid call never reaches the client at all.
+func TestBufferedToolCalls(t *testing.T) {
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	defer up.Close()
+	e := startGateway(t, up.URL, `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes:
+  - {model: buffered, upstream: sim, upstream_model: sim-tool, tool_calls: buffer}
+  - {model: strict-args, upstream: sim, upstream_model: sim-tool, validate_arguments: reject}
+`)
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"integer"}}}}}]`
+	read := func(model string) string {
+		resp := e.post(t, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"x"}],`+tools+`}`)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(b)
+	}
+	body := read("buffered")
+	if n := strings.Count(body, `"tool_calls":[`); n != 1 || !strings.Contains(body, `"arguments":"{\"city\":\"Paris\"}"`) ||
+		!strings.HasSuffix(body, "data: [DONE]\n\n") || strings.Index(body, `"tool_calls":[`) > strings.Index(body, `"finish_reason":"tool_calls"`) {
+		t.Errorf("buffered stream:\n%s", body)
+	}
+	body = read("strict-args")
+	if strings.Contains(body, `"tool_calls":[`) || !strings.Contains(body, "completion_policy_violation") || strings.Contains(body, "[DONE]") {
+		t.Errorf("rejected stream:\n%s", body)
 	}
 }

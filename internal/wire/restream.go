@@ -25,6 +25,10 @@ type Restream struct {
 	// calls becomes "tool_calls", "" becomes null, and a second terminal
 	// finish reason for a choice is dropped.
 	FixFinishReason bool
+	// Buffer holds every tool-call fragment, and the chunk that finishes a
+	// response with calls, until Flush: the client sees the calls only once
+	// they are complete (and judged). Text is never held.
+	Buffer bool
 
 	// FinishReason is the last finish reason sent (choice 0), "" if none.
 	FinishReason string
@@ -33,8 +37,11 @@ type Restream struct {
 
 	finished map[int]bool
 	scratch  []json.RawMessage
+	pending  []Fragment // Buffer: one merged fragment per call, by canonical index
+	final    []string   // Buffer: held finishing chunks
 	head     []member // id, object, created, model of the first chunk
 	seen     bool
+	flushed  bool
 }
 
 // NewRestream returns a Restream with a Collector applying q.
@@ -107,9 +114,23 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 	if held && !hasOtherThanChoices(&chunk) {
 		return "", false, nil
 	}
+	if s.Buffer && s.Collector.Calls() > 0 && s.FinishReason != "" && !s.flushed {
+		// The chunk that finishes a response with calls waits for them.
+		out := data
+		if changed {
+			out = s.encode(&chunk, choices)
+		}
+		s.final = append(s.final, out)
+		return "", false, nil
+	}
 	if !changed {
 		return data, true, nil
 	}
+	return s.encode(&chunk, choices), true, nil
+}
+
+// encode writes a chunk with its (rewritten) choices.
+func (s *Restream) encode(chunk *Object, choices []json.RawMessage) string {
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	for k, c := range choices {
@@ -120,7 +141,48 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 	}
 	buf.WriteByte(']')
 	chunk.Set("choices", buf.Bytes())
-	return string(chunk.JSON()), true, nil
+	return string(chunk.JSON())
+}
+
+// hold merges fragments into one pending fragment per call (Buffer mode).
+func (s *Restream) hold(frags []Fragment) {
+	for _, f := range frags {
+		for len(s.pending) <= f.Index {
+			s.pending = append(s.pending, Fragment{Index: len(s.pending)})
+		}
+		p := &s.pending[f.Index]
+		if f.ID != "" {
+			p.ID, p.Name = f.ID, f.Name
+		}
+		p.Arguments += f.Arguments
+		p.Extra.members = append(p.Extra.members, f.Extra.members...)
+	}
+}
+
+// Flush returns, in Buffer mode, the chunks held back: one chunk carrying
+// every call whole, then the finishing chunk(s). Call it once the response
+// has been judged acceptable; it returns nothing when nothing is held.
+func (s *Restream) Flush() []string {
+	if s.flushed || len(s.pending) == 0 && len(s.final) == 0 {
+		return nil
+	}
+	s.flushed = true
+	var out []string
+	if len(s.pending) > 0 {
+		calls := []byte{'['}
+		for k, f := range s.pending {
+			if k > 0 {
+				calls = append(calls, ',')
+			}
+			b, _ := f.MarshalJSON() // cannot fail
+			calls = append(calls, b...)
+		}
+		calls = append(calls, ']')
+		o := Object{members: append([]member(nil), s.head...)}
+		o.Set("choices", json.RawMessage(`[{"index":0,"delta":{"tool_calls":`+string(calls)+`},"finish_reason":null}]`))
+		out = append(out, string(o.JSON()))
+	}
+	return append(out, s.final...)
 }
 
 // hasOtherThanChoices reports whether a chunk carries something a client
@@ -143,6 +205,10 @@ func (s *Restream) choice(c *Object, idx int) (heldOnly, changed bool, err error
 			frags, err := s.Collector.Add(tc)
 			if err != nil {
 				return false, false, err
+			}
+			if s.Buffer {
+				s.hold(frags)
+				frags = nil
 			}
 			if len(frags) == 0 {
 				delta.Delete("tool_calls")
