@@ -39,7 +39,7 @@ type Restream struct {
 	scratch  []json.RawMessage
 	pending  []Fragment // Buffer: one merged fragment per call, by canonical index
 	final    []string   // Buffer: held finishing chunks
-	head     []member // id, object, created, model of the first chunk
+	head     []member   // id, object, created, model of the first chunk
 	seen     bool
 	flushed  bool
 }
