@@ -189,6 +189,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	out := wire.NewWriter(dw)
 	rs := wire.NewRestream(quirks(up), up.Quirks.Has("finish_reason"))
 	rs.Buffer = route.ToolCalls == "buffer" || route.ValidateArguments == "reject"
+	rs.KeepText = judge.NeedsText()
 	defer g.countNormalizations(rec, rs.Collector)
 
 	var broken, protocol error
@@ -249,7 +250,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	if protocol != nil {
 		callsErr = protocol
 	}
-	outcome := judge.Finish(policy.End{Done: complete, Calls: calls, CallsErr: callsErr, FinishReason: rs.FinishReason})
+	outcome := judge.Finish(policy.End{Done: complete, Calls: calls, CallsErr: callsErr, FinishReason: rs.FinishReason, Text: rs.Text.String()})
 	g.judged(rec, outcome)
 	switch outcome.Kind {
 	case policy.OK:
@@ -419,6 +420,9 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream,
 		msg, _ := wire.ParseObject(m)
 		if tc, ok := msg.Get("tool_calls"); ok {
 			_, end.CallsErr = c.Add(indexed(tc))
+		}
+		if content, ok := msg.Get("content"); ok {
+			_ = json.Unmarshal(content, &end.Text)
 		}
 	}
 	if end.CallsErr == nil {

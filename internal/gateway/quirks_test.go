@@ -197,3 +197,16 @@ routes:
 		t.Errorf("rejected stream:\n%s", body)
 	}
 }
+
+// response_format json_schema through the gateway: the simulator's prose
+// answer does not match, and the stream ends with an error, not [DONE].
+func TestResponseFormatThroughGateway(t *testing.T) {
+	e, _ := startSim(t, sim.Options{})
+	resp := e.post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}],`+
+		`"response_format":{"type":"json_schema","json_schema":{"name":"r","schema":{"type":"object"}}}}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "response_format") || strings.Contains(string(b), "[DONE]") {
+		t.Errorf("stream:\n%s", b)
+	}
+}

@@ -126,6 +126,21 @@ type argumentError string
 
 func (e argumentError) Error() string { return string(e) }
 
+// checkContent checks a response's text against response_format's schema.
+func checkContent(text string, sch *jsonschema.Schema) error {
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return fmt.Errorf("the content is not JSON: %v", err)
+	}
+	if sch == nil {
+		return nil
+	}
+	if err := sch.Validate(v); err != nil {
+		return errors.New(oneLine(err.Error()))
+	}
+	return nil
+}
+
 func jsonType(v any) string {
 	switch v.(type) {
 	case nil:

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -49,7 +51,12 @@ type Judge struct {
 	choice   string                     // "", "auto", "none", "required" or "function"
 	function string                     // the named function when choice is "function"
 	parallel bool                       // parallel_tool_calls, true unless the request says false
+	format   json.RawMessage            // response_format json_schema's schema, or nil
 }
+
+// NeedsText reports whether Finish needs the response's text content
+// (End.Text): the request asks for response_format json_schema.
+func (j *Judge) NeedsText() bool { return j.format != nil }
 
 // Prepare reads the request's tools, tool_choice and parallel_tool_calls.
 // An unknown tool_choice, or a named function the request does not
@@ -82,6 +89,17 @@ func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 	}
 	if raw, ok := req.Get("parallel_tool_calls"); ok && string(raw) == "false" {
 		j.parallel = false
+	}
+	if raw, ok := req.Get("response_format"); ok && cfg.Mode != ModeOff {
+		var rf struct {
+			Type       string `json:"type"`
+			JSONSchema struct {
+				Schema json.RawMessage `json:"schema"`
+			} `json:"json_schema"`
+		}
+		if json.Unmarshal(raw, &rf) == nil && rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
+			j.format = rf.JSONSchema.Schema
+		}
 	}
 	raw, ok := req.Get("tool_choice")
 	if !ok || string(raw) == "null" {
@@ -132,6 +150,8 @@ type End struct {
 	CallsErr error
 	// FinishReason is choice 0's finish reason after normalization.
 	FinishReason string
+	// Text is choice 0's text content, needed only when NeedsText.
+	Text string
 }
 
 // Outcome kinds; they are metric labels.
@@ -212,6 +232,15 @@ func (j *Judge) Finish(e End) Outcome {
 		return violation("the model made tool calls but finished with %q", e.FinishReason)
 	case n == 0 && e.FinishReason == "tool_calls":
 		return violation("the response finished with \"tool_calls\" but carries no call")
+	}
+	if j.format != nil && n == 0 {
+		var sch *jsonschema.Schema
+		if j.schemas != nil {
+			sch = j.schemas.get(j.format)
+		}
+		if err := checkContent(e.Text, sch); err != nil {
+			return violation("the content does not match response_format's json_schema: %v", err)
+		}
 	}
 	if j.cfg.Arguments == ArgumentsAnnotate || j.cfg.Arguments == ArgumentsReject {
 		if problems := j.argumentProblems(e.Calls); len(problems) > 0 {

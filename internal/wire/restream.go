@@ -30,6 +30,13 @@ type Restream struct {
 	// they are complete (and judged). Text is never held.
 	Buffer bool
 
+	// KeepText makes the Restream keep choice 0's text content (in Text),
+	// for a judge that must read it (response_format json_schema). It costs
+	// decoding every chunk.
+	KeepText bool
+	// Text is choice 0's text content so far, when KeepText is set.
+	Text strings.Builder
+
 	// FinishReason is the last finish reason sent (choice 0), "" if none.
 	FinishReason string
 	// Content reports whether any text content was seen.
@@ -71,6 +78,9 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 				}
 			}
 		}
+	}
+	if s.KeepText {
+		s.keepText(data)
 	}
 	if !strings.Contains(data, `"tool_calls"`) && !strings.Contains(data, `"finish_reason":"`) && !strings.Contains(data, `"finish_reason": "`) {
 		if !s.Content && strings.Contains(data, `"content":"`) && !strings.Contains(data, `"content":""`) {
@@ -298,4 +308,32 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// keepText appends choice 0's delta.content of a chunk to Text.
+func (s *Restream) keepText(data string) {
+	chunk, err := ParseObject([]byte(data))
+	if err != nil {
+		return
+	}
+	raw, _ := chunk.Get("choices")
+	choices, _ := elements(raw, nil)
+	for _, rc := range choices {
+		c, err := ParseObject(rc)
+		if err != nil {
+			continue
+		}
+		if v, ok := c.Get("index"); ok && string(v) != "0" {
+			continue
+		}
+		d, _ := c.Get("delta")
+		delta, err := ParseObject(d)
+		if err != nil {
+			continue
+		}
+		if v, ok := delta.Get("content"); ok {
+			text, _ := stringOf(v)
+			s.Text.WriteString(text)
+		}
+	}
 }
