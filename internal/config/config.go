@@ -171,6 +171,10 @@ type Route struct {
 	// buffer (held until the response is complete and judged). reject
 	// argument validation implies buffer.
 	ToolCalls string `yaml:"tool_calls"`
+	// Retries is how many more times a response that broke off or violated
+	// the completion policy before anything reached the client is asked
+	// for (0 to 5; default 0).
+	Retries int `yaml:"retries"`
 }
 
 // Normalize switches the request normalizations that run before repair.
@@ -429,6 +433,9 @@ func (c *Config) Validate() error {
 		case "session", "default", "off":
 		default:
 			add(p+".policy", "must be session, default or off, got %q", r.Policy)
+		}
+		if r.Retries < 0 || r.Retries > 5 {
+			add(p+".retries", "must be between 0 and 5, got %d", r.Retries)
 		}
 		if r.ToolCalls != "stream" && r.ToolCalls != "buffer" {
 			add(p+".tool_calls", "must be stream or buffer, got %q", r.ToolCalls)

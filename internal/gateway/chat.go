@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
+	"go.uber.org/zap"
 )
 
 // chat serves POST /v1/chat/completions: the pipeline of DESIGN.md as one
@@ -83,20 +84,30 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		return
 	}
 
-	sent := time.Now()
-	resp, err := up.Send(ctx, out, r.Header, req.Stream)
-	if err != nil {
-		rec.UpstreamDuration = time.Since(sent)
-		g.fail(w, r, rec, err)
-		return
+	// A response that breaks off or violates the policy before anything
+	// reached the client may be asked for again, route.Retries times.
+	for attempt := 0; ; attempt++ {
+		rec.Attempts = attempt + 1
+		sent := time.Now()
+		resp, err := up.Send(ctx, out, r.Header, req.Stream)
+		if err != nil {
+			rec.UpstreamDuration += time.Since(sent)
+			g.fail(w, r, rec, err)
+			return
+		}
+		retry := attempt < route.Retries
+		if req.Stream {
+			err = g.stream(w, r, rec, resp, route, upCfg, judge, retry)
+		} else {
+			err = g.whole(w, r, rec, resp, upCfg, judge, retry)
+		}
+		resp.Body.Close()
+		rec.UpstreamDuration += time.Since(sent)
+		if err == nil {
+			return
+		}
+		g.log.Debug("retrying the upstream", zap.String("request_id", rec.RequestID), zap.Int("attempt", attempt+1), zap.Error(err))
 	}
-	defer resp.Body.Close()
-	if req.Stream {
-		g.stream(w, r, rec, resp, route, upCfg, judge)
-	} else {
-		g.whole(w, r, rec, resp, upCfg, judge)
-	}
-	rec.UpstreamDuration = time.Since(sent)
 }
 
 // steps resolves the route's and upstream's normalization switches.
@@ -165,7 +176,10 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 
 // stream re-streams the upstream's SSE events to the client, event by event,
 // each flushed at once.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge) {
+//
+// It returns an error, having written nothing, only when retry is set and
+// the response failed before anything was sent: the caller may try again.
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool) error {
 	ctx := r.Context()
 	done := g.metrics.StreamStarted(rec.Route)
 	defer done()
@@ -173,7 +187,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	sess, err := sse.Upgrade(w, r)
 	if err != nil {
 		g.fail(w, r, rec, err)
-		return
+		return nil
 	}
 	upstream.CopyResponseHeaders(w.Header(), resp.Header)
 	w.Header().Set("Cache-Control", "no-cache")
@@ -224,12 +238,12 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		if err := out.Send(data); err != nil {
 			rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
 			rec.Error = "client write failed: " + err.Error()
-			return
+			return nil
 		}
 	}
 	if ctx.Err() != nil {
 		rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
-		return
+		return nil
 	}
 	if !complete && broken == nil && protocol == nil && rs.FinishReason != "" && up.Quirks.Has("no_done") {
 		complete = true // QUIRKS A21: this upstream ends with a finish reason and no [DONE]
@@ -239,8 +253,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		if _, ok := errors.AsType[*IncompleteError](broken); !ok {
 			broken = &IncompleteError{Upstream: rec.Upstream, Err: broken}
 		}
-		g.endStream(w, r, rec, out, broken)
-		return
+		return g.endStream(w, r, rec, out, broken, retry)
 	}
 	var tail []string // chunks sent only if the response is judged acceptable
 	if complete && protocol == nil && rs.FinishReason == "" && up.Quirks.Has("missing_finish_reason") {
@@ -257,7 +270,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		for _, data := range append(rs.Flush(), tail...) {
 			if err := out.Send(data); err != nil {
 				rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
-				return
+				return nil
 			}
 		}
 		if err := out.Done(); err != nil {
@@ -267,10 +280,11 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 		}
 		rec.Status = http.StatusOK
 	case policy.Incomplete:
-		g.endStream(w, r, rec, out, &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the stream ended without data: [DONE]")})
+		return g.endStream(w, r, rec, out, &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the stream ended without data: [DONE]")}, retry)
 	default:
-		g.endStream(w, r, rec, out, &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg})
+		return g.endStream(w, r, rec, out, &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg}, retry)
 	}
+	return nil
 }
 
 // judged records the judge's verdict: the completion metric, and in
@@ -284,16 +298,21 @@ func (g *Gateway) judged(rec *observe.Record, o policy.Outcome) {
 }
 
 // endStream ends a stream that failed: with a status and JSON body if
-// nothing was sent yet, else with one error event and no [DONE].
-func (g *Gateway) endStream(w http.ResponseWriter, r *http.Request, rec *observe.Record, out *wire.Writer, err error) {
+// nothing was sent yet, else with one error event and no [DONE]. When
+// nothing was sent and retry is set it writes nothing and returns err.
+func (g *Gateway) endStream(w http.ResponseWriter, r *http.Request, rec *observe.Record, out *wire.Writer, err error, retry bool) error {
 	if !out.Committed() {
+		if retry && r.Context().Err() == nil {
+			return err
+		}
 		g.fail(w, r, rec, err)
-		return
+		return nil
 	}
 	rec.Status, rec.Error = http.StatusOK, err.Error()
 	rec.Outcome, rec.ErrorKind = outcomeOf(err)
 	_, body := errorFor(err)
 	out.Fail(body)
+	return nil
 }
 
 // outcomeOf classifies a response failure for the access record.
@@ -356,7 +375,8 @@ func errorEvent(data string) (string, bool) {
 
 // whole relays a non-streamed response after checking it is one complete
 // JSON document that is not an error object, and judging it.
-func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, up *config.Upstream, judge *policy.Judge) {
+// Like stream, it returns an error without writing only when retry is set.
+func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, up *config.Upstream, judge *policy.Judge, retry bool) error {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, up.MaxResponseBytes+1))
 	switch {
 	case err != nil:
@@ -380,8 +400,11 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 		}
 	}
 	if err != nil {
+		if retry && r.Context().Err() == nil {
+			return err
+		}
 		g.fail(w, r, rec, err)
-		return
+		return nil
 	}
 	upstream.CopyResponseHeaders(w.Header(), resp.Header)
 	w.Header().Set("Content-Type", "application/json")
@@ -391,6 +414,7 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 		rec.ClientGone = true
 	}
 	rec.Status, rec.Outcome = http.StatusOK, observe.OutcomeOK
+	return nil
 }
 
 // judgeWhole runs a chat.completion's first choice through the collector

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -208,5 +210,57 @@ func TestResponseFormatThroughGateway(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(b), "response_format") || strings.Contains(string(b), "[DONE]") {
 		t.Errorf("stream:\n%s", b)
+	}
+}
+
+// A route with retries asks the upstream again when a response breaks off
+// or violates the policy before anything reached the client; without
+// retries the client gets the error (SPEC §3).
+func TestRetryBeforeCommit(t *testing.T) {
+	var hits atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		n := hits.Add(1)
+		if r.Header.Get("Accept") == "text/event-stream" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			if n%2 == 1 {
+				return // broken before the first event
+			}
+			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		if n%2 == 1 { // text although a call is required
+			io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"no"},"finish_reason":"stop"}]}`)
+			return
+		}
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
+	}))
+	defer up.Close()
+	e := startGateway(t, up.URL, `
+upstreams: [{name: u, url: "UPSTREAM_URL/v1"}]
+routes:
+  - {model: again, upstream: u, retries: 1}
+  - {model: once, upstream: u}
+`)
+	tools := `"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"`
+	resp := e.post(t, `{"model":"again","messages":[{"role":"user","content":"x"}],`+tools+`}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || hits.Load() != 2 {
+		t.Fatalf("status %d after %d upstream calls: %s", resp.StatusCode, hits.Load(), b)
+	}
+	resp = e.post(t, `{"model":"again","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasSuffix(string(b), "data: [DONE]\n\n") || hits.Load() != 4 {
+		t.Fatalf("stream after %d calls: %s", hits.Load(), b)
+	}
+	resp = e.post(t, `{"model":"once","messages":[{"role":"user","content":"x"}],`+tools+`}`)
+	body, raw := readError(t, resp)
+	if resp.StatusCode != 502 || body.Error.Code == nil || *body.Error.Code != "completion_policy_violation" || hits.Load() != 5 {
+		t.Fatalf("status %d: %s", resp.StatusCode, raw)
+	}
+	if a := e.waitAccess(t, 3); a[0]["attempts"] != int64(2) || a[1]["attempts"] != int64(2) {
+		t.Errorf("access %v / %v", a[0], a[1])
 	}
 }

@@ -47,6 +47,9 @@ type Record struct {
 	Normalize string
 	// Fixes is the response normalization summary ("index_reuse=1"), or "".
 	Fixes string
+	// Attempts is the number of upstream calls made (more than 1 after a
+	// retry).
+	Attempts int
 	// Arguments lists tool calls whose arguments failed validation in
 	// annotate mode, or "".
 	Arguments string
@@ -100,6 +103,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Fixes != "" {
 		fields = append(fields, zap.String("fixes", r.Fixes))
+	}
+	if r.Attempts > 1 {
+		fields = append(fields, zap.Int("attempts", r.Attempts))
 	}
 	if r.Arguments != "" {
 		fields = append(fields, zap.String("invalid_arguments", r.Arguments))
