@@ -110,7 +110,7 @@ type Upstream struct {
 }
 
 // QuirkNames are the stream normalizations an upstream can switch on.
-var QuirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done"}
+var QuirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks"}
 
 // Quirks is an upstream's list of normalizations; in YAML a single word
 // ("all", "strict") or a list of names.

@@ -204,6 +204,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	rs := wire.NewRestream(quirks(up), up.Quirks.Has("finish_reason"))
 	rs.Buffer = route.ToolCalls == "buffer" || route.ValidateArguments == "reject"
 	rs.KeepText = judge.NeedsText()
+	rs.FixChunks = up.Quirks.Has("chunks")
 	defer g.countNormalizations(rec, rs.Collector)
 
 	var broken, protocol error

@@ -18,7 +18,7 @@
 // A streamed request whose model name contains "q-<name>" plays one of the
 // quirk scripts of QUIRKS.md section A instead (see QuirkNames): noindex,
 // sameindex, sparse, repeat, latename, argsobject, stop, twofinish,
-// nofinish, nodone, keepalive, noid, cutargs.
+// nofinish, nodone, keepalive, chunkids, noid, cutargs.
 //
 // Independently of the script, a model name containing "strict" (or
 // Options.Strict) makes the simulator check the transcript against OpenAI's

@@ -45,6 +45,13 @@ var quirkScripts = map[string][]string{
 	"keepalive": {": OPENROUTER PROCESSING\r\n\r\n", strings.ReplaceAll(role, "data: ", "data:"),
 		"event: ping\r\n\r\n", strings.ReplaceAll(delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), "\n", "\r\n"),
 		finish("tool_calls"), "data: [DONE]\r\n\r\n"},
+	// A23, A24, A26: an Azure-style placeholder first chunk, a chunk id that
+	// changes, and no role anywhere.
+	"chunkids": {
+		`data: {"id":"","object":"","created":0,"model":"","choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}` + "\n\n",
+		strings.Replace(delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}]}`), "chatcmpl-q", "chat.id.1", 1),
+		strings.Replace(delta(`{"tool_calls":[{"index":0,"function":{"arguments":":\"Paris\"}"}}]}`), "chatcmpl-q", "chat.id.2", 1),
+		strings.Replace(finish("tool_calls"), "chatcmpl-q", "chat.id.3", 1), "data: [DONE]\n\n"},
 	// A07: the id is empty: no fix without guessing.
 	"noid": toolStream(`{"index":0,"id":"","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`),
 	// A19/A20: the stream stops mid-arguments, with neither finish nor [DONE].

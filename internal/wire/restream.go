@@ -25,6 +25,10 @@ type Restream struct {
 	// calls becomes "tool_calls", "" becomes null, and a second terminal
 	// finish reason for a choice is dropped.
 	FixFinishReason bool
+	// FixChunks applies the chunk-level fixes: a placeholder chunk with no
+	// id and no choice is dropped (A23), every chunk carries the first
+	// chunk's id (A24), and the first delta says role "assistant" (A26).
+	FixChunks bool
 	// Buffer holds every tool-call fragment, and the chunk that finishes a
 	// response with calls, until Flush: the client sees the calls only once
 	// they are complete (and judged). Text is never held.
@@ -46,8 +50,10 @@ type Restream struct {
 	scratch  []json.RawMessage
 	pending  []Fragment // Buffer: one merged fragment per call, by canonical index
 	final    []string   // Buffer: held finishing chunks
-	head     []member   // id, object, created, model of the first chunk
+	head     []member   // id, object, created, model of the first chunk with an id
 	seen     bool
+	idNeedle string // `"id":"<first id>"`
+	roleSeen bool
 	flushed  bool
 }
 
@@ -70,13 +76,22 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 		return "", false, &ProtocolError{Index: -1, Msg: "a stream event is not a JSON object: " + truncate(data, 80)}
 	}
 	if !s.seen {
-		s.seen = true
 		if o, err := ParseObject([]byte(data)); err == nil {
-			for _, k := range []string{"id", "object", "created", "model"} {
-				if v, ok := o.Get(k); ok {
-					s.head = append(s.head, member{key: k, value: v})
+			if id, _ := o.Get("id"); len(id) > 2 && id[0] == '"' {
+				s.seen = true
+				s.idNeedle = `"id":` + string(id)
+				for _, k := range []string{"id", "object", "created", "model"} {
+					if v, ok := o.Get(k); ok {
+						s.head = append(s.head, member{key: k, value: v})
+					}
 				}
 			}
+		}
+	}
+	if s.FixChunks && (!s.roleSeen || s.idNeedle != "" && !strings.Contains(data, s.idNeedle)) {
+		var drop bool
+		if data, drop = s.fixChunk(data); drop {
+			return "", false, nil
 		}
 	}
 	if s.KeepText {
@@ -336,4 +351,57 @@ func (s *Restream) keepText(data string) {
 			s.Text.WriteString(text)
 		}
 	}
+}
+
+// fixChunk applies the chunk-level fixes (see FixChunks); drop reports a
+// placeholder chunk to leave out.
+func (s *Restream) fixChunk(data string) (string, bool) {
+	o, err := ParseObject([]byte(data))
+	if err != nil {
+		return data, false
+	}
+	changed := false
+	rawChoices, _ := o.Get("choices")
+	choices, _ := elements(rawChoices, nil)
+	id, _ := o.Get("id")
+	if len(choices) == 0 && !hasOtherThanChoices(&o) && (len(id) == 0 || string(id) == `""`) {
+		s.Collector.fixes["placeholder_chunk"]++ // A23
+		return "", true
+	}
+	if s.idNeedle != "" && len(s.head) > 0 && s.head[0].key == "id" && string(id) != string(s.head[0].value) {
+		o.Set("id", s.head[0].value) // A24
+		s.Collector.fixes["chunk_id"]++
+		changed = true
+	}
+	if !s.roleSeen && len(choices) > 0 {
+		s.roleSeen = true
+		c, err := ParseObject(choices[0])
+		d, _ := c.Get("delta")
+		delta, derr := ParseObject(d)
+		if err == nil && derr == nil {
+			if _, ok := delta.Get("role"); !ok { // A26
+				delta.members = append([]member{{key: "role", value: json.RawMessage(`"assistant"`)}}, delta.members...)
+				c.Set("delta", delta.JSON())
+				choices[0] = c.JSON()
+				o.Set("choices", json.RawMessage(joinArray(choices)))
+				s.Collector.fixes["missing_role"]++
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return data, false
+	}
+	return string(o.JSON()), false
+}
+
+func joinArray(elems []json.RawMessage) []byte {
+	b := []byte{'['}
+	for k, e := range elems {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	return append(b, ']')
 }

@@ -67,3 +67,27 @@ func TestRestreamNonJSON(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// The chunk-level fixes: a placeholder chunk dropped (A23), a changing
+// chunk id made constant (A24), a role given to the first delta (A26).
+func TestRestreamChunkFixes(t *testing.T) {
+	s := NewRestream(Quirks{}, true)
+	s.FixChunks = true
+	var out []string
+	for _, d := range []string{
+		`{"id":"","object":"","choices":[],"prompt_filter_results":[]}`,
+		`{"id":"a.1","choices":[{"index":0,"delta":{"content":"Hi"}}]}`,
+		`{"id":"a.2","choices":[{"index":0,"delta":{"content":"!"}}]}`,
+	} {
+		if o, ok, err := s.Chunk(d); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			out = append(out, o)
+		}
+	}
+	want := `{"id":"a.1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}` + "\n" +
+		`{"id":"a.1","choices":[{"index":0,"delta":{"content":"!"}}]}`
+	if got := strings.Join(out, "\n"); got != want {
+		t.Errorf("\n got: %s\nwant: %s", got, want)
+	}
+}
