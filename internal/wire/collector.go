@@ -114,6 +114,14 @@ type collecting struct {
 	started bool         // the first canonical fragment went out
 }
 
+// Bounds on what one response may make the collector hold, so hostile
+// input (endless fragments of one call, or endless calls) cannot grow it
+// without limit.
+const (
+	MaxCallArguments = 8 << 20 // bytes of arguments per call
+	MaxCalls         = 1024    // calls per response
+)
+
 // NewCollector returns a Collector applying q.
 func NewCollector(q Quirks) *Collector {
 	return &Collector{quirks: q, byIdx: map[int]*collecting{}, byID: map[string]*collecting{}, fixes: map[string]int{}}
@@ -228,6 +236,9 @@ func (c *Collector) add(raw json.RawMessage) ([]Fragment, error) {
 			return nil, &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("function.name %q sent again after the call started", name)}
 		}
 	}
+	if call.args.Len()+len(args) > MaxCallArguments {
+		return nil, &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("the call's arguments exceed %d bytes", MaxCallArguments)}
+	}
 	call.args.WriteString(args)
 	if call.id == "" || call.name == "" {
 		call.held.WriteString(args)
@@ -278,6 +289,9 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 		ok = false
 	}
 	if !ok {
+		if len(c.calls) >= MaxCalls {
+			return nil, &ProtocolError{Index: idx, Msg: fmt.Sprintf("more than %d tool calls in one response", MaxCalls)}
+		}
 		call = &collecting{upIndex: idx, index: len(c.calls)}
 		c.calls = append(c.calls, call)
 		c.byIdx[idx] = call

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -157,4 +158,25 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// Hostile input cannot grow the collector without bound: endless
+// fragments of one call and endless calls are protocol errors.
+func TestCollectorBounds(t *testing.T) {
+	c := NewCollector(Quirks{})
+	_, err := c.Add(json.RawMessage(`[{"index":0,"id":"a","function":{"name":"f"}}]`))
+	frag := `[{"index":0,"function":{"arguments":"` + strings.Repeat("x", 1<<20) + `"}}]`
+	for i := 0; i < 10 && err == nil; i++ {
+		_, err = c.Add(json.RawMessage(frag))
+	}
+	if err == nil || !strings.Contains(err.Error(), "exceed") {
+		t.Errorf("endless fragments: err = %v", err)
+	}
+	c = NewCollector(Quirks{})
+	for i := 0; i <= MaxCalls && err == nil; i++ {
+		_, err = c.Add(json.RawMessage(`[{"index":` + fmt.Sprint(i) + `,"id":"c` + fmt.Sprint(i) + `","function":{"name":"f"}}]`))
+	}
+	if err == nil {
+		t.Error("endless calls accepted")
+	}
 }
