@@ -23,7 +23,7 @@ build:
 
 ## bench: the proxy-path Go benchmarks (allocations reported)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/gateway/ ./internal/wire/
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/gateway/ ./internal/wire/ ./internal/repair/
 
 ## lint: gofmt, vet and staticcheck
 lint:
