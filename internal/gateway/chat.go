@@ -441,10 +441,16 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream,
 	if fr, ok := choice.Get("finish_reason"); ok {
 		_ = json.Unmarshal(fr, &end.FinishReason)
 	}
+	rewrite := false
 	if m, ok := choice.Get("message"); ok {
 		msg, _ := wire.ParseObject(m)
 		if tc, ok := msg.Get("tool_calls"); ok {
 			_, end.CallsErr = c.Add(indexed(tc))
+			if end.CallsErr == nil && c.Fixes()["arguments_object"] > 0 {
+				msg.Set("tool_calls", stringArguments(tc))
+				choice.Set("message", msg.JSON())
+				rewrite = true
+			}
 		}
 		if content, ok := msg.Get("content"); ok {
 			_ = json.Unmarshal(content, &end.Text)
@@ -457,12 +463,44 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream,
 		c.Fixes()["finish_reason"]++
 		end.FinishReason = "tool_calls"
 		choice.Set("finish_reason", json.RawMessage(`"tool_calls"`))
+		rewrite = true
+	}
+	if rewrite {
 		choices[0] = choice.JSON()
 		arr, _ := json.Marshal(choices)
 		body.Set("choices", arr)
 		b = body.JSON()
 	}
 	return b, judge.Finish(end)
+}
+
+// stringArguments rewrites a message's tool_calls so that arguments given
+// as a JSON value other than a string become its text (QUIRKS A12); every
+// other member keeps its bytes.
+func stringArguments(toolCalls json.RawMessage) json.RawMessage {
+	var calls []json.RawMessage
+	if json.Unmarshal(toolCalls, &calls) != nil {
+		return toolCalls
+	}
+	for k, raw := range calls {
+		call, err := wire.ParseObject(raw)
+		if err != nil {
+			continue
+		}
+		fn, _ := call.Get("function")
+		f, err := wire.ParseObject(fn)
+		if err != nil {
+			continue
+		}
+		if a, ok := f.Get("arguments"); ok && len(a) > 0 && a[0] != '"' && string(a) != "null" {
+			s, _ := json.Marshal(string(a))
+			f.Set("arguments", s)
+			call.Set("function", f.JSON())
+			calls[k] = call.JSON()
+		}
+	}
+	out, _ := json.Marshal(calls)
+	return out
 }
 
 // indexed gives each element of a message's tool_calls array its position

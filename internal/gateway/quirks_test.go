@@ -271,3 +271,28 @@ routes:
 		t.Errorf("access %v / %v", a[0], a[1])
 	}
 }
+
+// A non-streamed response goes through the same collector and judge: an
+// object given as arguments becomes a string and "stop" after calls
+// becomes "tool_calls", so openai-go decodes the call (QUIRKS A12, A15).
+func TestNonStreamQuirks(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,`+
+			`"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris"}},"extra_content":{"k":1}}]},"finish_reason":"stop"}]}`)
+	}))
+	defer up.Close()
+	e := startGateway(t, up.URL, simConfig)
+	res, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "m", Messages: userMsg("weather?"),
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Choices[0]
+	if c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` ||
+		!strings.Contains(c.Message.ToolCalls[0].RawJSON(), `"extra_content":{"k":1}`) {
+		t.Fatalf("%s", c.RawJSON())
+	}
+}
