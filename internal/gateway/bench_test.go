@@ -31,8 +31,14 @@ func benchTargets(b *testing.B) map[string]string {
 	bare := httptest.NewServer(rp)
 	b.Cleanup(bare.Close)
 
+	return map[string]string{"direct": up.URL, "reverseproxy": bare.URL, "toolgate": benchGateway(b, up.URL)}
+}
+
+// benchGateway runs toolgate (access log on, at info, to io.Discard;
+// metrics on) in front of upstream and returns its URL.
+func benchGateway(b *testing.B, upstream string) string {
 	cfg, err := config.Parse([]byte(`
-upstreams: [{name: sim, url: "`+up.URL+`/v1"}]
+upstreams: [{name: sim, url: "`+upstream+`/v1"}]
 routes: [{model: "*", upstream: sim}]
 `), func(string) string { return "" })
 	if err != nil {
@@ -42,7 +48,7 @@ routes: [{model: "*", upstream: sim}]
 	g, h := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
 	gw := httptest.NewServer(h)
 	b.Cleanup(func() { gw.Close(); g.Close() })
-	return map[string]string{"direct": up.URL, "reverseproxy": bare.URL, "toolgate": gw.URL}
+	return gw.URL
 }
 
 func benchChat(b *testing.B, stream bool) {
@@ -88,19 +94,9 @@ func BenchmarkChatStream(b *testing.B) { benchChat(b, true) }
 func BenchmarkTTFT(b *testing.B) {
 	up := httptest.NewServer(sim.New(sim.Options{Chunks: 4, ChunkDelay: 5 * time.Millisecond}))
 	b.Cleanup(up.Close)
-	cfg, err := config.Parse([]byte(`
-upstreams: [{name: sim, url: "`+up.URL+`/v1"}]
-routes: [{model: "*", upstream: sim}]
-`), func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
-	log, _ := observe.NewLogger(io.Discard, "info")
-	g, h := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
-	gw := httptest.NewServer(h)
-	b.Cleanup(func() { gw.Close(); g.Close() })
+	gw := benchGateway(b, up.URL)
 	body := []byte(`{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	for _, target := range []struct{ name, url string }{{"direct", up.URL}, {"toolgate", gw.URL}} {
+	for _, target := range []struct{ name, url string }{{"direct", up.URL}, {"toolgate", gw}} {
 		b.Run(target.name, func(b *testing.B) {
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()

@@ -68,13 +68,18 @@ routes:
   - {name: default, model: "*", upstream: sim}
 `
 
-// startSim runs the simulator on loopback and the gateway in front of it.
-func startSim(t *testing.T, opts sim.Options) (*env, *sim.Sim) {
+// startSim runs the simulator on loopback and the gateway in front of it,
+// with simConfig or the given config.
+func startSim(t *testing.T, opts sim.Options, yaml ...string) (*env, *sim.Sim) {
 	t.Helper()
 	s := sim.New(opts)
 	up := httptest.NewServer(s)
 	t.Cleanup(up.Close)
-	return startGateway(t, up.URL, simConfig), s
+	cfg := simConfig
+	if len(yaml) > 0 {
+		cfg = yaml[0]
+	}
+	return startGateway(t, up.URL, cfg), s
 }
 
 func (e *env) client(key string) *openai.Client {

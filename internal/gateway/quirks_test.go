@@ -47,10 +47,7 @@ func streamTools(t *testing.T, e *env, model string, refused ...*int) ([]openai.
 // string arguments and finish_reason "tool_calls" — or, for the ones that
 // cannot be fixed without guessing, as an error (SPEC §2).
 func TestQuirksNormalized(t *testing.T) {
-	s := sim.New(sim.Options{})
-	up := httptest.NewServer(s)
-	defer up.Close()
-	e := startGateway(t, up.URL, `
+	e, _ := startSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim}]
 `)
@@ -91,10 +88,7 @@ routes: [{model: "*", upstream: sim}]
 // violations, never a silently altered stream; conforming variations
 // (sparse indexes, a late name, keep-alives) still pass.
 func TestQuirksStrict(t *testing.T) {
-	s := sim.New(sim.Options{})
-	up := httptest.NewServer(s)
-	defer up.Close()
-	e := startGateway(t, up.URL, `
+	e, _ := startSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1", quirks: strict}]
 routes: [{model: "*", upstream: sim}]
 `)
@@ -145,10 +139,7 @@ func TestPolicyThroughGateway(t *testing.T) {
 // the declared schema ends the stream as a violation on a reject route,
 // and passes, logged and counted, on an annotate route (SPEC §2).
 func TestArgumentValidationThroughGateway(t *testing.T) {
-	s := sim.New(sim.Options{})
-	up := httptest.NewServer(s)
-	defer up.Close()
-	e := startGateway(t, up.URL, `
+	e, _ := startSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes:
   - {model: strict-args, upstream: sim, upstream_model: sim-tool, validate_arguments: reject}
@@ -180,10 +171,7 @@ routes:
 // and judged: the client gets each call whole, in one chunk; with reject
 // validation an invalid call never reaches the client at all.
 func TestBufferedToolCalls(t *testing.T) {
-	s := sim.New(sim.Options{})
-	up := httptest.NewServer(s)
-	defer up.Close()
-	e := startGateway(t, up.URL, `
+	e, _ := startSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes:
   - {model: buffered, upstream: sim, upstream_model: sim-tool, tool_calls: buffer}

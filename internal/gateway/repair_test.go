@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -21,16 +20,13 @@ import (
 // transcript that breaks its pairing rules.
 func startStrict(t *testing.T) (*env, *sim.Sim) {
 	t.Helper()
-	s := sim.New(sim.Options{Strict: true})
-	up := httptest.NewServer(s)
-	t.Cleanup(up.Close)
-	return startGateway(t, up.URL, `
+	return startSim(t, sim.Options{Strict: true}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes:
   - {model: fix-model, upstream: sim, upstream_model: sim-text}
   - {model: off-model, upstream: sim, upstream_model: sim-text, repair: "off"}
   - {model: reject-model, upstream: sim, upstream_model: sim-text, repair: reject}
-`), s
+`)
 }
 
 // reloaded is a session restored mid-turn: a call with no reply (call_b),
