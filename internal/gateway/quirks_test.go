@@ -51,7 +51,10 @@ func TestQuirksNormalized(t *testing.T) {
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim}]
 `)
-	unfixable := map[string]string{"noid": "left without id", "cutargs": "broke off"}
+	unfixable := map[string]string{
+		"noid": "left without id", "cutargs": "broke off", "negindex": "non-negative integer", "dupid": "already used",
+		"truncated": "was cut off: Failed to parse arguments", "errorevent": "Provider returned error", "nonjson": "not a JSON object",
+	}
 	for _, name := range sim.QuirkNames() {
 		t.Run(name, func(t *testing.T) {
 			calls, finish, err := streamTools(t, e, "sim-q-"+name)
@@ -74,8 +77,16 @@ routes: [{model: "*", upstream: sim}]
 				}
 				ids[c.ID] = true
 			}
-			if name == "sameindex" && len(calls) != 2 {
+			if (name == "sameindex" || name == "interleaved") && len(calls) != 2 {
 				t.Errorf("%d calls, want 2", len(calls))
+			}
+			if name == "extracontent" {
+				resp := e.post(t, `{"model":"sim-q-extracontent","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !strings.Contains(string(b), `"extra_content":{"google":{"thought_signature":"sig=="}}`) {
+					t.Errorf("extra_content lost:\n%s", b)
+				}
 			}
 		})
 	}
@@ -94,7 +105,8 @@ routes: [{model: "*", upstream: sim}]
 `)
 	// chunkids passes unchanged: a chunk id that changes breaks no protocol
 	// rule, so strict leaves it (and openai-go's accumulator drops chunks).
-	pass := map[string]bool{"sparse": true, "latename": true, "keepalive": true, "chunkids": true}
+	pass := map[string]bool{"sparse": true, "latename": true, "keepalive": true, "chunkids": true, "emptyfinish": true,
+		"emptytoolcalls": true, "extracontent": true, "interleaved": true, "multiline": true, "notype": true, "onechunk": true, "usageonly": true}
 	for _, name := range sim.QuirkNames() {
 		t.Run(name, func(t *testing.T) {
 			var refused int

@@ -20,6 +20,10 @@
 // MODEL_INCOMPLETE and a tool-call protocol error (SPEC §2) is a
 // violation: cancellation and transport failure are never turned into
 // success. A call to a tool the request did not declare is a violation.
+// Unless argument validation is off, a call whose arguments are not JSON at
+// all is a violation even in annotate mode: it was cut off (QUIRKS A19,
+// a truncation reported as "tool_calls"), and passing it would be a silent
+// success. Schema failures follow the mode (annotate or reject).
 // parallel_tool_calls is a field sent upstream and is not judged, unless
 // the route opts in (EnforceParallel): then parallel_tool_calls false with
 // more than one call is a violation.

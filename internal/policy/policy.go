@@ -179,11 +179,11 @@ func violation(format string, args ...any) Outcome {
 
 // Finish judges a response that has ended.
 func (j *Judge) Finish(e End) Outcome {
-	if !e.Done {
-		return Outcome{Kind: Incomplete, Msg: "the response ended before it was complete (MODEL_INCOMPLETE)"}
-	}
 	if e.CallsErr != nil {
 		return violation("the model's tool calls are malformed: %v", strings.TrimPrefix(e.CallsErr.Error(), "wire: "))
+	}
+	if !e.Done {
+		return Outcome{Kind: Incomplete, Msg: "the response ended before it was complete (MODEL_INCOMPLETE)"}
 	}
 	if j.cfg.Mode == ModeOff {
 		return Outcome{Kind: OK}
@@ -243,6 +243,13 @@ func (j *Judge) Finish(e End) Outcome {
 		}
 	}
 	if j.cfg.Arguments == ArgumentsAnnotate || j.cfg.Arguments == ArgumentsReject {
+		// Arguments that are not JSON at all never finished (QUIRKS A19: a
+		// truncation reported as "tool_calls"): a violation in both modes.
+		for _, c := range e.Calls {
+			if strings.TrimSpace(c.Arguments) != "" && !wire.Valid([]byte(c.Arguments)) {
+				return violation("invalid tool-call arguments: call %s (%s) was cut off: %v", c.ID, c.Name, checkArguments(c.Arguments, nil))
+			}
+		}
 		if problems := j.argumentProblems(e.Calls); len(problems) > 0 {
 			if j.cfg.Arguments == ArgumentsReject {
 				return violation("invalid tool-call arguments: %s", strings.Join(problems, "; "))

@@ -16,9 +16,8 @@
 //	else    a short text answer in Chunks content chunks
 //
 // A streamed request whose model name contains "q-<name>" plays one of the
-// quirk scripts of QUIRKS.md section A instead (see QuirkNames): noindex,
-// sameindex, sparse, repeat, latename, argsobject, stop, twofinish,
-// nofinish, nodone, keepalive, chunkids, noid, cutargs.
+// quirk scripts of QUIRKS.md section A instead; QuirkNames lists them, and
+// quirks.go says which quirk each reproduces.
 //
 // Independently of the script, a model name containing "strict" (or
 // Options.Strict) makes the simulator check the transcript against OpenAI's

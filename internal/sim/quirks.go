@@ -52,6 +52,48 @@ var quirkScripts = map[string][]string{
 		strings.Replace(delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}]}`), "chatcmpl-q", "chat.id.1", 1),
 		strings.Replace(delta(`{"tool_calls":[{"index":0,"function":{"arguments":":\"Paris\"}"}}]}`), "chatcmpl-q", "chat.id.2", 1),
 		strings.Replace(finish("tool_calls"), "chatcmpl-q", "chat.id.3", 1), "data: [DONE]\n\n"},
+	// A04: a negative index with null id and name: no fix without guessing.
+	"negindex": toolStream(`{"index":-1,"id":null,"function":{"name":null,"arguments":"{"}}`),
+	// A08: one id for two calls: no fix without guessing.
+	"dupid": toolStream(`{"index":0,"id":"get_weather","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`,
+		`{"index":1,"id":"get_weather","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}}`),
+	// A09: type missing.
+	"notype": toolStream(`{"index":0,"id":"call_1","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`),
+	// A13: the whole call in one chunk, then an empty extra fragment.
+	"onechunk": toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`,
+		`{"index":0,"function":{"arguments":""}}`),
+	// A14 + A15: the last fragment and finish "stop" in one chunk.
+	"samechunk": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}]}`),
+		strings.Replace(delta(`{"tool_calls":[{"index":0,"function":{"arguments":":\"Paris\"}"}}]}`), `"finish_reason":null`, `"finish_reason":"stop"`, 1)),
+	// A18: finish_reason "" on every chunk, then the real one.
+	"emptyfinish": withDone(strings.Replace(role, `"finish_reason":null`, `"finish_reason":""`, 1),
+		strings.Replace(delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), `"finish_reason":null`, `"finish_reason":""`, 1),
+		finish("tool_calls")),
+	// A19: arguments cut, yet reported as finished with tool_calls.
+	"truncated": toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Pa"}}`),
+	// A22: a usage-only final chunk.
+	"usageonly": append(toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`)[:3],
+		`data: {"id":"chatcmpl-q","object":"chat.completion.chunk","created":1700000000,"model":"sim-quirk","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`+"\n\n", "data: [DONE]\n\n"),
+	// A32: empty tool_calls arrays on ordinary deltas.
+	"emptytoolcalls": withDone(role, delta(`{"content":"","tool_calls":[]}`),
+		delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), finish("tool_calls")),
+	// A33: per-call provider metadata that must round-trip.
+	"extracontent": toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"},"extra_content":{"google":{"thought_signature":"sig=="}}}`),
+	// A37: one event's JSON split over two data: lines.
+	"multiline": withDone(role, "data: {\"id\":\"chatcmpl-q\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\n"+
+		"data: \"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]},\"finish_reason\":null}]}\n\n",
+		finish("tool_calls")),
+	// A38: an error object mid-stream, then [DONE].
+	"errorevent": withDone(role, `data: {"error":{"message":"Provider returned error","code":502}}`+"\n\n"),
+	// A39: a data payload that is not JSON.
+	"nonjson": withDone(role, "data: error: model not loaded\n\n"),
+	// A40: extra top-level fields, "error": null included.
+	"extrafields": withDone(role, strings.Replace(delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), `"model"`, `"obfuscation":"YhS7A","error":null,"provider":"x","model"`, 1),
+		finish("tool_calls")),
+	// A43: the fragments of two parallel calls interleaved.
+	"interleaved": toolStream(`{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}`,
+		`{"index":1,"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}`,
+		`{"index":0,"function":{"arguments":":\"Paris\"}"}}`, `{"index":1,"function":{"arguments":":\"Rome\"}"}}`),
 	// A07: the id is empty: no fix without guessing.
 	"noid": toolStream(`{"index":0,"id":"","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`),
 	// A19/A20: the stream stops mid-arguments, with neither finish nor [DONE].

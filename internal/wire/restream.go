@@ -27,7 +27,8 @@ type Restream struct {
 	FixFinishReason bool
 	// FixChunks applies the chunk-level fixes: a placeholder chunk with no
 	// id and no choice is dropped (A23), every chunk carries the first
-	// chunk's id (A24), and the first delta says role "assistant" (A26).
+	// chunk's id (A24), the first delta says role "assistant" (A26), and an
+	// "error": null member is removed (A40).
 	FixChunks bool
 	// Buffer holds every tool-call fragment, and the chunk that finishes a
 	// response with calls, until Flush: the client sees the calls only once
@@ -88,7 +89,7 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 			}
 		}
 	}
-	if s.FixChunks && (!s.roleSeen || s.idNeedle != "" && !strings.Contains(data, s.idNeedle)) {
+	if s.FixChunks && (!s.roleSeen || s.idNeedle != "" && !strings.Contains(data, s.idNeedle) || strings.Contains(data, `"error":null`)) {
 		var drop bool
 		if data, drop = s.fixChunk(data); drop {
 			return "", false, nil
@@ -275,11 +276,12 @@ func (s *Restream) choice(c *Object, idx int) (heldOnly, changed bool, err error
 			c.Set("finish_reason", json.RawMessage("null"))
 			d, _ := c.Get("delta")
 			return heldOnly || len(d) == 0 || string(d) == "{}" || string(d) == "null", true, nil
-		case reason == "" && s.Collector.Calls() == 0:
+		case reason == "":
+			// A18: "" is no finish reason, not a terminal one.
 			s.Collector.fixes["empty_finish_reason"]++
 			c.Set("finish_reason", json.RawMessage("null"))
 			return heldOnly, true, nil
-		case (reason == "stop" || reason == "") && s.Collector.Calls() > 0:
+		case reason == "stop" && s.Collector.Calls() > 0:
 			s.Collector.fixes["finish_reason"]++
 			reason = "tool_calls"
 			c.Set("finish_reason", json.RawMessage(`"tool_calls"`))
@@ -371,6 +373,11 @@ func (s *Restream) fixChunk(data string) (string, bool) {
 	if s.idNeedle != "" && len(s.head) > 0 && s.head[0].key == "id" && string(id) != string(s.head[0].value) {
 		o.Set("id", s.head[0].value) // A24
 		s.Collector.fixes["chunk_id"]++
+		changed = true
+	}
+	if v, ok := o.Get("error"); ok && string(v) == "null" {
+		o.Delete("error") // A40: clients that test for the key would see an error
+		s.Collector.fixes["null_error"]++
 		changed = true
 	}
 	if !s.roleSeen && len(choices) > 0 {
