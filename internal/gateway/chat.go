@@ -205,6 +205,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	rs.Buffer = route.ToolCalls == "buffer" || route.ValidateArguments == "reject"
 	rs.KeepText = judge.NeedsText()
 	rs.FixChunks = up.Quirks.Has("chunks")
+	rs.SingleChoice = judge.SingleChoice()
 	defer g.countNormalizations(rec, rs.Collector)
 
 	var broken, protocol error

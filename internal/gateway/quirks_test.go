@@ -54,10 +54,20 @@ routes: [{model: "*", upstream: sim}]
 	unfixable := map[string]string{
 		"noid": "left without id", "cutargs": "broke off", "negindex": "non-negative integer", "dupid": "already used",
 		"truncated": "was cut off: Failed to parse arguments", "errorevent": "Provider returned error", "nonjson": "not a JSON object",
+		"placeholderid": "left without name",
 	}
+	// Markup leaked into content (A41) cannot be told from text: it passes
+	// as a text answer.
+	asText := map[string]bool{"markup": true}
 	for _, name := range sim.QuirkNames() {
 		t.Run(name, func(t *testing.T) {
 			calls, finish, err := streamTools(t, e, "sim-q-"+name)
+			if asText[name] {
+				if err != nil || len(calls) != 0 || finish != "stop" {
+					t.Fatalf("err %v, %d calls, finish %q", err, len(calls), finish)
+				}
+				return
+			}
 			if want, ok := unfixable[name]; ok {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Fatalf("err = %v, want one saying %q", err, want)
@@ -106,7 +116,8 @@ routes: [{model: "*", upstream: sim}]
 	// chunkids passes unchanged: a chunk id that changes breaks no protocol
 	// rule, so strict leaves it (and openai-go's accumulator drops chunks).
 	pass := map[string]bool{"sparse": true, "latename": true, "keepalive": true, "chunkids": true, "emptyfinish": true,
-		"emptytoolcalls": true, "extracontent": true, "interleaved": true, "multiline": true, "notype": true, "onechunk": true, "usageonly": true}
+		"emptytoolcalls": true, "extracontent": true, "interleaved": true, "multiline": true, "notype": true, "onechunk": true, "usageonly": true,
+		"cumulativeusage": true, "markup": true}
 	for _, name := range sim.QuirkNames() {
 		t.Run(name, func(t *testing.T) {
 			var refused int

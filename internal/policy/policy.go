@@ -52,7 +52,12 @@ type Judge struct {
 	function string                     // the named function when choice is "function"
 	parallel bool                       // parallel_tool_calls, true unless the request says false
 	format   json.RawMessage            // response_format json_schema's schema, or nil
+	n        int                        // the request's n, 0 when absent
 }
+
+// SingleChoice reports whether the request asks for one choice (n absent
+// or 1).
+func (j *Judge) SingleChoice() bool { return j.n <= 1 }
 
 // NeedsText reports whether Finish needs the response's text content
 // (End.Text): the request asks for response_format json_schema.
@@ -86,6 +91,9 @@ func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 				j.params[t.Function.Name] = t.Function.Parameters
 			}
 		}
+	}
+	if raw, ok := req.Get("n"); ok {
+		_ = json.Unmarshal(raw, &j.n)
 	}
 	if raw, ok := req.Get("parallel_tool_calls"); ok && string(raw) == "false" {
 		j.parallel = false

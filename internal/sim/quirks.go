@@ -94,6 +94,20 @@ var quirkScripts = map[string][]string{
 	"interleaved": toolStream(`{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}`,
 		`{"index":1,"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}`,
 		`{"index":0,"function":{"arguments":":\"Paris\"}"}}`, `{"index":1,"function":{"arguments":":\"Rome\"}"}}`),
+	// A06: the id changes inside one call (a placeholder first): no fix
+	// without guessing which one is real.
+	"placeholderid": toolStream(`{"index":0,"id":"tmp_1","type":"function","function":{"name":"get_weather","arguments":""}}`,
+		`{"index":0,"id":"call_9f2","function":{"arguments":"{\"city\":\"Paris\"}"}}`),
+	// A25: cumulative usage on every chunk: passed on as sent.
+	"cumulativeusage": withDone(role,
+		strings.Replace(delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), `"finish_reason":null}]`, `"finish_reason":null}],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}`, 1),
+		strings.Replace(finish("tool_calls"), `"finish_reason":"tool_calls"}]`, `"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":9,"completion_tokens":4,"total_tokens":13}`, 1)),
+	// A27: the choice index increments on every chunk.
+	"choiceindex": withDone(strings.Replace(role, `"index":0,"delta"`, `"index":197,"delta"`, 1),
+		strings.Replace(delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), `"index":0,"delta"`, `"index":198,"delta"`, 1),
+		strings.Replace(finish("tool_calls"), `"index":0,"delta"`, `"index":199,"delta"`, 1)),
+	// A41: tool-call markup leaked into content: passed on as text.
+	"markup": withDone(role, delta(`{"content":"<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\":\"Paris\"}"}`), finish("stop")),
 	// A07: the id is empty: no fix without guessing.
 	"noid": toolStream(`{"index":0,"id":"","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`),
 	// A19/A20: the stream stops mid-arguments, with neither finish nor [DONE].

@@ -30,6 +30,9 @@ type Restream struct {
 	// chunk's id (A24), the first delta says role "assistant" (A26), and an
 	// "error": null member is removed (A40).
 	FixChunks bool
+	// SingleChoice tells the chunk-level fixes that the request asked for
+	// one choice, so a lone choice with another index is choice 0 (A27).
+	SingleChoice bool
 	// Buffer holds every tool-call fragment, and the chunk that finishes a
 	// response with calls, until Flush: the client sees the calls only once
 	// they are complete (and judged). Text is never held.
@@ -89,7 +92,8 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 			}
 		}
 	}
-	if s.FixChunks && (!s.roleSeen || s.idNeedle != "" && !strings.Contains(data, s.idNeedle) || strings.Contains(data, `"error":null`)) {
+	if s.FixChunks && (!s.roleSeen || s.idNeedle != "" && !strings.Contains(data, s.idNeedle) || strings.Contains(data, `"error":null`) ||
+		s.SingleChoice && strings.Contains(data, `"choices":[{`) && !strings.Contains(data, `"choices":[{"index":0`)) {
 		var drop bool
 		if data, drop = s.fixChunk(data); drop {
 			return "", false, nil
@@ -379,6 +383,17 @@ func (s *Restream) fixChunk(data string) (string, bool) {
 		o.Delete("error") // A40: clients that test for the key would see an error
 		s.Collector.fixes["null_error"]++
 		changed = true
+	}
+	if s.SingleChoice && len(choices) == 1 {
+		if c, err := ParseObject(choices[0]); err == nil {
+			if v, ok := c.Get("index"); !ok || string(v) != "0" {
+				c.Set("index", json.RawMessage("0")) // A27: missing, non-zero or incrementing
+				choices[0] = c.JSON()
+				o.Set("choices", json.RawMessage(joinArray(choices)))
+				s.Collector.fixes["choice_index"]++
+				changed = true
+			}
+		}
 	}
 	if !s.roleSeen && len(choices) > 0 {
 		s.roleSeen = true
