@@ -435,6 +435,13 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream,
 	if len(choices) == 0 {
 		return b, judge.Finish(end)
 	}
+	rewrite := false
+	if len(choices) > 1 && judge.SingleChoice() && up.Quirks.Has("chunks") {
+		if merged, ok := mergeChoices(choices); ok {
+			choices, rewrite = merged, true
+			c.Fixes()["merged_choices"]++
+		}
+	}
 	choice, err := wire.ParseObject(choices[0])
 	if err != nil {
 		return b, judge.Finish(policy.End{Done: true, CallsErr: &wire.ProtocolError{Index: -1, Msg: "a choice must be an object"}})
@@ -442,7 +449,6 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream,
 	if fr, ok := choice.Get("finish_reason"); ok {
 		_ = json.Unmarshal(fr, &end.FinishReason)
 	}
-	rewrite := false
 	if m, ok := choice.Get("message"); ok {
 		msg, _ := wire.ParseObject(m)
 		if tc, ok := msg.Get("tool_calls"); ok {
@@ -473,6 +479,48 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream,
 		b = body.JSON()
 	}
 	return b, judge.Finish(end)
+}
+
+// mergeChoices folds the tool calls of every choice into the first, for a
+// single-choice request answered with one choice per call (QUIRKS A28). It
+// reports false, changing nothing, when a choice is not of that shape.
+func mergeChoices(choices []json.RawMessage) ([]json.RawMessage, bool) {
+	first, err := wire.ParseObject(choices[0])
+	if err != nil {
+		return choices, false
+	}
+	m, _ := first.Get("message")
+	msg, err := wire.ParseObject(m)
+	if err != nil {
+		return choices, false
+	}
+	var all []json.RawMessage
+	if tc, ok := msg.Get("tool_calls"); ok && string(tc) != "null" {
+		if json.Unmarshal(tc, &all) != nil {
+			return choices, false
+		}
+	}
+	for _, rc := range choices[1:] {
+		c, err := wire.ParseObject(rc)
+		if err != nil {
+			return choices, false
+		}
+		m, _ := c.Get("message")
+		other, err := wire.ParseObject(m)
+		if err != nil {
+			return choices, false
+		}
+		var calls []json.RawMessage
+		tc, _ := other.Get("tool_calls")
+		if json.Unmarshal(tc, &calls) != nil || len(calls) == 0 {
+			return choices, false
+		}
+		all = append(all, calls...)
+	}
+	arr, _ := json.Marshal(all)
+	msg.Set("tool_calls", arr)
+	first.Set("message", msg.JSON())
+	return []json.RawMessage{first.JSON()}, true
 }
 
 // stringArguments rewrites a message's tool_calls so that arguments given

@@ -307,3 +307,29 @@ func TestNonStreamQuirks(t *testing.T) {
 		t.Fatalf("%s", c.RawJSON())
 	}
 }
+
+// A single-choice request answered with one choice per call has its calls
+// folded into choice 0, so clients reading choices[0] see them all
+// (QUIRKS A28).
+func TestMergedChoices(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		call := func(id, city string) string {
+			return `{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"` + id +
+				`","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"` + city + `\"}"}}]},"finish_reason":"tool_calls"}`
+		}
+		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[`+call("a", "Paris")+`,`+strings.Replace(call("b", "Rome"), `"index":0`, `"index":1`, 1)+`]}`)
+	}))
+	defer up.Close()
+	e := startGateway(t, up.URL, simConfig)
+	res, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "m", Messages: userMsg("weather?"),
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Choices) != 1 || len(res.Choices[0].Message.ToolCalls) != 2 || res.Choices[0].Message.ToolCalls[1].ID != "b" {
+		t.Fatalf("%s", res.RawJSON())
+	}
+}
