@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
@@ -184,17 +181,8 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	done := g.metrics.StreamStarted(rec.Route)
 	defer done()
 
-	sess, err := sse.Upgrade(w, r)
-	if err != nil {
-		g.fail(w, r, rec, err)
-		return nil
-	}
-	upstream.CopyResponseHeaders(w.Header(), resp.Header)
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-
 	rc := http.NewResponseController(w)
-	dw := &deadlineWriter{s: sess, rc: rc, idle: g.cfg.Server.WriteIdleTimeout}
+	dw := &deadlineWriter{w: w, rc: rc, idle: g.cfg.Server.WriteIdleTimeout, header: resp.Header}
 	stop := context.AfterFunc(ctx, func() { rc.SetWriteDeadline(time.Now()) }) // unblock a stalled write
 	defer func() {
 		stop()
@@ -359,7 +347,7 @@ func statusSent(out *wire.Writer) int {
 // errorEvent reports whether an SSE data payload is an upstream error object
 // ({"error":{…}} with a non-null error, QUIRKS A38) and returns its message.
 func errorEvent(data string) (string, bool) {
-	if !bytes.Contains([]byte(data), []byte(`"error"`)) {
+	if !strings.Contains(data, `"error"`) {
 		return "", false
 	}
 	var v struct {
@@ -573,17 +561,29 @@ func indexed(toolCalls json.RawMessage) json.RawMessage {
 	return out
 }
 
-// deadlineWriter gives each event write a fresh deadline, so a client that
-// stops reading is cut after the idle timeout while a paused stream is not.
+// deadlineWriter is the client stream's wire.Sink. Its first write sends
+// the SSE headers (with the upstream's passed-on headers); each write gets
+// a fresh deadline, so a client that stops reading is cut after the idle
+// timeout while a paused stream is not.
 type deadlineWriter struct {
-	s    *sse.Session
-	rc   *http.ResponseController
-	idle time.Duration
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	idle    time.Duration
+	header  http.Header // the upstream's response headers
+	started bool
 }
 
-func (d *deadlineWriter) Send(m *sse.Message) error {
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	if !d.started {
+		d.started = true
+		h := d.w.Header()
+		upstream.CopyResponseHeaders(h, d.header)
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+	}
 	_ = d.rc.SetWriteDeadline(time.Now().Add(d.idle)) // unsupported in tests' recorders: no deadline then
-	return d.s.Send(m)
+	return d.w.Write(p)
 }
 
-func (d *deadlineWriter) Flush() error { return d.s.Flush() }
+func (d *deadlineWriter) Flush() error { return d.rc.Flush() }

@@ -3,18 +3,16 @@ package wire
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
-	sse "github.com/tmaxmax/go-sse"
 )
 
-// discard is an sse.MessageWriter that writes to io.Discard.
+// discard is a Sink that writes to io.Discard.
 type discard struct{}
 
-func (discard) Send(m *sse.Message) error { _, err := m.WriteTo(io.Discard); return err }
-func (discard) Flush() error              { return nil }
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (discard) Flush() error                { return nil }
 
 // benchStream is n events of one kind followed by a finish and [DONE].
 func benchStream(n int, tool bool) string {

@@ -135,3 +135,39 @@ func FuzzEvents(f *testing.F) {
 		}
 	})
 }
+
+type bufSink struct {
+	strings.Builder
+	flushes int
+}
+
+func (b *bufSink) Flush() error { b.flushes++; return nil }
+
+// The writer sends each event as data: lines (one per line of data), then
+// a blank line, flushed; [DONE] or one error event ends it, once.
+func TestWriter(t *testing.T) {
+	var s bufSink
+	w := NewWriter(&s)
+	if w.Committed() {
+		t.Fatal("committed before the first event")
+	}
+	w.Send(`{"a":1}`)
+	w.Send("two\nlines")
+	w.Fail(NewError("upstream_error", "x", "", "boom"))
+	w.Done()
+	want := "data: {\"a\":1}\n\ndata: two\ndata: lines\n\ndata: {\"error\":{\"message\":\"boom\",\"type\":\"upstream_error\",\"param\":null,\"code\":\"x\"}}\n\n"
+	if s.String() != want || s.flushes != 3 || !w.Committed() {
+		t.Errorf("got %q (%d flushes)", s.String(), s.flushes)
+	}
+	// What the writer sends, the reader reads back.
+	var got []string
+	for ev, err := range Events(context.Background(), strings.NewReader(s.String()), ReadOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev.Data)
+	}
+	if len(got) != 3 || got[1] != "two\nlines" {
+		t.Errorf("read back %q", got)
+	}
+}

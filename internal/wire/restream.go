@@ -93,7 +93,7 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 		}
 	}
 	if s.FixChunks && (!s.roleSeen || s.idNeedle != "" && !strings.Contains(data, s.idNeedle) || strings.Contains(data, `"error":null`) ||
-		s.SingleChoice && strings.Contains(data, `"choices":[{`) && !strings.Contains(data, `"choices":[{"index":0`)) {
+		s.SingleChoice && strings.Contains(data, `"choices":[{`) && !strings.Contains(data, `"index":0`) && !strings.Contains(data, `"tool_calls"`)) {
 		var drop bool
 		if data, drop = s.fixChunk(data); drop {
 			return "", false, nil
@@ -130,6 +130,15 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 		choiceIdx := 0
 		if v, ok := c.Get("index"); ok {
 			choiceIdx, _ = strconv.Atoi(string(v))
+		}
+		if s.FixChunks && s.SingleChoice && len(choices) == 1 && choiceIdx != 0 {
+			// A27 on a chunk that carries tool calls (text chunks are fixed
+			// in fixChunk).
+			c.Set("index", json.RawMessage("0"))
+			choiceIdx = 0
+			s.Collector.fixes["choice_index"]++
+			choices[k] = c.JSON()
+			changed = true
 		}
 		heldOnly, cchanged, err := s.choice(&c, choiceIdx)
 		if err != nil {

@@ -1,8 +1,16 @@
 package wire
 
 import (
-	sse "github.com/tmaxmax/go-sse"
+	"io"
+	"strings"
 )
+
+// Sink is where a Writer's events go: each event is written whole, then
+// flushed.
+type Sink interface {
+	io.Writer
+	Flush() error
+}
 
 // Writer writes a client's SSE stream: data events, then either the terminal
 // `[DONE]` or one error event (SPEC §7). Each event is flushed as soon as it
@@ -10,16 +18,21 @@ import (
 // caller may still answer with an HTTP status instead.
 //
 // A Writer is created per request and is not safe for concurrent use.
+//
+// Events are encoded here rather than through go-sse's Message, which costs
+// two allocations per event: a text delta must stay within two (the
+// reader's). Data with newlines is sent as several data: lines, as the SSE
+// format requires.
 type Writer struct {
-	w         sse.MessageWriter
+	sink      Sink
+	buf       []byte
 	committed bool
 	ended     bool
 	bytes     int64
 }
 
-// NewWriter returns a Writer over w (typically an *sse.Session, whose
-// headers go out with the first event).
-func NewWriter(w sse.MessageWriter) *Writer { return &Writer{w: w} }
+// NewWriter returns a Writer over sink.
+func NewWriter(sink Sink) *Writer { return &Writer{sink: sink} }
 
 // Committed reports whether anything has been sent to the client.
 func (w *Writer) Committed() bool { return w.committed }
@@ -30,16 +43,27 @@ func (w *Writer) Bytes() int64 { return w.bytes }
 // Send writes one data event and flushes it. It returns the delivery error,
 // if any; after an error the stream must not be written again.
 func (w *Writer) Send(data string) error {
-	var m sse.Message
-	m.AppendData(data)
+	buf := w.buf[:0]
+	for {
+		line, rest, more := strings.Cut(data, "\n")
+		buf = append(buf, "data: "...)
+		buf = append(buf, line...)
+		buf = append(buf, '\n')
+		if !more {
+			break
+		}
+		data = rest
+	}
+	buf = append(buf, '\n')
+	w.buf = buf
 	w.committed = true
-	if err := w.w.Send(&m); err != nil {
+	if _, err := w.sink.Write(buf); err != nil {
 		return err
 	}
-	if err := w.w.Flush(); err != nil {
+	if err := w.sink.Flush(); err != nil {
 		return err
 	}
-	w.bytes += int64(len(data)) + 8 // "data: " + "\n\n"
+	w.bytes += int64(len(buf))
 	return nil
 }
 
