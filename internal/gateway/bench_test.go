@@ -22,8 +22,8 @@ import (
 // benchTargets runs the fast simulator and three ways to reach it over
 // loopback: directly, through a bare httputil.ReverseProxy, and through
 // toolgate (access log on, at info, to io.Discard; metrics on).
-func benchTargets(b *testing.B) map[string]string {
-	up := httptest.NewServer(sim.New(sim.Options{Fast: true, Chunks: 50}))
+func benchTargets(b *testing.B, chunks int) map[string]string {
+	up := httptest.NewServer(sim.New(sim.Options{Fast: true, Chunks: chunks}))
 	b.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
 	rp := httputil.NewSingleHostReverseProxy(u)
@@ -51,8 +51,8 @@ routes: [{model: "*", upstream: sim}]
 	return gw.URL
 }
 
-func benchChat(b *testing.B, stream bool) {
-	targets := benchTargets(b)
+func benchChat(b *testing.B, stream bool, chunks int) {
+	targets := benchTargets(b, chunks)
 	body := []byte(`{"model":"sim","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
 	if stream {
 		body = []byte(`{"model":"sim","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
@@ -81,10 +81,13 @@ func benchChat(b *testing.B, stream bool) {
 
 // BenchmarkChatNonStream measures one non-streamed request end to end over
 // loopback, for direct / bare reverse proxy / toolgate in one run.
-func BenchmarkChatNonStream(b *testing.B) { benchChat(b, false) }
+func BenchmarkChatNonStream(b *testing.B) { benchChat(b, false, 50) }
 
 // BenchmarkChatStream measures one 50-chunk streamed request end to end.
-func BenchmarkChatStream(b *testing.B) { benchChat(b, true) }
+func BenchmarkChatStream(b *testing.B) { benchChat(b, true, 50) }
+
+// BenchmarkChatStream1000 measures one 1000-chunk streamed request end to end.
+func BenchmarkChatStream1000(b *testing.B) { benchChat(b, true, 1000) }
 
 // BenchmarkTTFT measures the time to the first content token, directly
 // against the simulator and through toolgate, in one run. The simulator

@@ -74,7 +74,11 @@ func (p plan) events() [][]byte {
 			}}}, nil)))
 		}
 	} else {
-		for _, part := range pieces(answer, p.chunks) {
+		text := answer
+		for len(text) < p.chunks { // long streams repeat the answer
+			text += " " + answer
+		}
+		for _, part := range pieces(text, p.chunks) {
 			evs = append(evs, event(p.chunk(obj{"content": part}, nil)))
 		}
 	}
