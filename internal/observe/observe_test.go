@@ -1,0 +1,88 @@
+package observe
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// One access line per record, with the fields a reader needs and nothing
+// that was not set.
+func TestRecordLog(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := NewLogger(&buf, "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&Record{RequestID: "r1", Method: "POST", Path: "/v1/chat/completions", Route: "default", Upstream: "sim",
+		Model: "m", Stream: true, Status: 200, Outcome: OutcomeOK, Duration: 1500 * time.Microsecond,
+		TTFB: 250 * time.Microsecond, Repair: "sealed=1; dropped=0; moved=0"}).Log(log)
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("%v: %s", err, buf.String())
+	}
+	if line["msg"] != "access" || line["request_id"] != "r1" || line["duration"] != 1.5 || line["ttfb"] != 0.25 ||
+		line["repair"] != "sealed=1; dropped=0; moved=0" || line["route"] != "default" {
+		t.Errorf("%v", line)
+	}
+	if _, ok := line["error"]; ok {
+		t.Errorf("an unset field was logged: %v", line)
+	}
+	if _, err := NewLogger(&buf, "loud"); err == nil {
+		t.Error("a bad level was accepted")
+	}
+}
+
+// The request id is the client's when sensible, else generated; it is
+// returned and reaches the handler's context.
+func TestRequestID(t *testing.T) {
+	var seen string
+	h := RequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = RequestIDFrom(r.Context()) }))
+	for _, tc := range []struct{ in, want string }{{"abc-1", "abc-1"}, {"", ""}, {strings.Repeat("x", 200), ""}, {"a b", ""}} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set(RequestIDHeader, tc.in)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		got := w.Header().Get(RequestIDHeader)
+		if got != seen || (tc.want != "" && got != tc.want) || (tc.want == "" && len(got) != 24) {
+			t.Errorf("in %q: header %q, context %q", tc.in, got, seen)
+		}
+	}
+}
+
+// The metrics pass the linter and count from records.
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewMetrics(reg)
+	m.Observe(&Record{Route: "", Status: 404, Duration: time.Millisecond})
+	m.Observe(&Record{Route: "r", Upstream: "u", Status: 502, ErrorKind: "status", Duration: time.Millisecond, UpstreamDuration: time.Millisecond})
+	m.Normalized("u", "index_reuse", 2)
+	m.Completed("r", "violation")
+	done := m.StreamStarted("r")
+	done()
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Fatalf("%v %v", err, problems)
+	}
+	want := `
+# HELP toolgate_requests_total Requests handled, by route and HTTP status code (499: the client went away first).
+# TYPE toolgate_requests_total counter
+toolgate_requests_total{code="404",route="none"} 1
+toolgate_requests_total{code="502",route="r"} 1
+# HELP toolgate_upstream_errors_total Failed upstream calls, by upstream and kind (connect, timeout, status, stream, protocol).
+# TYPE toolgate_upstream_errors_total counter
+toolgate_upstream_errors_total{kind="status",upstream="u"} 1
+# HELP toolgate_normalizations_total Response normalizations applied to an upstream's tool-call stream, by upstream and kind.
+# TYPE toolgate_normalizations_total counter
+toolgate_normalizations_total{kind="index_reuse",upstream="u"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "toolgate_requests_total", "toolgate_upstream_errors_total", "toolgate_normalizations_total"); err != nil {
+		t.Error(err)
+	}
+}
