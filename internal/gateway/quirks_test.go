@@ -53,7 +53,7 @@ routes: [{model: "*", upstream: sim}]
 `)
 	unfixable := map[string]string{
 		"noid": "left without id", "cutargs": "broke off", "negindex": "non-negative integer", "dupid": "already used",
-		"truncated": "was cut off: Failed to parse arguments", "errorevent": "Provider returned error", "nonjson": "not a JSON object",
+		"truncated": "cut off or garbled: Failed to parse arguments", "repeatargs": "cut off or garbled", "errorevent": "Provider returned error", "nonjson": "not a JSON object",
 		"placeholderid": "left without name",
 	}
 	// Markup leaked into content (A41) cannot be told from text: it passes

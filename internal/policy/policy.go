@@ -255,7 +255,7 @@ func (j *Judge) Finish(e End) Outcome {
 		// truncation reported as "tool_calls"): a violation in both modes.
 		for _, c := range e.Calls {
 			if strings.TrimSpace(c.Arguments) != "" && !wire.Valid([]byte(c.Arguments)) {
-				return violation("invalid tool-call arguments: call %s (%s) was cut off: %v", c.ID, c.Name, checkArguments(c.Arguments, nil))
+				return violation("invalid tool-call arguments: call %s (%s) is cut off or garbled: %v", c.ID, c.Name, checkArguments(c.Arguments, nil))
 			}
 		}
 		if problems := j.argumentProblems(e.Calls); len(problems) > 0 {

@@ -62,6 +62,10 @@ var quirkScripts = map[string][]string{
 	// A13: the whole call in one chunk, then an empty extra fragment.
 	"onechunk": toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`,
 		`{"index":0,"function":{"arguments":""}}`),
+	// A13: the whole call in one chunk, then its arguments again: the
+	// concatenation is no JSON text, an error rather than a guess.
+	"repeatargs": toolStream(`{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`,
+		`{"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}}`),
 	// A14 + A15: the last fragment and finish "stop" in one chunk.
 	"samechunk": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}]}`),
 		strings.Replace(delta(`{"tool_calls":[{"index":0,"function":{"arguments":":\"Paris\"}"}}]}`), `"finish_reason":null`, `"finish_reason":"stop"`, 1)),
