@@ -175,7 +175,30 @@ type Route struct {
 	// the completion policy before anything reached the client is asked
 	// for (0 to 5; default 0).
 	Retries int `yaml:"retries"`
+	// Reasoning maps reasoning levels onto the upstream's request fields.
+	Reasoning Reasoning `yaml:"reasoning"`
 }
+
+// Reasoning is a route's reasoning configuration (SPEC §4). With no format
+// nothing is sent.
+type Reasoning struct {
+	// Format is reasoning-effort, thinking, enable-thinking,
+	// thinking-budget or custom.
+	Format string `yaml:"format"`
+	// Level is the route's default: off, low, medium or high.
+	Level string `yaml:"level"`
+	// ClientEffort lets the client's reasoning_effort choose the level.
+	ClientEffort bool `yaml:"client_effort"`
+	// Budgets overrides thinking-budget's budget_tokens per level.
+	Budgets map[string]int `yaml:"budgets"`
+	// Custom is, per level, the fields the custom format sends.
+	Custom map[string]map[string]any `yaml:"custom"`
+	// Fields are explicit request-body fields; they win over generated ones.
+	Fields map[string]any `yaml:"fields"`
+}
+
+// reasoningProtected are the request fields reasoning may never set.
+var reasoningProtected = []string{"model", "messages", "stream", "max_tokens", "max_completion_tokens"}
 
 // Normalize switches the request normalizations that run before repair.
 // An unset switch is on.
@@ -434,6 +457,7 @@ func (c *Config) Validate() error {
 		default:
 			add(p+".policy", "must be session, default or off, got %q", r.Policy)
 		}
+		validateReasoning(p+".reasoning", &r.Reasoning, add)
 		if r.Retries < 0 || r.Retries > 5 {
 			add(p+".retries", "must be between 0 and 5, got %d", r.Retries)
 		}
@@ -475,6 +499,46 @@ func (c *Config) resolve() {
 			c.patterns = append(c.patterns, r)
 		} else {
 			c.exact[r.Model] = r
+		}
+	}
+}
+
+func validateReasoning(p string, r *Reasoning, add func(path, format string, args ...any)) {
+	levels := []string{"off", "low", "medium", "high"}
+	switch r.Format {
+	case "", "reasoning-effort", "thinking", "enable-thinking", "thinking-budget", "custom":
+	default:
+		add(p+".format", "must be reasoning-effort, thinking, enable-thinking, thinking-budget or custom, got %q", r.Format)
+	}
+	if r.Level != "" && !slices.Contains(levels, r.Level) {
+		add(p+".level", "must be off, low, medium or high, got %q", r.Level)
+	}
+	if r.Format == "" && (r.Level != "" || r.ClientEffort || len(r.Fields) > 0) {
+		add(p+".format", "is required when reasoning is configured")
+	}
+	for level, n := range r.Budgets {
+		if !slices.Contains(levels[1:], level) {
+			add(p+".budgets."+level, "is not a level; use low, medium or high")
+		} else if n < 1 {
+			add(p+".budgets."+level, "must be a positive number of tokens, got %d", n)
+		}
+	}
+	if len(r.Custom) > 0 && r.Format != "custom" {
+		add(p+".custom", "is only used with format: custom")
+	}
+	for level, fields := range r.Custom {
+		if !slices.Contains(levels, level) {
+			add(p+".custom."+level, "is not a level; use off, low, medium or high")
+		}
+		for k := range fields {
+			if slices.Contains(reasoningProtected, k) {
+				add(p+".custom."+level+"."+k, "may not be set by reasoning configuration: model, messages, stream and the output limit are the gateway's")
+			}
+		}
+	}
+	for k := range r.Fields {
+		if slices.Contains(reasoningProtected, k) {
+			add(p+".fields."+k, "may not be set by reasoning configuration: model, messages, stream and the output limit are the gateway's")
 		}
 	}
 }

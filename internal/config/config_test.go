@@ -212,3 +212,33 @@ routes: [{model: m, upstream: a}]
 		t.Errorf("%v %v", c.Upstreams[0].Quirks, c.Upstreams[1].Quirks)
 	}
 }
+
+// Reasoning configuration that would override the gateway's own fields is
+// refused at load, naming the field (SPEC §4).
+func TestReasoningValidation(t *testing.T) {
+	_, err := Parse([]byte(`
+upstreams: [{name: a, url: "http://a/v1"}]
+routes:
+  - model: m
+    upstream: a
+    reasoning:
+      format: custom
+      level: extreme
+      budgets: {huge: 5}
+      custom: {high: {max_tokens: 10, chat_template_kwargs: {enable_thinking: true}}}
+      fields: {stream: false, messages: []}
+  - {model: n, upstream: a, reasoning: {level: high}}
+`), env(nil))
+	for _, want := range []string{
+		"routes[0].reasoning.level: must be off, low, medium or high",
+		"routes[0].reasoning.budgets.huge: is not a level",
+		"routes[0].reasoning.custom.high.max_tokens: may not be set",
+		"routes[0].reasoning.fields.stream: may not be set",
+		"routes[0].reasoning.fields.messages: may not be set",
+		"routes[1].reasoning.format: is required",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+}

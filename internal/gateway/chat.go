@@ -74,6 +74,13 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		g.fail(w, r, rec, err)
 		return
 	}
+	if rec.Reasoning, err = policy.ApplyReasoning(req, g.reasoning[route.Name]); err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
+	if rec.Reasoning != "" {
+		g.metrics.Reasoned(rec.Route, rec.Reasoning)
+	}
 
 	out, err := req.Encode(rec.Model)
 	if err != nil {

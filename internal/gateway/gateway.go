@@ -34,6 +34,7 @@ type Gateway struct {
 	upstreams map[string]*upstream.Client
 	models    []byte
 	schemas   *policy.Schemas
+	reasoning map[string]policy.Reasoning // by route name, resolved once
 }
 
 // New returns the gateway for opts and its main listener's handler.
@@ -59,6 +60,10 @@ func New(opts Options) (*Gateway, http.Handler) {
 		})
 	}
 	g.models = modelList(g.cfg)
+	g.reasoning = map[string]policy.Reasoning{}
+	for _, r := range g.cfg.Routes {
+		g.reasoning[r.Name] = resolveReasoning(r.Reasoning)
+	}
 
 	r := chi.NewRouter()
 	r.Use(observe.RequestID)
@@ -201,3 +206,24 @@ func (c *countingWriter) FlushError() error {
 }
 
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// resolveReasoning turns a route's reasoning config into the policy's form,
+// encoding configured values as JSON once.
+func resolveReasoning(c config.Reasoning) policy.Reasoning {
+	encode := func(m map[string]any) map[string]json.RawMessage {
+		out := make(map[string]json.RawMessage, len(m))
+		for k, v := range m {
+			b, _ := json.Marshal(v) // YAML-decoded values always marshal
+			out[k] = b
+		}
+		return out
+	}
+	r := policy.Reasoning{Format: c.Format, Level: c.Level, ClientEffort: c.ClientEffort, Budgets: c.Budgets, Fields: encode(c.Fields)}
+	if len(c.Custom) > 0 {
+		r.Custom = map[string]map[string]json.RawMessage{}
+		for level, fields := range c.Custom {
+			r.Custom[level] = encode(fields)
+		}
+	}
+	return r
+}

@@ -20,6 +20,7 @@ type Metrics struct {
 	normalizations   *prometheus.CounterVec
 	completions      *prometheus.CounterVec
 	invalidArguments *prometheus.CounterVec
+	reasoning        *prometheus.CounterVec
 }
 
 // latencyBuckets span a fast local proxy hop to a long model answer.
@@ -77,7 +78,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Tool calls whose arguments failed validation against the tool's schema in annotate mode, by route.",
 		}, []string{"route"}),
 	}
-	reg.MustRegister(m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+	m.reasoning = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_reasoning_requests_total",
+		Help: "Requests sent with a reasoning level, by route and level (off, low, medium, high).",
+	}, []string{"route", "level"})
+	reg.MustRegister(m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -116,6 +121,11 @@ func (m *Metrics) Normalized(upstream, kind string, n int) {
 // InvalidArguments counts n calls whose arguments failed validation.
 func (m *Metrics) InvalidArguments(route string, n int) {
 	m.invalidArguments.WithLabelValues(routeLabel(route)).Add(float64(n))
+}
+
+// Reasoned counts one request sent with a reasoning level.
+func (m *Metrics) Reasoned(route, level string) {
+	m.reasoning.WithLabelValues(routeLabel(route), level).Inc()
 }
 
 // Completed counts one judged response on route.

@@ -47,6 +47,8 @@ type Record struct {
 	Normalize string
 	// Fixes is the response normalization summary ("index_reuse=1"), or "".
 	Fixes string
+	// Reasoning is the reasoning level sent upstream, or "".
+	Reasoning string
 	// Attempts is the number of upstream calls made (more than 1 after a
 	// retry).
 	Attempts int
@@ -103,6 +105,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Fixes != "" {
 		fields = append(fields, zap.String("fixes", r.Fixes))
+	}
+	if r.Reasoning != "" {
+		fields = append(fields, zap.String("reasoning", r.Reasoning))
 	}
 	if r.Attempts > 1 {
 		fields = append(fields, zap.Int("attempts", r.Attempts))

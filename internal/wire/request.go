@@ -129,6 +129,15 @@ func (r *ChatRequest) Set(key string, value json.RawMessage) {
 	r.obj.Set(key, value)
 }
 
+// Delete removes a top-level member. Delete("model") and
+// Delete("messages") are ignored.
+func (r *ChatRequest) Delete(key string) {
+	if key == "model" || key == "messages" {
+		return
+	}
+	r.obj.Delete(key)
+}
+
 // Encode returns the request body to send upstream, with model as the model
 // name. Every other member keeps its original bytes and position; messages
 // are the original array unless SetMessages was called.
