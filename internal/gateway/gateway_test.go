@@ -114,6 +114,18 @@ func (e *env) waitAccess(t *testing.T, n int) []map[string]any {
 	}
 }
 
+// withField returns the first access line whose field key equals want, or
+// nil. Lines of concurrent or back-to-back requests can be written in
+// either order.
+func withField(lines []map[string]any, key string, want any) map[string]any {
+	for _, l := range lines {
+		if l[key] == want {
+			return l
+		}
+	}
+	return nil
+}
+
 func (e *env) post(t *testing.T, body string, hdr ...string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, e.url+"/chat/completions", strings.NewReader(body))
@@ -539,7 +551,7 @@ func TestRequestID(t *testing.T) {
 		t.Errorf("generated id %q", gen)
 	}
 	a := e.waitAccess(t, 2)
-	if a[0]["request_id"] != "client-id-1" || a[1]["request_id"] != gen {
+	if withField(a, "request_id", "client-id-1") == nil || withField(a, "request_id", gen) == nil {
 		t.Errorf("access ids %v %v", a[0]["request_id"], a[1]["request_id"])
 	}
 }
