@@ -103,6 +103,10 @@ type Upstream struct {
 	// tool_calls is sent to this upstream: keep (as the client sent it, the
 	// default), null ("" becomes null) or empty (null or absent becomes "").
 	ToolCallContent string `yaml:"tool_call_content"`
+	// ReasoningField is where this upstream puts reasoning in responses:
+	// reasoning_content (the default), reasoning, or think (inline
+	// <think>…</think> in the text). Configured, never guessed.
+	ReasoningField string `yaml:"reasoning_field"`
 	// Quirks lists the stream normalizations applied to this upstream's
 	// responses: "all" (the default), "strict" (none: every protocol
 	// departure is an error), or a list of QuirkNames.
@@ -195,6 +199,9 @@ type Reasoning struct {
 	Custom map[string]map[string]any `yaml:"custom"`
 	// Fields are explicit request-body fields; they win over generated ones.
 	Fields map[string]any `yaml:"fields"`
+	// Output is the field the client receives reasoning in:
+	// reasoning_content (the default) or reasoning.
+	Output string `yaml:"output"`
 }
 
 // reasoningProtected are the request fields reasoning may never set.
@@ -308,6 +315,9 @@ func (c *Config) applyDefaults() {
 		if len(u.Quirks) == 0 {
 			u.Quirks = Quirks{"all"}
 		}
+		if u.ReasoningField == "" {
+			u.ReasoningField = "reasoning_content"
+		}
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -325,6 +335,9 @@ func (c *Config) applyDefaults() {
 		}
 		if r.ToolCalls == "" {
 			r.ToolCalls = "stream"
+		}
+		if r.Reasoning.Output == "" {
+			r.Reasoning.Output = "reasoning_content"
 		}
 		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
 			if *b == nil {
@@ -411,6 +424,11 @@ func (c *Config) Validate() error {
 		case "keep", "null", "empty":
 		default:
 			add(p+".tool_call_content", "must be keep, null or empty, got %q", u.ToolCallContent)
+		}
+		switch u.ReasoningField {
+		case "reasoning_content", "reasoning", "think":
+		default:
+			add(p+".reasoning_field", "must be reasoning_content, reasoning or think, got %q", u.ReasoningField)
 		}
 		for _, q := range u.Quirks {
 			switch {
@@ -509,6 +527,9 @@ func validateReasoning(p string, r *Reasoning, add func(path, format string, arg
 	case "", "reasoning-effort", "thinking", "enable-thinking", "thinking-budget", "custom":
 	default:
 		add(p+".format", "must be reasoning-effort, thinking, enable-thinking, thinking-budget or custom, got %q", r.Format)
+	}
+	if r.Output != "" && r.Output != "reasoning_content" && r.Output != "reasoning" {
+		add(p+".output", "must be reasoning_content or reasoning, got %q", r.Output)
 	}
 	if r.Level != "" && !slices.Contains(levels, r.Level) {
 		add(p+".level", "must be off, low, medium or high, got %q", r.Level)

@@ -103,7 +103,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		if req.Stream {
 			err = g.stream(w, r, rec, resp, route, upCfg, judge, retry)
 		} else {
-			err = g.whole(w, r, rec, resp, upCfg, judge, retry)
+			err = g.whole(w, r, rec, resp, route, upCfg, judge, retry)
 		}
 		resp.Body.Close()
 		rec.UpstreamDuration += time.Since(sent)
@@ -200,6 +200,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	rs.Buffer = route.ToolCalls == "buffer" || route.ValidateArguments == "reject"
 	rs.KeepText = judge.NeedsText()
 	rs.FixChunks = up.Quirks.Has("chunks")
+	rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
 	rs.SingleChoice = judge.SingleChoice()
 	defer g.countNormalizations(rec, rs.Collector)
 
@@ -255,6 +256,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	var tail []string // chunks sent only if the response is judged acceptable
 	if complete && protocol == nil && rs.FinishReason == "" && up.Quirks.Has("missing_finish_reason") {
 		tail = append(tail, rs.FinishChunk())
+	}
+	if t := rs.ThinkTail(); t != "" {
+		tail = append([]string{t}, tail...)
 	}
 	calls, callsErr := rs.Collector.Finish()
 	if protocol != nil {
@@ -373,7 +377,7 @@ func errorEvent(data string) (string, bool) {
 // whole relays a non-streamed response after checking it is one complete
 // JSON document that is not an error object, and judging it.
 // Like stream, it returns an error without writing only when retry is set.
-func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, up *config.Upstream, judge *policy.Judge, retry bool) error {
+func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool) error {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, up.MaxResponseBytes+1))
 	switch {
 	case err != nil:
@@ -390,7 +394,7 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 	}
 	if err == nil {
 		var outcome policy.Outcome
-		b, outcome = g.judgeWhole(b, rec, up, judge)
+		b, outcome = g.judgeWhole(b, rec, route, up, judge)
 		g.judged(rec, outcome)
 		if !outcome.OK() {
 			err = &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg}
@@ -418,7 +422,7 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 // and the judge, the same ones streams use. With the finish_reason quirk
 // on, "stop" after calls is rewritten to "tool_calls" in the body; the
 // rest of the body keeps its bytes.
-func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream, judge *policy.Judge) ([]byte, policy.Outcome) {
+func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route, up *config.Upstream, judge *policy.Judge) ([]byte, policy.Outcome) {
 	c := wire.NewCollector(quirks(up))
 	defer g.countNormalizations(rec, c)
 	body, _ := wire.ParseObject(b) // b is valid JSON
@@ -453,6 +457,12 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, up *config.Upstream,
 				choice.Set("message", msg.JSON())
 				rewrite = true
 			}
+		}
+		rs := wire.NewRestream(wire.Quirks{}, false)
+		rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
+		if rs.MoveReasoning(&msg) {
+			choice.Set("message", msg.JSON())
+			rewrite = true
 		}
 		if content, ok := msg.Get("content"); ok {
 			_ = json.Unmarshal(content, &end.Text)

@@ -117,7 +117,7 @@ routes: [{model: "*", upstream: sim}]
 	// rule, so strict leaves it (and openai-go's accumulator drops chunks).
 	pass := map[string]bool{"sparse": true, "latename": true, "keepalive": true, "chunkids": true, "emptyfinish": true,
 		"emptytoolcalls": true, "extracontent": true, "interleaved": true, "multiline": true, "notype": true, "onechunk": true, "usageonly": true,
-		"cumulativeusage": true, "markup": true}
+		"cumulativeusage": true, "markup": true, "reasoningfield": true, "thinkinline": true}
 	for _, name := range sim.QuirkNames() {
 		t.Run(name, func(t *testing.T) {
 			var refused int

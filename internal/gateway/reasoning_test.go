@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -37,5 +40,69 @@ routes:
 	}
 	if a := e.waitAccess(t, 1)[0]; a["reasoning"] != "high" {
 		t.Errorf("access %v", a)
+	}
+}
+
+// Reasoning reaches the client in reasoning_content whichever way the
+// upstream is configured to send it: a "reasoning" field (A29) or inline
+// <think> text split across chunks (A30), streamed and not; the text never
+// carries the tags.
+func TestReasoningResponse(t *testing.T) {
+	e, _ := startSim(t, sim.Options{}, `
+upstreams:
+  - {name: field, url: "UPSTREAM_URL/v1", reasoning_field: reasoning}
+  - {name: inline, url: "UPSTREAM_URL/v1", reasoning_field: think}
+routes:
+  - {model: sim-q-reasoningfield, upstream: field}
+  - {model: sim-q-thinkinline, upstream: inline}
+`)
+	read := func(model string) string {
+		resp := e.post(t, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}]}`)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(b)
+	}
+	body := read("sim-q-reasoningfield")
+	if !strings.Contains(body, `"reasoning_content":"Checking the weather tool."`) || strings.Contains(body, `"reasoning":`) {
+		t.Errorf("renamed:\n%s", body)
+	}
+	body = read("sim-q-thinkinline")
+	var reasoning, content strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content          string `json:"content"`
+					ReasoningContent string `json:"reasoning_content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &chunk) == nil && len(chunk.Choices) > 0 {
+			reasoning.WriteString(chunk.Choices[0].Delta.ReasoningContent)
+			content.WriteString(chunk.Choices[0].Delta.Content)
+		}
+	}
+	if reasoning.String() != "The user wants weather." || content.String() != "Calling the tool." || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Errorf("reasoning %q, content %q:\n%s", reasoning.String(), content.String(), body)
+	}
+}
+
+// A non-streamed answer with inline <think> reasoning reaches the client
+// with the reasoning in reasoning_content and the tags gone.
+func TestReasoningResponseWhole(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"<think>Think first.</think>The answer."},"finish_reason":"stop"}]}`)
+	}))
+	defer up.Close()
+	e := startGateway(t, up.URL, `
+upstreams: [{name: u, url: "UPSTREAM_URL/v1", reasoning_field: think}]
+routes: [{model: "*", upstream: u}]
+`)
+	resp := e.post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"content":"The answer.","reasoning_content":"Think first."`) {
+		t.Errorf("%s", b)
 	}
 }

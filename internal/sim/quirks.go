@@ -112,6 +112,12 @@ var quirkScripts = map[string][]string{
 		strings.Replace(finish("tool_calls"), `"index":0,"delta"`, `"index":199,"delta"`, 1)),
 	// A41: tool-call markup leaked into content: passed on as text.
 	"markup": withDone(role, delta(`{"content":"<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\":\"Paris\"}"}`), finish("stop")),
+	// A29: reasoning in a field named "reasoning".
+	"reasoningfield": withDone(role, delta(`{"reasoning":"Checking the weather tool."}`),
+		delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), finish("tool_calls")),
+	// A30: reasoning inline in content, the tags split across chunks.
+	"thinkinline": withDone(role, delta(`{"content":"<thi"}`), delta(`{"content":"nk>The user wants weather.</th"}`), delta(`{"content":"ink>Calling the tool."}`),
+		delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), finish("tool_calls")),
 	// A07: the id is empty: no fix without guessing.
 	"noid": toolStream(`{"index":0,"id":"","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`),
 	// A19/A20: the stream stops mid-arguments, with neither finish nor [DONE].

@@ -33,6 +33,13 @@ type Restream struct {
 	// SingleChoice tells the chunk-level fixes that the request asked for
 	// one choice, so a lone choice with another index is choice 0 (A27).
 	SingleChoice bool
+	// ReasoningIn is where this upstream puts reasoning: "" or
+	// "reasoning_content" (as is), "reasoning", or "think" (inline <think>
+	// tags in content). ReasoningOut is the field the client gets it in
+	// ("" means reasoning_content). Text never carries the tags after
+	// extraction.
+	ReasoningIn, ReasoningOut string
+	think                     ThinkSplitter
 	// Buffer holds every tool-call fragment, and the chunk that finishes a
 	// response with calls, until Flush: the client sees the calls only once
 	// they are complete (and judged). Text is never held.
@@ -102,7 +109,7 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 	if s.KeepText {
 		s.keepText(data)
 	}
-	if !strings.Contains(data, `"tool_calls"`) && !strings.Contains(data, `"finish_reason":"`) && !strings.Contains(data, `"finish_reason": "`) {
+	if !s.reasoningIn(data) && !strings.Contains(data, `"tool_calls"`) && !strings.Contains(data, `"finish_reason":"`) && !strings.Contains(data, `"finish_reason": "`) {
 		if !s.Content && strings.Contains(data, `"content":"`) && !strings.Contains(data, `"content":""`) {
 			s.Content = true
 		}
@@ -239,6 +246,10 @@ func (s *Restream) choice(c *Object, idx int) (heldOnly, changed bool, err error
 		delta, err := ParseObject(d)
 		if err != nil {
 			return false, false, &ProtocolError{Index: -1, Msg: "a delta must be an object"}
+		}
+		if s.moveReasoning(&delta) {
+			c.Set("delta", delta.JSON())
+			changed = true
 		}
 		if tc, ok := delta.Get("tool_calls"); ok {
 			frags, err := s.Collector.Add(tc)
@@ -435,4 +446,90 @@ func joinArray(elems []json.RawMessage) []byte {
 		b = append(b, e...)
 	}
 	return append(b, ']')
+}
+
+// out is the client's reasoning field.
+func (s *Restream) out() string {
+	if s.ReasoningOut == "" {
+		return "reasoning_content"
+	}
+	return s.ReasoningOut
+}
+
+// reasoningIn reports whether a chunk may carry reasoning to move.
+func (s *Restream) reasoningIn(data string) bool {
+	switch s.ReasoningIn {
+	case "", s.out():
+		return false
+	case "think":
+		return strings.Contains(data, `"content":"`) && !strings.Contains(data, `"content":""`)
+	}
+	return strings.Contains(data, `"`+s.ReasoningIn+`"`)
+}
+
+// moveReasoning puts a delta's or message's reasoning in the client's
+// field; it reports whether it changed o.
+func (s *Restream) moveReasoning(o *Object) bool {
+	switch s.ReasoningIn {
+	case "", s.out():
+		return false
+	case "think":
+		v, ok := o.Get("content")
+		text, isString := stringOf(v)
+		if !ok || !isString || text == "" {
+			return false
+		}
+		r, c := s.think.Split(text)
+		o.Set("content", appendString(nil, c))
+		if r != "" {
+			o.Set(s.out(), appendString(nil, r))
+		}
+		return true
+	}
+	v, ok := o.Get(s.ReasoningIn)
+	if !ok {
+		return false
+	}
+	o.Delete(s.ReasoningIn)
+	o.Set(s.out(), v)
+	return true
+}
+
+// MoveReasoning applies the reasoning move to a whole message (a
+// non-streamed response); the think splitter is flushed at its end.
+func (s *Restream) MoveReasoning(msg *Object) bool {
+	changed := s.moveReasoning(msg)
+	if s.ReasoningIn == "think" {
+		if r, c := s.think.Flush(); r != "" || c != "" {
+			text, _ := stringOf(must0(msg.Get("content")))
+			msg.Set("content", appendString(nil, text+c))
+			if r != "" {
+				prev, _ := stringOf(must0(msg.Get(s.out())))
+				msg.Set(s.out(), appendString(nil, prev+r))
+			}
+			changed = true
+		}
+	}
+	return changed
+}
+
+func must0(v json.RawMessage, _ bool) json.RawMessage { return v }
+
+// ThinkTail returns a chunk with the text the think splitter still holds at
+// the end of a stream, or "".
+func (s *Restream) ThinkTail() string {
+	r, c := s.think.Flush()
+	if r == "" && c == "" {
+		return ""
+	}
+	delta := Object{}
+	if c != "" {
+		delta.Set("content", appendString(nil, c))
+	}
+	if r != "" {
+		delta.Set(s.out(), appendString(nil, r))
+	}
+	o := Object{members: append([]member(nil), s.head...)}
+	o.Set("choices", json.RawMessage(`[{"index":0,"delta":`+string(delta.JSON())+`,"finish_reason":null}]`))
+	return string(o.JSON())
 }

@@ -91,3 +91,36 @@ func TestRestreamChunkFixes(t *testing.T) {
 		t.Errorf("\n got: %s\nwant: %s", got, want)
 	}
 }
+
+// Reasoning reaches the client in one field: renamed from "reasoning", or
+// extracted from inline <think> text split across chunks (QUIRKS A29, A30).
+func TestRestreamReasoning(t *testing.T) {
+	s := NewRestream(Quirks{}, true)
+	s.ReasoningIn = "reasoning"
+	out, _, _ := s.Chunk(`{"choices":[{"index":0,"delta":{"reasoning":"hmm"}}]}`)
+	if out != `{"choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}` {
+		t.Errorf("rename: %s", out)
+	}
+	s = NewRestream(Quirks{}, true)
+	s.ReasoningIn = "think"
+	var got []string
+	for _, d := range []string{
+		`{"choices":[{"index":0,"delta":{"content":"<thi"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"nk>plan</think>Ans"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"wer"}}]}`,
+	} {
+		o, ok, err := s.Chunk(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			got = append(got, o)
+		}
+	}
+	want := `{"choices":[{"index":0,"delta":{"content":""}}]}` + "\n" +
+		`{"choices":[{"index":0,"delta":{"content":"Ans","reasoning_content":"plan"}}]}` + "\n" +
+		`{"choices":[{"index":0,"delta":{"content":"wer"}}]}`
+	if strings.Join(got, "\n") != want {
+		t.Errorf("\n got: %s\nwant: %s", strings.Join(got, "\n"), want)
+	}
+}
