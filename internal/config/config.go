@@ -107,6 +107,10 @@ type Upstream struct {
 	// reasoning_content (the default), reasoning, or think (inline
 	// <think>…</think> in the text). Configured, never guessed.
 	ReasoningField string `yaml:"reasoning_field"`
+	// RestoreReasoning makes the gateway remember each assistant turn's
+	// reasoning and put it back into later requests whose assistant
+	// messages lack it (DeepSeek's thinking mode requires it back).
+	RestoreReasoning bool `yaml:"restore_reasoning"`
 	// Quirks lists the stream normalizations applied to this upstream's
 	// responses: "all" (the default), "strict" (none: every protocol
 	// departure is an error), or a list of QuirkNames.
@@ -202,6 +206,10 @@ type Reasoning struct {
 	// Output is the field the client receives reasoning in:
 	// reasoning_content (the default) or reasoning.
 	Output string `yaml:"output"`
+	// OnMiss is what a request does when reasoning to restore is not in the
+	// store: send (the default: it goes as it is, counted and logged) or
+	// disable_thinking (it goes with the route's format at level off).
+	OnMiss string `yaml:"on_miss"`
 }
 
 // reasoningProtected are the request fields reasoning may never set.
@@ -338,6 +346,9 @@ func (c *Config) applyDefaults() {
 		}
 		if r.Reasoning.Output == "" {
 			r.Reasoning.Output = "reasoning_content"
+		}
+		if r.Reasoning.OnMiss == "" {
+			r.Reasoning.OnMiss = "send"
 		}
 		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
 			if *b == nil {
@@ -527,6 +538,12 @@ func validateReasoning(p string, r *Reasoning, add func(path, format string, arg
 	case "", "reasoning-effort", "thinking", "enable-thinking", "thinking-budget", "custom":
 	default:
 		add(p+".format", "must be reasoning-effort, thinking, enable-thinking, thinking-budget or custom, got %q", r.Format)
+	}
+	if r.OnMiss != "" && r.OnMiss != "send" && r.OnMiss != "disable_thinking" {
+		add(p+".on_miss", "must be send or disable_thinking, got %q", r.OnMiss)
+	}
+	if r.OnMiss == "disable_thinking" && r.Format == "" {
+		add(p+".on_miss", "disable_thinking needs a reasoning format to say off in")
 	}
 	if r.Output != "" && r.Output != "reasoning_content" && r.Output != "reasoning" {
 		add(p+".output", "must be reasoning_content or reasoning, got %q", r.Output)

@@ -74,7 +74,22 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		g.fail(w, r, rec, err)
 		return
 	}
-	if rec.Reasoning, err = policy.ApplyReasoning(req, g.reasoning[route.Name]); err != nil {
+	reasoning := g.reasoning[route.Name]
+	if upCfg.RestoreReasoning && upCfg.ReasoningField != "think" {
+		msgs, restored, missed := policy.RestoreReasoning(req.Messages, upCfg.ReasoningField, g.store)
+		if restored > 0 {
+			req.SetMessages(msgs)
+			g.metrics.Restored(rec.Route, "restored", restored)
+		}
+		if missed > 0 {
+			g.metrics.Restored(rec.Route, "miss", missed)
+			rec.ReasoningMiss = missed
+			if route.Reasoning.OnMiss == "disable_thinking" {
+				reasoning.Level, reasoning.ClientEffort = "off", false
+			}
+		}
+	}
+	if rec.Reasoning, err = policy.ApplyReasoning(req, reasoning); err != nil {
 		g.fail(w, r, rec, err)
 		return
 	}
@@ -201,6 +216,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	rs.KeepText = judge.NeedsText()
 	rs.FixChunks = up.Quirks.Has("chunks")
 	rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
+	rs.KeepText = rs.KeepText || up.RestoreReasoning
 	rs.SingleChoice = judge.SingleChoice()
 	defer g.countNormalizations(rec, rs.Collector)
 
@@ -268,6 +284,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	g.judged(rec, outcome)
 	switch outcome.Kind {
 	case policy.OK:
+		if up.RestoreReasoning {
+			policy.RememberReasoning(g.store, rs.Reasoning.String(), calls, rs.Text.String())
+		}
 		for _, data := range append(rs.Flush(), tail...) {
 			if err := out.Send(data); err != nil {
 				rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
@@ -435,6 +454,7 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 		return b, judge.Finish(end)
 	}
 	rewrite := false
+	var reasoningText string
 	if len(choices) > 1 && judge.SingleChoice() && up.Quirks.Has("chunks") {
 		if merged, ok := mergeChoices(choices); ok {
 			choices, rewrite = merged, true
@@ -460,12 +480,18 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 		}
 		rs := wire.NewRestream(wire.Quirks{}, false)
 		rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
+	rs.KeepText = rs.KeepText || up.RestoreReasoning
 		if rs.MoveReasoning(&msg) {
 			choice.Set("message", msg.JSON())
 			rewrite = true
 		}
 		if content, ok := msg.Get("content"); ok {
 			_ = json.Unmarshal(content, &end.Text)
+		}
+		if up.RestoreReasoning {
+			if r, ok := msg.Get(route.Reasoning.Output); ok {
+				_ = json.Unmarshal(r, &reasoningText)
+			}
 		}
 	}
 	if end.CallsErr == nil {
@@ -483,7 +509,11 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 		body.Set("choices", arr)
 		b = body.JSON()
 	}
-	return b, judge.Finish(end)
+	outcome := judge.Finish(end)
+	if outcome.OK() && up.RestoreReasoning {
+		policy.RememberReasoning(g.store, reasoningText, end.Calls, end.Text)
+	}
+	return b, outcome
 }
 
 // mergeChoices folds the tool calls of every choice into the first, for a

@@ -24,6 +24,9 @@ type Options struct {
 	Config  *config.Config
 	Logger  *zap.Logger
 	Metrics *observe.Metrics
+	// Store holds reasoning to restore; nil means a bounded memory store
+	// (10,000 turns, 24 h).
+	Store policy.ReasoningStore
 }
 
 // Gateway serves the main listener. It is safe for concurrent use.
@@ -35,6 +38,7 @@ type Gateway struct {
 	models    []byte
 	schemas   *policy.Schemas
 	reasoning map[string]policy.Reasoning // by route name, resolved once
+	store     policy.ReasoningStore
 }
 
 // New returns the gateway for opts and its main listener's handler.
@@ -45,6 +49,10 @@ func New(opts Options) (*Gateway, http.Handler) {
 		metrics:   opts.Metrics,
 		upstreams: map[string]*upstream.Client{},
 		schemas:   policy.NewSchemas(0),
+		store:     opts.Store,
+	}
+	if g.store == nil {
+		g.store = policy.NewMemoryStore(0, 0, nil)
 	}
 	for _, u := range g.cfg.Upstreams {
 		g.upstreams[u.Name] = upstream.New(upstream.Target{

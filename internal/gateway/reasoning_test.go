@@ -1,12 +1,19 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/toolgate/toolgate/internal/sim"
 )
@@ -104,5 +111,57 @@ routes: [{model: "*", upstream: u}]
 	resp.Body.Close()
 	if !strings.Contains(string(b), `"content":"The answer.","reasoning_content":"Think first."`) {
 		t.Errorf("%s", b)
+	}
+}
+
+// A three-turn tool conversation with a DeepSeek-style thinking upstream:
+// openai-go drops reasoning_content when it replays the assistant turns,
+// the gateway puts it back, and every turn succeeds; with restore off the
+// upstream's own 400 reaches the client (SPEC §4, QUIRKS C15).
+func TestReasoningRestore(t *testing.T) {
+	e, s := startSim(t, sim.Options{}, `
+upstreams:
+  - {name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}
+  - {name: plain, url: "UPSTREAM_URL/v1"}
+routes:
+  - {model: deepseek-restored, upstream: ds}
+  - {model: deepseek-plain, upstream: plain}
+`)
+	converse := func(model string) error {
+		msgs := userMsg("Weather in Paris, twice please.")
+		tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})}
+		for turn := 0; turn < 3; turn++ {
+			stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: model, Messages: msgs, Tools: tools})
+			acc := openai.ChatCompletionAccumulator{}
+			for stream.Next() {
+				acc.AddChunk(stream.Current())
+			}
+			if err := stream.Err(); err != nil {
+				return err
+			}
+			m := acc.Choices[0].Message
+			if len(m.ToolCalls) == 0 {
+				if turn != 2 {
+					return fmt.Errorf("turn %d: no call", turn)
+				}
+				return nil
+			}
+			msgs = append(msgs, m.ToParam(), openai.ToolMessage("sunny", m.ToolCalls[0].ID))
+		}
+		return fmt.Errorf("no final answer")
+	}
+	if err := converse("deepseek-restored"); err != nil {
+		t.Fatalf("with restore: %v\nlast request: %s", err, s.LastRequest())
+	}
+	if !strings.Contains(string(s.LastRequest()), `"reasoning_content":"Thinking, step 2."`) {
+		t.Errorf("reasoning not restored upstream: %s", s.LastRequest())
+	}
+	err := converse("deepseek-plain")
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "must be passed back to the API") {
+		t.Fatalf("without restore: err = %v", err)
+	}
+	if n := testutil.ToFloat64(counter(t, e.reg, "toolgate_reasoning_restores_total")); n != 3 {
+		t.Errorf("restores counted: %v, want 3 (1 on turn two, 2 on turn three)", n)
 	}
 }

@@ -21,6 +21,7 @@ type Metrics struct {
 	completions      *prometheus.CounterVec
 	invalidArguments *prometheus.CounterVec
 	reasoning        *prometheus.CounterVec
+	restores         *prometheus.CounterVec
 }
 
 // latencyBuckets span a fast local proxy hop to a long model answer.
@@ -82,7 +83,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "toolgate_reasoning_requests_total",
 		Help: "Requests sent with a reasoning level, by route and level (off, low, medium, high).",
 	}, []string{"route", "level"})
-	reg.MustRegister(m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+	m.restores = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_reasoning_restores_total",
+		Help: "Assistant turns whose reasoning was put back into a request (restored), or was missing from the store (miss), by route.",
+	}, []string{"route", "result"})
+	reg.MustRegister(m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -121,6 +126,11 @@ func (m *Metrics) Normalized(upstream, kind string, n int) {
 // InvalidArguments counts n calls whose arguments failed validation.
 func (m *Metrics) InvalidArguments(route string, n int) {
 	m.invalidArguments.WithLabelValues(routeLabel(route)).Add(float64(n))
+}
+
+// Restored counts n turns restored or missed on route.
+func (m *Metrics) Restored(route, result string, n int) {
+	m.restores.WithLabelValues(routeLabel(route), result).Add(float64(n))
 }
 
 // Reasoned counts one request sent with a reasoning level.

@@ -49,6 +49,9 @@ type Record struct {
 	Fixes string
 	// Reasoning is the reasoning level sent upstream, or "".
 	Reasoning string
+	// ReasoningMiss counts assistant tool-call turns whose reasoning was
+	// to be restored but was not in the store.
+	ReasoningMiss int
 	// Attempts is the number of upstream calls made (more than 1 after a
 	// retry).
 	Attempts int
@@ -108,6 +111,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Reasoning != "" {
 		fields = append(fields, zap.String("reasoning", r.Reasoning))
+	}
+	if r.ReasoningMiss > 0 {
+		fields = append(fields, zap.Int("reasoning_restore_misses", r.ReasoningMiss))
 	}
 	if r.Attempts > 1 {
 		fields = append(fields, zap.Int("attempts", r.Attempts))

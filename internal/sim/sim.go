@@ -163,6 +163,10 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if strings.Contains(req.Model, "deepseek") {
+		s.thinking(w, body, req.Stream)
+		return
+	}
 	if evs, ok := quirkFor(req.Model); ok && req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)

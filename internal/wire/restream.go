@@ -49,8 +49,11 @@ type Restream struct {
 	// for a judge that must read it (response_format json_schema). It costs
 	// decoding every chunk.
 	KeepText bool
-	// Text is choice 0's text content so far, when KeepText is set.
+	// Text is choice 0's text content so far, when KeepText is set (tags
+	// removed for an upstream that inlines <think>).
 	Text strings.Builder
+	// Reasoning is choice 0's reasoning so far, when KeepText is set.
+	Reasoning strings.Builder
 
 	// FinishReason is the last finish reason sent (choice 0), "" if none.
 	FinishReason string
@@ -372,9 +375,20 @@ func (s *Restream) keepText(data string) {
 		if err != nil {
 			continue
 		}
+		if s.ReasoningIn == "think" {
+			continue // moveReasoning keeps the split text and reasoning
+		}
 		if v, ok := delta.Get("content"); ok {
 			text, _ := stringOf(v)
 			s.Text.WriteString(text)
+		}
+		in := s.ReasoningIn
+		if in == "" {
+			in = "reasoning_content"
+		}
+		if v, ok := delta.Get(in); ok {
+			text, _ := stringOf(v)
+			s.Reasoning.WriteString(text)
 		}
 	}
 }
@@ -480,6 +494,10 @@ func (s *Restream) moveReasoning(o *Object) bool {
 			return false
 		}
 		r, c := s.think.Split(text)
+		if s.KeepText {
+			s.Text.WriteString(c)
+			s.Reasoning.WriteString(r)
+		}
 		o.Set("content", appendString(nil, c))
 		if r != "" {
 			o.Set(s.out(), appendString(nil, r))
