@@ -480,7 +480,7 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 		}
 		rs := wire.NewRestream(wire.Quirks{}, false)
 		rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
-	rs.KeepText = rs.KeepText || up.RestoreReasoning
+		rs.KeepText = rs.KeepText || up.RestoreReasoning
 		if rs.MoveReasoning(&msg) {
 			choice.Set("message", msg.JSON())
 			rewrite = true
