@@ -111,6 +111,9 @@ type Upstream struct {
 	// reasoning and put it back into later requests whose assistant
 	// messages lack it (DeepSeek's thinking mode requires it back).
 	RestoreReasoning bool `yaml:"restore_reasoning"`
+	// RefusesForcedToolChoice says this upstream refuses a forced
+	// tool_choice (required or a named function) while thinking.
+	RefusesForcedToolChoice bool `yaml:"refuses_forced_tool_choice"`
 	// Quirks lists the stream normalizations applied to this upstream's
 	// responses: "all" (the default), "strict" (none: every protocol
 	// departure is an error), or a list of QuirkNames.
@@ -210,6 +213,11 @@ type Reasoning struct {
 	// store: send (the default: it goes as it is, counted and logged) or
 	// disable_thinking (it goes with the route's format at level off).
 	OnMiss string `yaml:"on_miss"`
+	// ForcedToolChoice is what a request with a forced tool_choice does on
+	// an upstream that refuses one while thinking: auto (the default: send
+	// tool_choice "auto" and let the completion policy enforce the
+	// original) or disable_thinking (send it with thinking off).
+	ForcedToolChoice string `yaml:"forced_tool_choice"`
 }
 
 // reasoningProtected are the request fields reasoning may never set.
@@ -349,6 +357,9 @@ func (c *Config) applyDefaults() {
 		}
 		if r.Reasoning.OnMiss == "" {
 			r.Reasoning.OnMiss = "send"
+		}
+		if r.Reasoning.ForcedToolChoice == "" {
+			r.Reasoning.ForcedToolChoice = "auto"
 		}
 		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
 			if *b == nil {
@@ -538,6 +549,9 @@ func validateReasoning(p string, r *Reasoning, add func(path, format string, arg
 	case "", "reasoning-effort", "thinking", "enable-thinking", "thinking-budget", "custom":
 	default:
 		add(p+".format", "must be reasoning-effort, thinking, enable-thinking, thinking-budget or custom, got %q", r.Format)
+	}
+	if r.ForcedToolChoice != "" && r.ForcedToolChoice != "auto" && r.ForcedToolChoice != "disable_thinking" {
+		add(p+".forced_tool_choice", "must be auto or disable_thinking, got %q", r.ForcedToolChoice)
 	}
 	if r.OnMiss != "" && r.OnMiss != "send" && r.OnMiss != "disable_thinking" {
 		add(p+".on_miss", "must be send or disable_thinking, got %q", r.OnMiss)

@@ -93,6 +93,15 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		g.fail(w, r, rec, err)
 		return
 	}
+	if upCfg.RefusesForcedToolChoice && rec.Reasoning != "" && rec.Reasoning != "off" && judge.Forced() {
+		// This upstream refuses a forced tool_choice while thinking.
+		if route.Reasoning.ForcedToolChoice == "disable_thinking" {
+			reasoning.Level, reasoning.ClientEffort = "off", false
+			rec.Reasoning, _ = policy.ApplyReasoning(req, reasoning) // level off: no budget to check
+		} else {
+			req.Set("tool_choice", json.RawMessage(`"auto"`)) // the judge still enforces the original
+		}
+	}
 	if rec.Reasoning != "" {
 		g.metrics.Reasoned(rec.Route, rec.Reasoning)
 	}

@@ -165,3 +165,31 @@ routes:
 		t.Errorf("restores counted: %v, want 3 (1 on turn two, 2 on turn three)", n)
 	}
 }
+
+// An upstream that refuses a forced tool_choice while thinking: the route
+// either sends "auto" and lets the policy enforce "required", or turns
+// thinking off; either way the client gets its call.
+func TestForcedToolChoiceUnderThinking(t *testing.T) {
+	e, s := startSim(t, sim.Options{}, `
+upstreams:
+  - {name: ds, url: "UPSTREAM_URL/v1", refuses_forced_tool_choice: true}
+  - {name: naive, url: "UPSTREAM_URL/v1"}
+routes:
+  - {model: deepseek-auto, upstream: ds, reasoning: {format: thinking, level: high}}
+  - {model: deepseek-off, upstream: ds, reasoning: {format: thinking, level: high, forced_tool_choice: disable_thinking}}
+  - {model: deepseek-naive, upstream: naive, reasoning: {format: thinking, level: high}}
+`)
+	for model, sent := range map[string]string{"deepseek-auto": `"tool_choice":"auto"`, "deepseek-off": `"thinking":{"type":"disabled"}`} {
+		resp := e.post(t, `{"model":"`+model+`","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":"required"}`)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"tool_calls"`) || !strings.Contains(string(s.LastRequest()), sent) {
+			t.Errorf("%s: status %d %s\nupstream got %s", model, resp.StatusCode, b, s.LastRequest())
+		}
+	}
+	resp := e.post(t, `{"model":"deepseek-naive","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":"required"}`)
+	body, raw := readError(t, resp)
+	if resp.StatusCode != 400 || !strings.Contains(body.Error.Message, "Thinking may not be enabled") {
+		t.Errorf("naive: %d %s", resp.StatusCode, raw)
+	}
+}

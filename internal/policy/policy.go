@@ -55,6 +55,10 @@ type Judge struct {
 	n        int                        // the request's n, 0 when absent
 }
 
+// Forced reports whether the request forces a tool call (tool_choice
+// "required" or a named function).
+func (j *Judge) Forced() bool { return j.choice == "required" || j.choice == "function" }
+
 // SingleChoice reports whether the request asks for one choice (n absent
 // or 1).
 func (j *Judge) SingleChoice() bool { return j.n <= 1 }

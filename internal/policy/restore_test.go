@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // The memory store is bounded in size and time.
@@ -26,4 +29,40 @@ func TestMemoryStore(t *testing.T) {
 	if ContentKey("x") == ContentKey("y") || ContentKey("x") != ContentKey("x") {
 		t.Error("content keys")
 	}
+}
+
+// Restore fills only assistant turns that lack reasoning, by call id or by
+// content, counts tool-call turns it could not fill, and keeps other
+// members' bytes.
+func TestRestoreReasoning(t *testing.T) {
+	store := NewMemoryStore(0, 0, nil)
+	RememberReasoning(store, "why-a", []wire.CollectedCall{{ID: "a"}}, "")
+	RememberReasoning(store, "why-text", nil, "It is sunny.")
+	msgs := transcriptOf(t, `[{"role":"user","content":"x"},`+
+		`{"role":"assistant","content":null,"x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
+		`{"role":"tool","tool_call_id":"a","content":"r"},`+
+		`{"role":"assistant","content":"It is sunny."},`+
+		`{"role":"assistant","content":null,"reasoning_content":"kept","tool_calls":[{"id":"b","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
+		`{"role":"tool","tool_call_id":"b","content":"r"},`+
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"zz","type":"function","function":{"name":"f","arguments":"{}"}}]}]`)
+	out, restored, missed := RestoreReasoning(msgs, "reasoning_content", store)
+	if restored != 2 || missed != 1 {
+		t.Fatalf("restored %d missed %d", restored, missed)
+	}
+	if string(out[1].Raw) != `{"role":"assistant","content":null,"x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}],"reasoning_content":"why-a"}` ||
+		!strings.Contains(string(out[3].Raw), `"reasoning_content":"why-text"`) || string(out[4].Raw) != string(msgs[4].Raw) {
+		t.Errorf("%s\n%s\n%s", out[1].Raw, out[3].Raw, out[4].Raw)
+	}
+	if string(msgs[1].Raw) == string(out[1].Raw) {
+		t.Error("the input was modified")
+	}
+}
+
+func transcriptOf(t *testing.T, js string) []wire.Message {
+	t.Helper()
+	r, err := wire.DecodeRequest([]byte(`{"model":"m","messages":` + js + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Messages
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // thinking imitates DeepSeek's thinking mode (model names containing
-// "deepseek"): every answer carries reasoning_content; a request with tools
+// "deepseek"): every answer carries reasoning_content; a forced tool_choice
+// with thinking enabled is refused; a request with tools
 // whose earlier assistant tool-call turns lack reasoning_content is refused
 // with DeepSeek's real 400 (QUIRKS C15). It calls get_weather until the
 // transcript holds two tool results, then answers in text.
@@ -22,6 +23,12 @@ func (s *Sim) thinking(w http.ResponseWriter, body []byte, stream bool) {
 		return
 	}
 	_, hasTools := req.Get("tools")
+	if tc, ok := req.Get("tool_choice"); ok && string(tc) != `"auto"` && string(tc) != `"none"` {
+		if th, ok := req.Get("thinking"); ok && strings.Contains(string(th), "enabled") {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "Thinking may not be enabled when tool_choice forces tool use.")
+			return
+		}
+	}
 	results := 0
 	for _, m := range req.Messages {
 		if m.Role == "tool" {
