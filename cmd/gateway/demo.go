@@ -53,6 +53,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		{"a streamed tool call (model sim-tool)", demoTool},
 		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, QUIRKS A02)", demoQuirk},
 		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair},
+		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking},
 		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error")},
 		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut")},
 	}
@@ -195,6 +196,38 @@ func demoRepair(ctx context.Context, c openai.Client, w io.Writer) error {
 	return nil
 }
 
+func demoThinking(ctx context.Context, c openai.Client, w io.Writer) error {
+	msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")}
+	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})}
+	for turn := 1; turn <= 2; turn++ {
+		stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "sim-deepseek", Messages: msgs, Tools: tools})
+		acc := openai.ChatCompletionAccumulator{}
+		var reasoning strings.Builder
+		for stream.Next() {
+			ch := stream.Current()
+			acc.AddChunk(ch)
+			if len(ch.Choices) > 0 {
+				var d struct {
+					ReasoningContent string `json:"reasoning_content"`
+				}
+				json.Unmarshal([]byte(ch.Choices[0].Delta.RawJSON()), &d)
+				reasoning.WriteString(d.ReasoningContent)
+			}
+		}
+		if err := stream.Err(); err != nil {
+			return fmt.Errorf("turn %d: %w", turn, err)
+		}
+		m := acc.Choices[0].Message
+		fmt.Fprintf(w, "    turn %d: reasoning_content %q, %d tool call(s)\n", turn, reasoning.String(), len(m.ToolCalls))
+		if len(m.ToolCalls) == 0 {
+			break
+		}
+		// openai-go's ToParam drops reasoning_content: the gateway restores it.
+		msgs = append(msgs, m.ToParam(), openai.ToolMessage("sunny", m.ToolCalls[0].ID))
+	}
+	return nil
+}
+
 func demoExpectError(model string) func(context.Context, openai.Client, io.Writer) error {
 	return func(ctx context.Context, c openai.Client, w io.Writer) error {
 		stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
@@ -284,7 +317,7 @@ func (l *lineBuffer) waitAccess(timeout time.Duration) []string {
 
 func summarize(m map[string]any) string {
 	var b strings.Builder
-	for _, k := range []string{"status", "outcome", "route", "upstream", "model", "ttfb", "duration", "bytes_out", "repair", "normalize", "fixes", "error_kind", "error"} {
+	for _, k := range []string{"status", "outcome", "route", "upstream", "model", "ttfb", "duration", "bytes_out", "repair", "normalize", "fixes", "reasoning_restored", "error_kind", "error"} {
 		if v, ok := m[k]; ok {
 			fmt.Fprintf(&b, "%s=%v ", k, v)
 		}

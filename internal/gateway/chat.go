@@ -78,6 +78,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if upCfg.RestoreReasoning && upCfg.ReasoningField != "think" {
 		msgs, restored, missed := policy.RestoreReasoning(req.Messages, upCfg.ReasoningField, g.store)
 		if restored > 0 {
+			rec.ReasoningRestored = restored
 			req.SetMessages(msgs)
 			g.metrics.Restored(rec.Route, "restored", restored)
 		}

@@ -49,6 +49,8 @@ type Record struct {
 	Fixes string
 	// Reasoning is the reasoning level sent upstream, or "".
 	Reasoning string
+	// ReasoningRestored counts assistant turns whose reasoning was put back.
+	ReasoningRestored int
 	// ReasoningMiss counts assistant tool-call turns whose reasoning was
 	// to be restored but was not in the store.
 	ReasoningMiss int
@@ -111,6 +113,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Reasoning != "" {
 		fields = append(fields, zap.String("reasoning", r.Reasoning))
+	}
+	if r.ReasoningRestored > 0 {
+		fields = append(fields, zap.Int("reasoning_restored", r.ReasoningRestored))
 	}
 	if r.ReasoningMiss > 0 {
 		fields = append(fields, zap.Int("reasoning_restore_misses", r.ReasoningMiss))
