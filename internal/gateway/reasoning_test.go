@@ -193,3 +193,32 @@ routes:
 		t.Errorf("naive: %d %s", resp.StatusCode, raw)
 	}
 }
+
+// A restore miss is counted and logged; with on_miss: disable_thinking the
+// request goes with thinking off instead of as it is.
+func TestReasoningRestoreMiss(t *testing.T) {
+	e, s := startSim(t, sim.Options{}, `
+upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
+routes:
+  - {model: deepseek-send, upstream: ds, reasoning: {format: thinking, level: high}}
+  - {model: deepseek-off, upstream: ds, reasoning: {format: thinking, level: high, on_miss: disable_thinking}}
+`)
+	body := func(model string) string {
+		return `{"model":"` + model + `","messages":[{"role":"user","content":"x"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"unknown","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},` +
+			`{"role":"tool","tool_call_id":"unknown","content":"r"}]}`
+	}
+	resp := e.post(t, body("deepseek-send"))
+	resp.Body.Close()
+	if !strings.Contains(string(s.LastRequest()), `"thinking":{"type":"enabled"}`) {
+		t.Errorf("send: %s", s.LastRequest())
+	}
+	resp = e.post(t, body("deepseek-off"))
+	resp.Body.Close()
+	if !strings.Contains(string(s.LastRequest()), `"thinking":{"type":"disabled"}`) {
+		t.Errorf("disable_thinking: %s", s.LastRequest())
+	}
+	if a := e.waitAccess(t, 2); withField(a, "reasoning_restore_misses", int64(1)) == nil {
+		t.Errorf("no miss logged: %v", a)
+	}
+}
