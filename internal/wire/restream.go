@@ -57,8 +57,6 @@ type Restream struct {
 
 	// FinishReason is the last finish reason sent (choice 0), "" if none.
 	FinishReason string
-	// Content reports whether any text content was seen.
-	Content bool
 
 	finished map[int]bool
 	scratch  []json.RawMessage
@@ -113,9 +111,6 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 		s.keepText(data)
 	}
 	if !s.reasoningIn(data) && !strings.Contains(data, `"tool_calls"`) && !strings.Contains(data, `"finish_reason":"`) && !strings.Contains(data, `"finish_reason": "`) {
-		if !s.Content && strings.Contains(data, `"content":"`) && !strings.Contains(data, `"content":""`) {
-			s.Content = true
-		}
 		return data, true, nil
 	}
 	chunk, err := ParseObject([]byte(data))
@@ -284,9 +279,6 @@ func (s *Restream) choice(c *Object, idx int) (heldOnly, changed bool, err error
 			}
 			c.Set("delta", delta.JSON())
 			changed = true
-		}
-		if v, ok := delta.Get("content"); ok && string(v) != "null" && string(v) != `""` {
-			s.Content = true
 		}
 	}
 	fr, ok := c.Get("finish_reason")

@@ -28,7 +28,6 @@ type Writer struct {
 	buf       []byte
 	committed bool
 	ended     bool
-	bytes     int64
 }
 
 // NewWriter returns a Writer over sink.
@@ -36,9 +35,6 @@ func NewWriter(sink Sink) *Writer { return &Writer{sink: sink} }
 
 // Committed reports whether anything has been sent to the client.
 func (w *Writer) Committed() bool { return w.committed }
-
-// Bytes returns the number of data bytes sent so far.
-func (w *Writer) Bytes() int64 { return w.bytes }
 
 // Send writes one data event and flushes it. It returns the delivery error,
 // if any; after an error the stream must not be written again.
@@ -63,7 +59,6 @@ func (w *Writer) Send(data string) error {
 	if err := w.sink.Flush(); err != nil {
 		return err
 	}
-	w.bytes += int64(len(buf))
 	return nil
 }
 
