@@ -103,6 +103,10 @@ type Upstream struct {
 	// tool_calls is sent to this upstream: keep (as the client sent it, the
 	// default), null ("" becomes null) or empty (null or absent becomes "").
 	ToolCallContent string `yaml:"tool_call_content"`
+	// OutputLimitField is the field a budget's output limit is injected
+	// in when a request has none: max_tokens (the default) or
+	// max_completion_tokens.
+	OutputLimitField string `yaml:"output_limit_field"`
 	// ReasoningField is where this upstream puts reasoning in responses:
 	// reasoning_content (the default), reasoning, or think (inline
 	// <think>…</think> in the text). Configured, never guessed.
@@ -188,6 +192,40 @@ type Route struct {
 	Retries int `yaml:"retries"`
 	// Reasoning maps reasoning levels onto the upstream's request fields.
 	Reasoning Reasoning `yaml:"reasoning"`
+	// Budget is the route's task budget (SPEC §5); absent means none.
+	Budget *Budget `yaml:"budget"`
+}
+
+// Budget is a route's budget: a preset (small, medium or large; medium
+// when absent) and exact values that override it. A value is a number or
+// "unlimited"; 0 is kept as 0.
+type Budget struct {
+	Preset          string `yaml:"preset"`
+	MaxCalls        *Limit `yaml:"max_calls"`
+	MaxInputChars   *Limit `yaml:"max_input_chars"`
+	MaxOutputChars  *Limit `yaml:"max_output_chars"`
+	MaxOutputTokens *Limit `yaml:"max_output_tokens"`
+	CallTimeoutMs   *Limit `yaml:"call_timeout_ms"`
+	// OnInputOver is what a transcript over max_input_chars does: refuse
+	// (400, the default) or trim (whole oldest turns).
+	OnInputOver string `yaml:"on_input_over"`
+}
+
+// Limit is a budget value: a non-negative number, or -1 for "unlimited".
+type Limit int
+
+// UnmarshalYAML accepts a number or the word unlimited.
+func (l *Limit) UnmarshalYAML(n *yaml.Node) error {
+	if n.Value == "unlimited" {
+		*l = -1
+		return nil
+	}
+	var v int
+	if err := n.Decode(&v); err != nil || v < 0 {
+		return fmt.Errorf("line %d: a budget value must be a non-negative number or unlimited, got %q", n.Line, n.Value)
+	}
+	*l = Limit(v)
+	return nil
 }
 
 // Reasoning is a route's reasoning configuration (SPEC §4). With no format
@@ -334,6 +372,9 @@ func (c *Config) applyDefaults() {
 		if u.ReasoningField == "" {
 			u.ReasoningField = "reasoning_content"
 		}
+		if u.OutputLimitField == "" {
+			u.OutputLimitField = "max_tokens"
+		}
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -360,6 +401,9 @@ func (c *Config) applyDefaults() {
 		}
 		if r.Reasoning.ForcedToolChoice == "" {
 			r.Reasoning.ForcedToolChoice = "auto"
+		}
+		if r.Budget != nil && r.Budget.OnInputOver == "" {
+			r.Budget.OnInputOver = "refuse"
 		}
 		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
 			if *b == nil {
@@ -447,6 +491,9 @@ func (c *Config) Validate() error {
 		default:
 			add(p+".tool_call_content", "must be keep, null or empty, got %q", u.ToolCallContent)
 		}
+		if u.OutputLimitField != "max_tokens" && u.OutputLimitField != "max_completion_tokens" {
+			add(p+".output_limit_field", "must be max_tokens or max_completion_tokens, got %q", u.OutputLimitField)
+		}
 		switch u.ReasoningField {
 		case "reasoning_content", "reasoning", "think":
 		default:
@@ -498,6 +545,16 @@ func (c *Config) Validate() error {
 			add(p+".policy", "must be session, default or off, got %q", r.Policy)
 		}
 		validateReasoning(p+".reasoning", &r.Reasoning, add)
+		if b := r.Budget; b != nil {
+			switch b.Preset {
+			case "", "small", "medium", "large":
+			default:
+				add(p+".budget.preset", "must be small, medium or large, got %q", b.Preset)
+			}
+			if b.OnInputOver != "refuse" && b.OnInputOver != "trim" {
+				add(p+".budget.on_input_over", "must be refuse or trim, got %q", b.OnInputOver)
+			}
+		}
 		if r.Retries < 0 || r.Retries > 5 {
 			add(p+".retries", "must be between 0 and 5, got %d", r.Retries)
 		}

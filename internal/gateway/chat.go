@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
@@ -45,7 +46,21 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	upCfg, _ := g.cfg.Upstream(route.Upstream)
 	rec.Route, rec.Upstream, rec.Model = route.Name, route.Upstream, route.TargetModel(req.Model)
 
-	msgs, fixes := repair.Normalize(req.Messages, steps(route, upCfg))
+	limits := g.limits[route.Name]
+	msgs := req.Messages
+	if limits.MaxInputChars != budget.Unlimited {
+		// Trimming runs before repair, so repair seals what it broke.
+		trimmed, rep, err := budget.Trim(msgs, limits.MaxInputChars, route.Budget.OnInputOver == "trim")
+		if err != nil {
+			g.fail(w, r, rec, err)
+			return
+		}
+		if rep.Removed > 0 {
+			msgs, rec.Trimmed = trimmed, rep.Removed
+			req.SetMessages(msgs)
+		}
+	}
+	msgs, fixes := repair.Normalize(msgs, steps(route, upCfg))
 	var rep repair.Report
 	if route.Repair != string(repair.ModeOff) {
 		msgs, rep = repair.Repair(msgs)
@@ -74,6 +89,8 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		g.fail(w, r, rec, err)
 		return
 	}
+	// The output limit is clamped before reasoning checks its budget against it.
+	budget.ClampOutput(req, limits.MaxOutputTokens, upCfg.OutputLimitField)
 	reasoning := g.reasoning[route.Name]
 	if upCfg.RestoreReasoning && upCfg.ReasoningField != "think" {
 		msgs, restored, missed := policy.RestoreReasoning(req.Messages, upCfg.ReasoningField, g.store)
@@ -115,10 +132,16 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 
 	// A response that breaks off or violates the policy before anything
 	// reached the client may be asked for again, route.Retries times.
+	callCtx := ctx
+	if limits.CallTimeout != budget.Unlimited {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeoutCause(ctx, limits.CallTimeout, budget.ErrCallTimeout)
+		defer cancel()
+	}
 	for attempt := 0; ; attempt++ {
 		rec.Attempts = attempt + 1
 		sent := time.Now()
-		resp, err := up.Send(ctx, out, r.Header, req.Stream)
+		resp, err := up.Send(callCtx, out, r.Header, req.Stream)
 		if err != nil {
 			rec.UpstreamDuration += time.Since(sent)
 			g.fail(w, r, rec, err)
@@ -126,7 +149,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		}
 		retry := attempt < route.Retries
 		if req.Stream {
-			err = g.stream(w, r, rec, resp, route, upCfg, judge, retry)
+			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, retry)
 		} else {
 			err = g.whole(w, r, rec, resp, route, upCfg, judge, retry)
 		}
@@ -208,7 +231,7 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 //
 // It returns an error, having written nothing, only when retry is set and
 // the response failed before anything was sent: the caller may try again.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool) error {
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context.Context, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool) error {
 	ctx := r.Context()
 	done := g.metrics.StreamStarted(rec.Route)
 	defer done()
@@ -232,7 +255,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 
 	var broken, protocol error
 	complete := false
-	for ev, err := range wire.Events(ctx, resp.Body, wire.ReadOptions{MaxEventSize: up.MaxEventBytes}) {
+	for ev, err := range wire.Events(callCtx, resp.Body, wire.ReadOptions{MaxEventSize: up.MaxEventBytes}) {
 		if err != nil {
 			broken = err
 			break
@@ -272,6 +295,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, rec *observe.Re
 	if !complete && broken == nil && protocol == nil && rs.FinishReason != "" && up.Quirks.Has("no_done") {
 		complete = true // QUIRKS A21: this upstream ends with a finish reason and no [DONE]
 		rs.Collector.Fixes()["no_done"]++
+	}
+	if errors.Is(broken, budget.ErrCallTimeout) {
+		return g.endStream(w, r, rec, out, &upstream.Error{Upstream: rec.Upstream, Kind: upstream.KindTimeout, Err: broken}, false)
 	}
 	if broken != nil {
 		if _, ok := errors.AsType[*IncompleteError](broken); !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
@@ -67,6 +68,10 @@ func errorFor(err error) (int, wire.ErrorBody) {
 			code = "missing_required_parameter"
 		}
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, de.Param, de.Error())
+	}
+	if le, ok := errors.AsType[*budget.LimitError](err); ok {
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", "budget_exceeded", "messages",
+			fmt.Sprintf("The transcript has %d characters and this route's budget allows %d (%s); send a shorter transcript.", le.Got, le.Max, le.Limit))
 	}
 	if re, ok := errors.AsType[*repair.RejectError](err); ok {
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", "unpaired_tool_calls", "messages",

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
@@ -39,6 +40,7 @@ type Gateway struct {
 	schemas   *policy.Schemas
 	reasoning map[string]policy.Reasoning // by route name, resolved once
 	store     policy.ReasoningStore
+	limits    map[string]budget.Limits // by route name, resolved once
 }
 
 // New returns the gateway for opts and its main listener's handler.
@@ -69,8 +71,10 @@ func New(opts Options) (*Gateway, http.Handler) {
 	}
 	g.models = modelList(g.cfg)
 	g.reasoning = map[string]policy.Reasoning{}
+	g.limits = map[string]budget.Limits{}
 	for _, r := range g.cfg.Routes {
 		g.reasoning[r.Name] = resolveReasoning(r.Reasoning)
+		g.limits[r.Name] = resolveBudget(r.Budget)
 	}
 
 	r := chi.NewRouter()
@@ -234,4 +238,22 @@ func resolveReasoning(c config.Reasoning) policy.Reasoning {
 		}
 	}
 	return r
+}
+
+// resolveBudget resolves a route's budget block (config validation has
+// checked the preset); no block means no limits.
+func resolveBudget(b *config.Budget) budget.Limits {
+	if b == nil {
+		return budget.NoLimits
+	}
+	val := func(l *config.Limit) *int {
+		if l == nil {
+			return nil
+		}
+		n := int(*l)
+		return &n
+	}
+	l, _ := budget.Resolve(budget.Object{Preset: b.Preset, MaxCalls: val(b.MaxCalls), MaxInputChars: val(b.MaxInputChars),
+		MaxOutputChars: val(b.MaxOutputChars), MaxOutputTokens: val(b.MaxOutputTokens), CallTimeoutMs: val(b.CallTimeoutMs)})
+	return l
 }

@@ -47,6 +47,8 @@ type Record struct {
 	Normalize string
 	// Fixes is the response normalization summary ("index_reuse=1"), or "".
 	Fixes string
+	// Trimmed counts messages removed to fit the input budget.
+	Trimmed int
 	// Reasoning is the reasoning level sent upstream, or "".
 	Reasoning string
 	// ReasoningRestored counts assistant turns whose reasoning was put back.
@@ -110,6 +112,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Fixes != "" {
 		fields = append(fields, zap.String("fixes", r.Fixes))
+	}
+	if r.Trimmed > 0 {
+		fields = append(fields, zap.Int("trimmed", r.Trimmed))
 	}
 	if r.Reasoning != "" {
 		fields = append(fields, zap.String("reasoning", r.Reasoning))

@@ -200,6 +200,14 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 		p.tool = req.Tools[0].Function.Name
 	}
 	if !req.Stream {
+		if sc == scriptSlow { // a slow model answers late
+			select {
+			case <-r.Context().Done():
+				s.cancellations.Add(1)
+				return
+			case <-time.After(s.opts.SlowDelay):
+			}
+		}
 		b := p.encode(false)
 		if sc == scriptCut {
 			w.Header().Set("Content-Type", "application/json")

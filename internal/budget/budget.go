@@ -1,0 +1,196 @@
+package budget
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Unlimited is the value of a limit that does not apply.
+const Unlimited = -1
+
+// Limits are a resolved budget. A value of Unlimited does not apply.
+type Limits struct {
+	MaxCalls        int
+	MaxInputChars   int
+	MaxOutputChars  int
+	MaxOutputTokens int
+	CallTimeout     time.Duration // Unlimited (as a Duration) for none
+}
+
+// NoLimits is the budget of an unbudgeted route.
+var NoLimits = Limits{MaxCalls: Unlimited, MaxInputChars: Unlimited, MaxOutputChars: Unlimited, MaxOutputTokens: Unlimited, CallTimeout: Unlimited}
+
+// Presets are SPEC §5's table, exactly.
+var Presets = map[string]Limits{
+	"small":  {MaxCalls: 2, MaxInputChars: 8000, MaxOutputChars: 4000, MaxOutputTokens: 512, CallTimeout: 15000 * time.Millisecond},
+	"medium": {MaxCalls: 8, MaxInputChars: 32000, MaxOutputChars: 16000, MaxOutputTokens: 1024, CallTimeout: 30000 * time.Millisecond},
+	"large":  {MaxCalls: 16, MaxInputChars: 64000, MaxOutputChars: 32000, MaxOutputTokens: 4096, CallTimeout: 60000 * time.Millisecond},
+}
+
+// Object is a budget as configured: a preset and exact values, each nil
+// when not given (a given value, 0 included, is kept; Unlimited is -1).
+type Object struct {
+	Preset          string
+	MaxCalls        *int
+	MaxInputChars   *int
+	MaxOutputChars  *int
+	MaxOutputTokens *int
+	CallTimeoutMs   *int
+}
+
+// Resolve returns the limits of a budget object: its preset (medium when
+// none is named), then its exact values.
+func Resolve(o Object) (Limits, error) {
+	preset := o.Preset
+	if preset == "" {
+		preset = "medium"
+	}
+	l, ok := Presets[preset]
+	if !ok {
+		return Limits{}, fmt.Errorf("unknown budget preset %q; use small, medium or large", preset)
+	}
+	for _, f := range []struct {
+		v   *int
+		dst *int
+	}{{o.MaxCalls, &l.MaxCalls}, {o.MaxInputChars, &l.MaxInputChars}, {o.MaxOutputChars, &l.MaxOutputChars}, {o.MaxOutputTokens, &l.MaxOutputTokens}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if o.CallTimeoutMs != nil {
+		l.CallTimeout = time.Duration(*o.CallTimeoutMs) * time.Millisecond
+		if *o.CallTimeoutMs == Unlimited {
+			l.CallTimeout = Unlimited
+		}
+	}
+	return l, nil
+}
+
+// ErrCallTimeout is the cause of a context whose call deadline passed.
+var ErrCallTimeout = errors.New("budget: the call timeout passed")
+
+// LimitError is a request over one of its limits.
+type LimitError struct {
+	Limit string // the limit's name, e.g. "maxInputChars"
+	Max   int
+	Got   int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s: the request has %d, the limit is %d", e.Limit, e.Got, e.Max)
+}
+
+// InputChars counts the characters of a transcript's text (see the package doc).
+func InputChars(msgs []wire.Message) int {
+	n := 0
+	for i := range msgs {
+		n += messageChars(&msgs[i])
+	}
+	return n
+}
+
+func messageChars(m *wire.Message) int {
+	n := 0
+	if len(m.Content) > 0 && m.Content[0] == '"' {
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			n += utf8.RuneCountInString(s)
+		}
+	} else if len(m.Content) > 0 && m.Content[0] == '[' {
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(m.Content, &parts) == nil {
+			for _, p := range parts {
+				n += utf8.RuneCountInString(p.Text)
+			}
+		}
+	}
+	for _, c := range m.ToolCalls {
+		n += utf8.RuneCountInString(c.Function.ArgumentsText())
+	}
+	return n
+}
+
+// TrimReport says what Trim removed.
+type TrimReport struct {
+	Removed int // messages removed
+}
+
+// Trim fits a transcript into maxChars by removing whole turns, oldest
+// first, keeping system and developer messages and the latest user turn.
+// With trim false, a transcript over the limit is refused. Either way, a
+// transcript that cannot fit is a *LimitError. The input is not modified.
+func Trim(msgs []wire.Message, maxChars int, trim bool) ([]wire.Message, TrimReport, error) {
+	total := InputChars(msgs)
+	if maxChars == Unlimited || total <= maxChars {
+		return msgs, TrimReport{}, nil
+	}
+	if !trim {
+		return nil, TrimReport{}, &LimitError{Limit: "maxInputChars", Max: maxChars, Got: total}
+	}
+	// turnOf numbers the turns: messages before the first user message are
+	// turn 0, and each user message starts the next one.
+	turnOf := make([]int, len(msgs))
+	turns := 0
+	for i := range msgs {
+		if msgs[i].Role == "user" {
+			turns++
+		}
+		turnOf[i] = turns
+	}
+	drop := make([]bool, len(msgs))
+	for t := 0; t < turns && total > maxChars; t++ { // the latest user turn (turns) is kept
+		for i := range msgs {
+			if turnOf[i] == t && !keep(&msgs[i]) {
+				drop[i] = true
+				total -= messageChars(&msgs[i])
+			}
+		}
+	}
+	if total > maxChars {
+		return nil, TrimReport{}, &LimitError{Limit: "maxInputChars", Max: maxChars, Got: total}
+	}
+	out := make([]wire.Message, 0, len(msgs))
+	for i := range msgs {
+		if !drop[i] {
+			out = append(out, msgs[i])
+		}
+	}
+	return out, TrimReport{Removed: len(msgs) - len(out)}, nil
+}
+
+func keep(m *wire.Message) bool { return m.Role == "system" || m.Role == "developer" }
+
+// ClampOutput limits the request's output tokens to max: the
+// max_completion_tokens and max_tokens it has are lowered to max; when it
+// has neither, field (the upstream's) is set to max. It reports whether it
+// changed the request.
+func ClampOutput(req *wire.ChatRequest, max int, field string) bool {
+	if max == Unlimited {
+		return false
+	}
+	changed, found := false, false
+	for _, f := range []string{"max_completion_tokens", "max_tokens"} {
+		raw, ok := req.Get(f)
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		found = true
+		if n, err := strconv.Atoi(string(raw)); err != nil || n > max {
+			req.Set(f, json.RawMessage(strconv.Itoa(max)))
+			changed = true
+		}
+	}
+	if !found {
+		req.Set(field, json.RawMessage(strconv.Itoa(max)))
+		changed = true
+	}
+	return changed
+}

@@ -1,0 +1,104 @@
+package budget
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+func ptr(n int) *int { return &n }
+
+// Presets exactly as SPEC §5's table; a budget object is based on medium;
+// exact values override, 0 and Unlimited kept as given.
+func TestResolve(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Object
+		want Limits
+	}{
+		{"small", Object{Preset: "small"}, Limits{2, 8000, 4000, 512, 15 * time.Second}},
+		{"medium by default", Object{}, Limits{8, 32000, 16000, 1024, 30 * time.Second}},
+		{"large", Object{Preset: "large"}, Limits{16, 64000, 32000, 4096, 60 * time.Second}},
+		{"partial object on medium", Object{MaxOutputTokens: ptr(2048)}, Limits{8, 32000, 16000, 2048, 30 * time.Second}},
+		{"zero kept", Object{Preset: "small", MaxCalls: ptr(0)}, Limits{0, 8000, 4000, 512, 15 * time.Second}},
+		{"unlimited kept", Object{Preset: "large", MaxInputChars: ptr(Unlimited), CallTimeoutMs: ptr(Unlimited)}, Limits{16, Unlimited, 32000, 4096, Unlimited}},
+		{"exact timeout", Object{CallTimeoutMs: ptr(1500)}, Limits{8, 32000, 16000, 1024, 1500 * time.Millisecond}},
+	} {
+		got, err := Resolve(tc.o)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %+v %v, want %+v", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := Resolve(Object{Preset: "huge"}); err == nil {
+		t.Error("unknown preset accepted")
+	}
+}
+
+func transcript(t *testing.T, js string) []wire.Message {
+	t.Helper()
+	r, err := wire.DecodeRequest([]byte(`{"model":"m","messages":` + js + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Messages
+}
+
+func roles(msgs []wire.Message) string {
+	var s []string
+	for _, m := range msgs {
+		s = append(s, m.Role)
+	}
+	return strings.Join(s, ",")
+}
+
+// maxInputChars: exactly at the limit passes, one over is refused or
+// trimmed by whole oldest turns, keeping system messages and the latest
+// user turn.
+func TestTrim(t *testing.T) {
+	msgs := transcript(t, `[{"role":"system","content":"ssss"},{"role":"user","content":"aaaa"},{"role":"assistant","content":"bbbb"},`+
+		`{"role":"user","content":"cccc"},{"role":"assistant","content":"","tool_calls":[{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
+		`{"role":"tool","tool_call_id":"x","content":"dd"},{"role":"user","content":"eeee"}]`)
+	total := InputChars(msgs) // 4+4+4+4+2+2+4 = 24
+	if total != 24 {
+		t.Fatalf("InputChars = %d", total)
+	}
+	if out, _, err := Trim(msgs, 24, false); err != nil || len(out) != len(msgs) {
+		t.Errorf("at the limit: %v", err)
+	}
+	var le *LimitError
+	if _, _, err := Trim(msgs, 23, false); !errors.As(err, &le) || le.Max != 23 || le.Got != 24 {
+		t.Errorf("one over, refuse: %v", err)
+	}
+	out, rep, err := Trim(msgs, 23, true)
+	if err != nil || roles(out) != "system,user,assistant,tool,user" || rep.Removed != 2 {
+		t.Errorf("one over, trim: %s %+v %v", roles(out), rep, err)
+	}
+	out, _, err = Trim(msgs, 8, true)
+	if err != nil || roles(out) != "system,user" {
+		t.Errorf("trim to the latest turn: %s %v", roles(out), err)
+	}
+	if _, _, err := Trim(msgs, 7, true); !errors.As(err, &le) {
+		t.Errorf("cannot fit: %v", err)
+	}
+}
+
+// maxOutputTokens clamps what the request asks, injects the upstream's
+// field when it asks nothing, and leaves a smaller value alone.
+func TestClampOutput(t *testing.T) {
+	for _, tc := range []struct{ extra, want string }{
+		{`,"max_tokens":5000`, `"max_tokens":1024`},
+		{`,"max_completion_tokens":100`, `"max_completion_tokens":100`},
+		{`,"max_tokens":1024`, `"max_tokens":1024`},
+		{``, `"max_completion_tokens":1024`},
+	} {
+		r, _ := wire.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user"}]` + tc.extra + `}`))
+		ClampOutput(r, 1024, "max_completion_tokens")
+		b, _ := r.Encode("m")
+		if !strings.Contains(string(b), tc.want) || strings.Count(string(b), "max_") != 1 {
+			t.Errorf("%s: %s", tc.extra, b)
+		}
+	}
+}

@@ -1,0 +1,24 @@
+// Package budget holds SPEC §5's task budgets: the presets, their
+// resolution into Limits, and the pure admission steps that apply them to
+// a request before it is sent (input size, output tokens). Counters
+// (maxCalls, rate limits, Redis) come with client keys.
+//
+// Decisions recorded here:
+//
+//   - A route without a budget block is unbudgeted. A budget block is based
+//     on its preset, medium when none is named (SPEC §5).
+//   - Precedence, low to high: preset, then the exact values of the budget
+//     object. (SPEC's model-definition and reasoning layers have no
+//     counterpart in the gateway's configuration yet.)
+//   - Unlimited is -1 (Unlimited); a configured 0 stays 0.
+//   - maxInputChars counts the characters (runes) of the transcript's text:
+//     message contents (strings, or the text of content parts) and tool-call
+//     arguments.
+//   - Trimming removes whole turns, oldest first: a turn is a user message
+//     and everything up to the next one. System (and developer) messages and
+//     the latest user turn are kept; if the rest still does not fit, the
+//     request is refused. Repair runs after trimming and seals what it broke.
+//   - maxOutputTokens clamps max_completion_tokens or max_tokens (whichever
+//     the request has, both if both), or injects the upstream's configured
+//     field when the request has neither (QUIRKS C08: never both).
+package budget

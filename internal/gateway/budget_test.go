@@ -1,0 +1,61 @@
+package gateway
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/sim"
+)
+
+// Budgets through the gateway (SPEC §5): maxInputChars refuses (exactly
+// at the limit passes, one over is refused, nothing sent) or trims whole
+// oldest turns; maxOutputTokens clamps; callTimeoutMs ends the call with
+// 504 or a timeout error event.
+func TestBudgets(t *testing.T) {
+	e, s := startSim(t, sim.Options{SlowDelay: 300 * time.Millisecond}, `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes:
+  - {model: refuse, upstream: sim, upstream_model: sim-text, budget: {preset: small, max_input_chars: 8}}
+  - {model: trim, upstream: sim, upstream_model: sim-text, budget: {max_input_chars: 8, on_input_over: trim}}
+  - {model: clamp, upstream: sim, upstream_model: sim-text, budget: {preset: small}}
+  - {model: slow, upstream: sim, upstream_model: sim-slow, budget: {call_timeout_ms: 100}}
+`)
+	post := func(model, msgs, extra string) (int, string) {
+		resp := e.post(t, `{"model":"`+model+`","messages":`+msgs+extra+`}`)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	eight := `[{"role":"user","content":"aaaa"},{"role":"assistant","content":"bbbb"}]`
+	nine := `[{"role":"user","content":"aaaa"},{"role":"assistant","content":"bbbbb"}]`
+	if code, body := post("refuse", eight, ""); code != 200 {
+		t.Errorf("at the limit: %d %s", code, body)
+	}
+	before := s.Requests()
+	if code, body := post("refuse", nine, ""); code != 400 || !strings.Contains(body, "budget_exceeded") || !strings.Contains(body, "9 characters") || s.Requests() != before {
+		t.Errorf("one over: %d %s", code, body)
+	}
+	code, body := post("trim", `[{"role":"system","content":"s"},{"role":"user","content":"old turn"},{"role":"assistant","content":"reply"},{"role":"user","content":"new"}]`, "")
+	if sent := string(s.LastRequest()); code != 200 || strings.Contains(sent, "old turn") || !strings.Contains(sent, `"content":"new"`) || !strings.Contains(sent, `"content":"s"`) {
+		t.Errorf("trim: %d %s\nupstream got %s", code, body, sent)
+	}
+	post("clamp", eight, `,"max_tokens":5000`)
+	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_tokens":512`) {
+		t.Errorf("clamp: %s", sent)
+	}
+	post("clamp", eight, "")
+	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_tokens":512`) {
+		t.Errorf("inject: %s", sent)
+	}
+	if code, body := post("slow", eight, ""); code != 504 || !strings.Contains(body, "upstream_timeout") {
+		t.Errorf("timeout, not streamed: %d %s", code, body)
+	}
+	if code, body := post("slow", eight, `,"stream":true`); code != 200 || !strings.Contains(body, "upstream_timeout") || strings.Contains(body, "[DONE]") {
+		t.Errorf("timeout, streamed: %d %s", code, body)
+	}
+	if a := withField(e.waitAccess(t, 7), "trimmed", int64(2)); a == nil {
+		t.Error("no access line says trimmed=2")
+	}
+}
