@@ -21,6 +21,7 @@ routes:
   - {model: trim, upstream: sim, upstream_model: sim-text, budget: {max_input_chars: 8, on_input_over: trim}}
   - {model: clamp, upstream: sim, upstream_model: sim-text, budget: {preset: small}}
   - {model: slow, upstream: sim, upstream_model: sim-slow, budget: {call_timeout_ms: 100}}
+  - {model: short, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: 30}}
 `)
 	post := func(model, msgs, extra string) (int, string) {
 		resp := e.post(t, `{"model":"`+model+`","messages":`+msgs+extra+`}`)
@@ -55,7 +56,14 @@ routes:
 	if code, body := post("slow", eight, `,"stream":true`); code != 200 || !strings.Contains(body, "upstream_timeout") || strings.Contains(body, "[DONE]") {
 		t.Errorf("timeout, streamed: %d %s", code, body)
 	}
-	if a := withField(e.waitAccess(t, 7), "trimmed", int64(2)); a == nil {
+	// maxOutputChars: the stream ends with finish_reason "length" once the
+	// client has that much text, and still ends with [DONE].
+	code, body = post("short", eight, `,"stream":true`)
+	if code != 200 || !strings.Contains(body, `"finish_reason":"length"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") ||
+		strings.Contains(body, "tokens.") {
+		t.Errorf("max_output_chars: %d %s", code, body)
+	}
+	if a := withField(e.waitAccess(t, 8), "trimmed", int64(2)); a == nil {
 		t.Error("no access line says trimmed=2")
 	}
 }

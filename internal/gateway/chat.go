@@ -249,7 +249,8 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 	rs.KeepText = judge.NeedsText()
 	rs.FixChunks = up.Quirks.Has("chunks")
 	rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
-	rs.KeepText = rs.KeepText || up.RestoreReasoning
+	maxChars := g.limits[route.Name].MaxOutputChars
+	rs.KeepText = rs.KeepText || up.RestoreReasoning || maxChars != budget.Unlimited
 	rs.SingleChoice = judge.SingleChoice()
 	defer g.countNormalizations(rec, rs.Collector)
 
@@ -286,6 +287,16 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 			rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
 			rec.Error = "client write failed: " + err.Error()
 			return nil
+		}
+		if maxChars != budget.Unlimited && rs.TextChars >= maxChars && rs.FinishReason == "" {
+			// The output budget is spent: the stream ends here, as "length".
+			if err := out.Send(rs.LengthChunk()); err != nil {
+				rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
+				return nil
+			}
+			rec.Limited = "maxOutputChars"
+			complete = true
+			break
 		}
 	}
 	if ctx.Err() != nil {
@@ -516,7 +527,8 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 		}
 		rs := wire.NewRestream(wire.Quirks{}, false)
 		rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
-		rs.KeepText = rs.KeepText || up.RestoreReasoning
+		maxChars := g.limits[route.Name].MaxOutputChars
+	rs.KeepText = rs.KeepText || up.RestoreReasoning || maxChars != budget.Unlimited
 		if rs.MoveReasoning(&msg) {
 			choice.Set("message", msg.JSON())
 			rewrite = true

@@ -47,6 +47,8 @@ type Record struct {
 	Normalize string
 	// Fixes is the response normalization summary ("index_reuse=1"), or "".
 	Fixes string
+	// Limited names the budget limit that ended the response early, or "".
+	Limited string
 	// Trimmed counts messages removed to fit the input budget.
 	Trimmed int
 	// Reasoning is the reasoning level sent upstream, or "".
@@ -112,6 +114,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Fixes != "" {
 		fields = append(fields, zap.String("fixes", r.Fixes))
+	}
+	if r.Limited != "" {
+		fields = append(fields, zap.String("limited", r.Limited))
 	}
 	if r.Trimmed > 0 {
 		fields = append(fields, zap.Int("trimmed", r.Trimmed))

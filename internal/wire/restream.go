@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Restream turns an upstream's chat.completion.chunk payloads into
@@ -54,6 +55,8 @@ type Restream struct {
 	Text strings.Builder
 	// Reasoning is choice 0's reasoning so far, when KeepText is set.
 	Reasoning strings.Builder
+	// TextChars counts the characters (runes) of Text.
+	TextChars int
 
 	// FinishReason is the last finish reason sent (choice 0), "" if none.
 	FinishReason string
@@ -314,6 +317,15 @@ func (s *Restream) choice(c *Object, idx int) (heldOnly, changed bool, err error
 	return false, changed, nil
 }
 
+// LengthChunk returns a chunk that ends choice 0 with finish_reason
+// "length", for a stream cut at its output budget.
+func (s *Restream) LengthChunk() string {
+	s.FinishReason = "length"
+	o := Object{members: append([]member(nil), s.head...)}
+	o.Set("choices", json.RawMessage(`[{"index":0,"delta":{},"finish_reason":"length"}]`))
+	return string(o.JSON())
+}
+
 // FinishChunk returns a chunk that sets choice 0's finish reason — "tool_calls"
 // when calls were made, else "stop" — for an upstream that ended with
 // [DONE] but never sent one (QUIRKS A17). It carries the first chunk's id,
@@ -373,6 +385,7 @@ func (s *Restream) keepText(data string) {
 		if v, ok := delta.Get("content"); ok {
 			text, _ := stringOf(v)
 			s.Text.WriteString(text)
+			s.TextChars += utf8.RuneCountInString(text)
 		}
 		in := s.ReasoningIn
 		if in == "" {
@@ -488,6 +501,7 @@ func (s *Restream) moveReasoning(o *Object) bool {
 		r, c := s.think.Split(text)
 		if s.KeepText {
 			s.Text.WriteString(c)
+			s.TextChars += utf8.RuneCountInString(c)
 			s.Reasoning.WriteString(r)
 		}
 		o.Set("content", appendString(nil, c))
