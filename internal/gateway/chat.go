@@ -528,7 +528,7 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 		rs := wire.NewRestream(wire.Quirks{}, false)
 		rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
 		maxChars := g.limits[route.Name].MaxOutputChars
-	rs.KeepText = rs.KeepText || up.RestoreReasoning || maxChars != budget.Unlimited
+		rs.KeepText = rs.KeepText || up.RestoreReasoning || maxChars != budget.Unlimited
 		if rs.MoveReasoning(&msg) {
 			choice.Set("message", msg.JSON())
 			rewrite = true
