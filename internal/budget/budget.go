@@ -80,6 +80,8 @@ type LimitError struct {
 	Limit string // the limit's name, e.g. "maxInputChars"
 	Max   int
 	Got   int
+	// RetryAfter is when a window limit (maxCalls) allows again; 0 if none.
+	RetryAfter time.Duration
 }
 
 func (e *LimitError) Error() string {

@@ -38,6 +38,8 @@ type Config struct {
 	AdminListen string `yaml:"admin_listen"`
 	Log         Log    `yaml:"log"`
 	Server      Server `yaml:"server"`
+	// Sessions says how budgets' max_calls identify and count sessions.
+	Sessions Sessions `yaml:"sessions"`
 	// Upstreams are the providers requests can go to.
 	Upstreams []Upstream `yaml:"upstreams"`
 	// Routes map client model names to an upstream and its model name.
@@ -46,6 +48,15 @@ type Config struct {
 	exact    map[string]*Route
 	patterns []*Route
 	byName   map[string]*Upstream
+}
+
+// Sessions configures the session a request belongs to, for max_calls.
+type Sessions struct {
+	// Header carries the session id; without it the request's "user" field
+	// is the session. Default X-Session-Id.
+	Header string `yaml:"header"`
+	// Window is how long a session's call count lasts. Default 1h.
+	Window time.Duration `yaml:"window"`
 }
 
 // Log configures the JSON logs.
@@ -339,6 +350,10 @@ func (c *Config) applyDefaults() {
 	if c.Log.Level == "" {
 		c.Log.Level = DefaultLogLevel
 	}
+	if c.Sessions.Header == "" {
+		c.Sessions.Header = "X-Session-Id"
+	}
+	setDur(&c.Sessions.Window, time.Hour)
 	s := &c.Server
 	setDur(&s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDur(&s.IdleTimeout, DefaultIdleTimeout)
@@ -444,6 +459,9 @@ func (c *Config) Validate() error {
 		if f.d < 0 {
 			add(f.path, "must be a positive duration such as 30s, got %s", f.d)
 		}
+	}
+	if c.Sessions.Window < 0 {
+		add("sessions.window", "must be a positive duration such as 1h, got %s", c.Sessions.Window)
 	}
 	if c.Server.MaxBodyBytes < 0 {
 		add("server.max_body_bytes", "must be positive, got %d", c.Server.MaxBodyBytes)

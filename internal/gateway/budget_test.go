@@ -67,3 +67,30 @@ routes:
 		t.Error("no access line says trimmed=2")
 	}
 }
+
+// maxCalls: a session (header, else the request's user) makes exactly
+// max_calls calls; the next is a 429 with Retry-After, and nothing is sent.
+func TestMaxCalls(t *testing.T) {
+	e, s := startSim(t, sim.Options{}, `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
+`)
+	call := func(hdr ...string) (int, string) {
+		resp := e.post(t, `{"model":"sim-text","user":"u1","messages":[{"role":"user","content":"x"}]}`, hdr...)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	for i := range 2 {
+		if code, _ := call(); code != 200 {
+			t.Fatalf("call %d: %d", i+1, code)
+		}
+	}
+	before := s.Requests()
+	if code, after := call(); code != 429 || after == "" || s.Requests() != before {
+		t.Fatalf("third call: %d, Retry-After %q", code, after)
+	}
+	if code, _ := call("X-Session-Id", "other"); code != 200 {
+		t.Errorf("another session: %d", code)
+	}
+}

@@ -132,6 +132,15 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 
 	// A response that breaks off or violates the policy before anything
 	// reached the client may be asked for again, route.Retries times.
+	// A session's call is counted only now, once nothing refused the
+	// request; retries of this request do not count again.
+	if session := g.session(r, req); limits.MaxCalls != budget.Unlimited && session != "" {
+		if ok, after := g.calls.Take(session, limits.MaxCalls, g.cfg.Sessions.Window); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(after)))
+			g.fail(w, r, rec, &budget.LimitError{Limit: "maxCalls", Max: limits.MaxCalls, Got: limits.MaxCalls + 1, RetryAfter: after})
+			return
+		}
+	}
 	callCtx := ctx
 	if limits.CallTimeout != budget.Unlimited {
 		var cancel context.CancelFunc
@@ -160,6 +169,21 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		}
 		g.log.Debug("retrying the upstream", zap.String("request_id", rec.RequestID), zap.Int("attempt", attempt+1), zap.Error(err))
 	}
+}
+
+// session returns the request's session id: the configured header, else
+// the request's "user" field, else "" (not counted).
+func (g *Gateway) session(r *http.Request, req *wire.ChatRequest) string {
+	if id := r.Header.Get(g.cfg.Sessions.Header); id != "" {
+		return id
+	}
+	if raw, ok := req.Get("user"); ok {
+		var user string
+		if json.Unmarshal(raw, &user) == nil {
+			return user
+		}
+	}
+	return ""
 }
 
 // steps resolves the route's and upstream's normalization switches.

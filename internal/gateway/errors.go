@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/policy"
@@ -68,6 +69,10 @@ func errorFor(err error) (int, wire.ErrorBody) {
 			code = "missing_required_parameter"
 		}
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, de.Param, de.Error())
+	}
+	if le, ok := errors.AsType[*budget.LimitError](err); ok && le.Limit == "maxCalls" {
+		return http.StatusTooManyRequests, wire.NewError("rate_limit_error", "max_calls_exceeded", "",
+			fmt.Sprintf("This session has made its %d model calls for now (maxCalls); retry after %d seconds or start a new session.", le.Max, retrySeconds(le.RetryAfter)))
 	}
 	if le, ok := errors.AsType[*budget.LimitError](err); ok {
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", "budget_exceeded", "messages",
@@ -150,4 +155,9 @@ func upstreamBody(b []byte) (wire.ErrorBody, bool) {
 		body.Error.Type = "invalid_request_error"
 	}
 	return body, true
+}
+
+// retrySeconds rounds a wait up to whole seconds, as Retry-After says it.
+func retrySeconds(d time.Duration) int {
+	return int((d + time.Second - 1) / time.Second)
 }

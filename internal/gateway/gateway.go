@@ -41,6 +41,7 @@ type Gateway struct {
 	reasoning map[string]policy.Reasoning // by route name, resolved once
 	store     policy.ReasoningStore
 	limits    map[string]budget.Limits // by route name, resolved once
+	calls     *budget.Counter
 }
 
 // New returns the gateway for opts and its main listener's handler.
@@ -52,6 +53,7 @@ func New(opts Options) (*Gateway, http.Handler) {
 		upstreams: map[string]*upstream.Client{},
 		schemas:   policy.NewSchemas(0),
 		store:     opts.Store,
+		calls:     budget.NewCounter(0, nil),
 	}
 	if g.store == nil {
 		g.store = policy.NewMemoryStore(0, 0, nil)
