@@ -139,6 +139,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("toolgate started", zap.String("listen", mainLn.Addr().String()),
 		zap.String("admin_listen", adminLn.Addr().String()), zap.String("config", configName(*configPath)),
 		zap.Strings("upstreams", upstreams), zap.Int("routes", len(cfg.Routes)))
+	if len(cfg.Keys) == 0 {
+		log.Warn("no client keys configured: the gateway is open to anyone who can reach it")
+	} else {
+		log.Info("client keys configured", zap.Int("keys", len(cfg.Keys)))
+	}
 	fmt.Fprintf(stdout, "toolgate listening on %s (admin %s)\n", mainLn.Addr(), adminLn.Addr())
 
 	var serveErr error

@@ -125,7 +125,8 @@ routes: [{model: "*", upstream: up}]
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), `"msg":"access"`) || !strings.Contains(logs.String(), `"msg":"stopped"`) {
+	if !strings.Contains(logs.String(), `"msg":"access"`) || !strings.Contains(logs.String(), `"msg":"stopped"`) ||
+		!strings.Contains(logs.String(), "the gateway is open") {
 		t.Errorf("logs: %s", logs)
 	}
 }

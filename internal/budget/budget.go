@@ -72,6 +72,34 @@ func Resolve(o Object) (Limits, error) {
 	return l, nil
 }
 
+// Stricter returns, limit by limit, the stricter of a and b (Unlimited is
+// the least strict).
+func Stricter(a, b Limits) Limits {
+	min := func(x, y int) int {
+		switch {
+		case x == Unlimited:
+			return y
+		case y == Unlimited:
+			return x
+		}
+		return minInt(x, y)
+	}
+	return Limits{
+		MaxCalls:        min(a.MaxCalls, b.MaxCalls),
+		MaxInputChars:   min(a.MaxInputChars, b.MaxInputChars),
+		MaxOutputChars:  min(a.MaxOutputChars, b.MaxOutputChars),
+		MaxOutputTokens: min(a.MaxOutputTokens, b.MaxOutputTokens),
+		CallTimeout:     time.Duration(min(int(a.CallTimeout), int(b.CallTimeout))),
+	}
+}
+
+func minInt(x, y int) int {
+	if x < y {
+		return x
+	}
+	return y
+}
+
 // ErrCallTimeout is the cause of a context whose call deadline passed.
 var ErrCallTimeout = errors.New("budget: the call timeout passed")
 

@@ -133,3 +133,13 @@ func TestCounter(t *testing.T) {
 		t.Error("unlimited refused")
 	}
 }
+
+// The stricter value of two budgets wins, limit by limit.
+func TestStricter(t *testing.T) {
+	a := Limits{MaxCalls: 2, MaxInputChars: Unlimited, MaxOutputChars: 100, MaxOutputTokens: 0, CallTimeout: time.Second}
+	b := Limits{MaxCalls: 5, MaxInputChars: 10, MaxOutputChars: Unlimited, MaxOutputTokens: 50, CallTimeout: Unlimited}
+	want := Limits{MaxCalls: 2, MaxInputChars: 10, MaxOutputChars: 100, MaxOutputTokens: 0, CallTimeout: time.Second}
+	if got := Stricter(a, b); got != want {
+		t.Errorf("%+v", got)
+	}
+}

@@ -40,6 +40,8 @@ type Config struct {
 	Server      Server `yaml:"server"`
 	// Sessions says how budgets' max_calls identify and count sessions.
 	Sessions Sessions `yaml:"sessions"`
+	// Keys are the client API keys. With none, the gateway is open.
+	Keys []Key `yaml:"keys"`
 	// Upstreams are the providers requests can go to.
 	Upstreams []Upstream `yaml:"upstreams"`
 	// Routes map client model names to an upstream and its model name.
@@ -48,6 +50,33 @@ type Config struct {
 	exact    map[string]*Route
 	patterns []*Route
 	byName   map[string]*Upstream
+}
+
+// Key is one client API key, configured by its SHA-256 (hex) — never the
+// key itself.
+type Key struct {
+	// Name labels the key in logs and metrics.
+	Name string `yaml:"name"`
+	// SHA256 is the hex SHA-256 of the key (e.g. `printf %s "$KEY" | sha256sum`).
+	SHA256 string `yaml:"sha256"`
+	// Models are the model names or patterns (* wildcards) the key may use;
+	// empty means every model.
+	Models []string `yaml:"models"`
+	// Budget applies with the route's: the stricter value wins.
+	Budget *Budget `yaml:"budget"`
+}
+
+// Allows reports whether the key may use model.
+func (k *Key) Allows(model string) bool {
+	if len(k.Models) == 0 {
+		return true
+	}
+	for _, p := range k.Models {
+		if globMatch(p, model) {
+			return true
+		}
+	}
+	return false
 }
 
 // Sessions configures the session a request belongs to, for max_calls.
@@ -458,6 +487,26 @@ func (c *Config) Validate() error {
 	} {
 		if f.d < 0 {
 			add(f.path, "must be a positive duration such as 30s, got %s", f.d)
+		}
+	}
+	keyNames := map[string]bool{}
+	for i, k := range c.Keys {
+		p := fmt.Sprintf("keys[%d]", i)
+		if k.Name == "" {
+			add(p+".name", "is required")
+		} else if keyNames[k.Name] {
+			add(p+".name", "%q is used by another key", k.Name)
+		}
+		keyNames[k.Name] = true
+		if len(k.SHA256) != 64 || strings.Trim(strings.ToLower(k.SHA256), "0123456789abcdef") != "" {
+			add(p+".sha256", "must be the 64 hex digits of the key's SHA-256 (never the key itself)")
+		}
+		if b := k.Budget; b != nil {
+			switch b.Preset {
+			case "", "small", "medium", "large":
+			default:
+				add(p+".budget.preset", "must be small, medium or large, got %q", b.Preset)
+			}
 		}
 	}
 	if c.Sessions.Window < 0 {

@@ -25,6 +25,14 @@ import (
 // straight line. Only this function branches on the stages' results.
 func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
 	ctx := r.Context()
+	key, err := g.authenticate(r)
+	if err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
+	if key != nil {
+		rec.Key = key.cfg.Name
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Server.MaxBodyBytes))
 	rec.BytesIn = int64(len(body))
 	if err != nil {
@@ -47,6 +55,13 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	rec.Route, rec.Upstream, rec.Model = route.Name, route.Upstream, route.TargetModel(req.Model)
 
 	limits := g.limits[route.Name]
+	if key != nil {
+		if !key.cfg.Allows(req.Model) {
+			g.fail(w, r, rec, &AuthError{Status: http.StatusForbidden, Msg: "The key " + key.cfg.Name + " may not use the model `" + req.Model + "`; ask your gateway operator for access."})
+			return
+		}
+		limits = budget.Stricter(limits, key.limits)
+	}
 	msgs := req.Messages
 	if limits.MaxInputChars != budget.Unlimited {
 		// Trimming runs before repair, so repair seals what it broke.
@@ -158,7 +173,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		}
 		retry := attempt < route.Retries
 		if req.Stream {
-			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, retry)
+			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, retry, limits.MaxOutputChars)
 		} else {
 			err = g.whole(w, r, rec, resp, route, upCfg, judge, retry)
 		}
@@ -255,7 +270,7 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 //
 // It returns an error, having written nothing, only when retry is set and
 // the response failed before anything was sent: the caller may try again.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context.Context, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool) error {
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context.Context, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool, maxChars int) error {
 	ctx := r.Context()
 	done := g.metrics.StreamStarted(rec.Route)
 	defer done()
@@ -273,7 +288,6 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 	rs.KeepText = judge.NeedsText()
 	rs.FixChunks = up.Quirks.Has("chunks")
 	rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
-	maxChars := g.limits[route.Name].MaxOutputChars
 	rs.KeepText = rs.KeepText || up.RestoreReasoning || maxChars != budget.Unlimited
 	rs.SingleChoice = judge.SingleChoice()
 	defer g.countNormalizations(rec, rs.Collector)
@@ -551,8 +565,6 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 		}
 		rs := wire.NewRestream(wire.Quirks{}, false)
 		rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
-		maxChars := g.limits[route.Name].MaxOutputChars
-		rs.KeepText = rs.KeepText || up.RestoreReasoning || maxChars != budget.Unlimited
 		if rs.MoveReasoning(&msg) {
 			choice.Set("message", msg.JSON())
 			rewrite = true

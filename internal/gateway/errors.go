@@ -70,6 +70,13 @@ func errorFor(err error) (int, wire.ErrorBody) {
 		}
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, de.Param, de.Error())
 	}
+	if ae, ok := errors.AsType[*AuthError](err); ok {
+		code := "invalid_api_key"
+		if ae.Status == http.StatusForbidden {
+			code = "model_not_allowed"
+		}
+		return ae.Status, wire.NewError("invalid_request_error", code, "", ae.Msg)
+	}
 	if le, ok := errors.AsType[*budget.LimitError](err); ok && le.Limit == "maxCalls" {
 		return http.StatusTooManyRequests, wire.NewError("rate_limit_error", "max_calls_exceeded", "",
 			fmt.Sprintf("This session has made its %d model calls for now (maxCalls); retry after %d seconds or start a new session.", le.Max, retrySeconds(le.RetryAfter)))

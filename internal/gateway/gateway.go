@@ -42,6 +42,7 @@ type Gateway struct {
 	store     policy.ReasoningStore
 	limits    map[string]budget.Limits // by route name, resolved once
 	calls     *budget.Counter
+	keys      []clientKey
 }
 
 // New returns the gateway for opts and its main listener's handler.
@@ -72,6 +73,7 @@ func New(opts Options) (*Gateway, http.Handler) {
 		})
 	}
 	g.models = modelList(g.cfg)
+	g.keys = resolveKeys(g.cfg)
 	g.reasoning = map[string]policy.Reasoning{}
 	g.limits = map[string]budget.Limits{}
 	for _, r := range g.cfg.Routes {

@@ -15,6 +15,7 @@ type Record struct {
 	Method    string
 	Path      string
 	Route     string // configured route name, "" when none matched
+	Key       string // the client key's configured name, "" when the gateway is open
 	Upstream  string // configured upstream name, "" when none was called
 	Model     string // model name sent upstream
 	Stream    bool
@@ -95,6 +96,9 @@ func (r *Record) Log(l *zap.Logger) {
 	)
 	if r.Route != "" {
 		fields = append(fields, zap.String("route", r.Route))
+	}
+	if r.Key != "" {
+		fields = append(fields, zap.String("key", r.Key))
 	}
 	if r.Upstream != "" {
 		fields = append(fields, zap.String("upstream", r.Upstream), zap.String("model", r.Model),

@@ -1,0 +1,55 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/sim"
+)
+
+// Client keys: configured as SHA-256 hashes; 401 without a valid key, 403
+// for a model the key may not use, the key's budget applied with the
+// route's (the stricter wins), and the key never forwarded upstream.
+func TestClientKeys(t *testing.T) {
+	hash := func(k string) string { h := sha256.Sum256([]byte(k)); return hex.EncodeToString(h[:]) }
+	e, s := startSim(t, sim.Options{}, `
+keys:
+  - {name: team-a, sha256: `+hash("sk-team-a")+`, models: ["sim-*"], budget: {max_calls: 1}}
+  - {name: team-b, sha256: `+hash("sk-team-b")+`}
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
+`)
+	post := func(model string, hdr ...string) (int, string) {
+		resp := e.post(t, `{"model":"`+model+`","user":"u","messages":[{"role":"user","content":"x"}]}`, hdr...)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("sim-text"); code != 401 || !strings.Contains(body, "invalid_api_key") {
+		t.Errorf("no key: %d %s", code, body)
+	}
+	if code, _ := post("sim-text", "Authorization", "Bearer sk-wrong"); code != 401 {
+		t.Errorf("wrong key: %d", code)
+	}
+	if code, body := post("gpt-4o", "Authorization", "Bearer sk-team-a"); code != 403 || !strings.Contains(body, "model_not_allowed") {
+		t.Errorf("model not allowed: %d %s", code, body)
+	}
+	if code, _ := post("sim-text", "Authorization", "Bearer sk-team-a"); code != 200 {
+		t.Errorf("valid key: %d", code)
+	}
+	if h := s.LastHeader(); strings.Contains(h.Get("Authorization"), "sk-team-a") {
+		t.Errorf("the client's key was forwarded: %v", h)
+	}
+	if code, _ := post("sim-text", "Authorization", "Bearer sk-team-a"); code != 429 {
+		t.Errorf("the key's stricter max_calls (1) was not applied: %d", code)
+	}
+	if code, _ := post("gpt-4o", "X-Api-Key", "sk-team-b"); code != 200 {
+		t.Errorf("x-api-key, every model: %d", code)
+	}
+	if withField(e.waitAccess(t, 6), "key", "team-a") == nil {
+		t.Error("the access log does not name the key")
+	}
+}
