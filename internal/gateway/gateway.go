@@ -164,7 +164,11 @@ func (g *Gateway) writeError(w http.ResponseWriter, rec *observe.Record, status 
 	w.Write(b)
 }
 
-func (g *Gateway) listModels(w http.ResponseWriter, _ *http.Request, rec *observe.Record) {
+func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+	if _, err := g.authenticate(r); err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(g.models)
 	rec.Status, rec.Outcome = http.StatusOK, observe.OutcomeOK

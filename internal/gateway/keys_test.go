@@ -49,7 +49,15 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 	if code, _ := post("gpt-4o", "X-Api-Key", "sk-team-b"); code != 200 {
 		t.Errorf("x-api-key, every model: %d", code)
 	}
-	if withField(e.waitAccess(t, 6), "key", "team-a") == nil {
+	resp, err := e.http.Get(e.url + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("GET /v1/models without a key: %d", resp.StatusCode)
+	}
+	if withField(e.waitAccess(t, 7), "key", "team-a") == nil {
 		t.Error("the access log does not name the key")
 	}
 }
