@@ -46,16 +46,17 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	client := openai.NewClient(option.WithBaseURL("http://"+base+"/v1/"), option.WithAPIKey("demo-client-key"),
 		option.WithMaxRetries(0))
 	steps := []struct {
-		title string
-		do    func(context.Context, openai.Client, io.Writer) error
+		title    string
+		do       func(context.Context, openai.Client, io.Writer) error
+		requests int // how many requests the step makes: its access lines
 	}{
-		{"a streamed answer (model sim-text)", demoText},
-		{"a streamed tool call (model sim-tool)", demoTool},
-		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, QUIRKS A02)", demoQuirk},
-		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair},
-		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking},
-		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error")},
-		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut")},
+		{"a streamed answer (model sim-text)", demoText, 1},
+		{"a streamed tool call (model sim-tool)", demoTool, 1},
+		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, QUIRKS A02)", demoQuirk, 1},
+		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair, 1},
+		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking, 2},
+		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error"), 1},
+		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut"), 1},
 	}
 	var failed []string
 	for i, s := range steps {
@@ -64,7 +65,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "    FAILED: %v\n", err)
 			failed = append(failed, s.title)
 		}
-		for _, line := range logs.waitAccess(2 * time.Second) {
+		for _, line := range logs.waitAccess(s.requests, 5*time.Second) {
 			fmt.Fprintf(stdout, "    gateway: %s\n", line)
 		}
 	}
@@ -274,7 +275,8 @@ func (a *addrWriter) Write(p []byte) (int, error) {
 }
 
 // lineBuffer collects the gateway's JSON log lines; waitAccess returns the
-// access lines written since the last call, summarized.
+// access lines written since the last call, summarized, once there are
+// want of them (or the timeout passed).
 type lineBuffer struct {
 	mu   sync.Mutex
 	buf  bytes.Buffer
@@ -287,7 +289,7 @@ func (l *lineBuffer) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-func (l *lineBuffer) waitAccess(timeout time.Duration) []string {
+func (l *lineBuffer) waitAccess(want int, timeout time.Duration) []string {
 	deadline := time.Now().Add(timeout)
 	for {
 		l.mu.Lock()
@@ -305,7 +307,7 @@ func (l *lineBuffer) waitAccess(timeout time.Duration) []string {
 				out = append(out, summarize(m))
 			}
 		}
-		if len(out) > 0 || time.Now().After(deadline) {
+		if len(out) >= want || time.Now().After(deadline) {
 			l.seen = n
 			l.mu.Unlock()
 			return out
