@@ -501,13 +501,7 @@ func (c *Config) Validate() error {
 		if len(k.SHA256) != 64 || strings.Trim(strings.ToLower(k.SHA256), "0123456789abcdef") != "" {
 			add(p+".sha256", "must be the 64 hex digits of the key's SHA-256 (never the key itself)")
 		}
-		if b := k.Budget; b != nil {
-			switch b.Preset {
-			case "", "small", "medium", "large":
-			default:
-				add(p+".budget.preset", "must be small, medium or large, got %q", b.Preset)
-			}
-		}
+		validateBudget(p+".budget", k.Budget, false, add)
 	}
 	if c.Sessions.Window < 0 {
 		add("sessions.window", "must be a positive duration such as 1h, got %s", c.Sessions.Window)
@@ -612,16 +606,7 @@ func (c *Config) Validate() error {
 			add(p+".policy", "must be session, default or off, got %q", r.Policy)
 		}
 		validateReasoning(p+".reasoning", &r.Reasoning, add)
-		if b := r.Budget; b != nil {
-			switch b.Preset {
-			case "", "small", "medium", "large":
-			default:
-				add(p+".budget.preset", "must be small, medium or large, got %q", b.Preset)
-			}
-			if b.OnInputOver != "refuse" && b.OnInputOver != "trim" {
-				add(p+".budget.on_input_over", "must be refuse or trim, got %q", b.OnInputOver)
-			}
-		}
+		validateBudget(p+".budget", r.Budget, true, add)
 		if r.Retries < 0 || r.Retries > 5 {
 			add(p+".retries", "must be between 0 and 5, got %d", r.Retries)
 		}
@@ -664,6 +649,22 @@ func (c *Config) resolve() {
 		} else {
 			c.exact[r.Model] = r
 		}
+	}
+}
+
+// validateBudget checks a budget block (nil is none); on_input_over only
+// means something on a route.
+func validateBudget(p string, b *Budget, route bool, add func(path, format string, args ...any)) {
+	if b == nil {
+		return
+	}
+	switch b.Preset {
+	case "", "small", "medium", "large":
+	default:
+		add(p+".preset", "must be small, medium or large, got %q", b.Preset)
+	}
+	if route && b.OnInputOver != "refuse" && b.OnInputOver != "trim" {
+		add(p+".on_input_over", "must be refuse or trim, got %q", b.OnInputOver)
 	}
 }
 

@@ -93,4 +93,12 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 	if code, _ := call("X-Session-Id", "other"); code != 200 {
 		t.Errorf("another session: %d", code)
 	}
+	// A request with neither a session header nor a user is not counted.
+	for i := range 3 {
+		resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("anonymous call %d: %d", i+1, resp.StatusCode)
+		}
+	}
 }

@@ -149,11 +149,13 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	// reached the client may be asked for again, route.Retries times.
 	// A session's call is counted only now, once nothing refused the
 	// request; retries of this request do not count again.
-	if session := g.session(r, req); limits.MaxCalls != budget.Unlimited && session != "" {
-		if ok, after := g.calls.Take(session, limits.MaxCalls, g.cfg.Sessions.Window); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(after)))
-			g.fail(w, r, rec, &budget.LimitError{Limit: "maxCalls", Max: limits.MaxCalls, Got: limits.MaxCalls + 1, RetryAfter: after})
-			return
+	if limits.MaxCalls != budget.Unlimited { // the session is looked up only when a call limit applies
+		if session := g.session(r, req); session != "" {
+			if ok, after := g.calls.Take(session, limits.MaxCalls, g.cfg.Sessions.Window); !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(after)))
+				g.fail(w, r, rec, &budget.LimitError{Limit: "maxCalls", Max: limits.MaxCalls, Got: limits.MaxCalls + 1, RetryAfter: after})
+				return
+			}
 		}
 	}
 	callCtx := ctx
