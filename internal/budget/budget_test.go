@@ -103,37 +103,6 @@ func TestClampOutput(t *testing.T) {
 	}
 }
 
-// maxCalls: exactly the limit is allowed, one more is refused until the
-// window ends.
-func TestCounter(t *testing.T) {
-	now := time.Unix(0, 0)
-	c := NewCounter(2, func() time.Time { return now })
-	for i := range 2 {
-		if ok, _ := c.Take("s", 2, time.Minute); !ok {
-			t.Fatalf("call %d refused", i+1)
-		}
-	}
-	ok, after := c.Take("s", 2, time.Minute)
-	if ok || after != time.Minute {
-		t.Fatalf("third call: %v %v", ok, after)
-	}
-	if ok, _ := c.Take("other", 2, time.Minute); !ok {
-		t.Error("another session was refused")
-	}
-	now = now.Add(time.Minute)
-	if ok, _ := c.Take("s", 2, time.Minute); !ok {
-		t.Error("a new window was refused")
-	}
-	c.Take("a", 5, time.Minute)
-	c.Take("b", 5, time.Minute)
-	if len(c.m) > 2 {
-		t.Errorf("%d sessions held, max 2", len(c.m))
-	}
-	if ok, _ := c.Take("x", Unlimited, time.Minute); !ok {
-		t.Error("unlimited refused")
-	}
-}
-
 // The stricter value of two budgets wins, limit by limit.
 func TestStricter(t *testing.T) {
 	a := Limits{MaxCalls: 2, MaxInputChars: Unlimited, MaxOutputChars: 100, MaxOutputTokens: 0, CallTimeout: time.Second}

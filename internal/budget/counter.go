@@ -1,14 +1,53 @@
 package budget
 
 import (
+	"context"
 	"sync"
 	"time"
 )
 
-// Counter counts model calls per session in fixed windows. This is the
-// memory implementation; it is safe for concurrent use and holds at most
-// max sessions (expired windows are dropped first).
-type Counter struct {
+// A Check is one counter an admission consults: the counter named Key
+// counts in fixed windows of Window (a window starts with the counter's
+// first use) and may reach Limit.
+type Check struct {
+	Key    string
+	Limit  int64
+	Window time.Duration
+	// Cost is what admission adds. A cost of 0 only checks: the counter
+	// must still be below Limit (tokens, counted once a response reports
+	// them, are checked this way).
+	Cost int64
+}
+
+// Count is a counter's state once an admission ran.
+type Count struct {
+	Used  int64         // the counter's value, the admitted cost included
+	Reset time.Duration // time until the window ends
+}
+
+// room reports whether a counter at used may take c: used plus the cost
+// (at least 1) must not pass the limit.
+func (c Check) room(used int64) bool {
+	return used+max(c.Cost, 1) <= c.Limit
+}
+
+// Store holds the counters admission consults: Memory by default, Redis
+// when replicas share them. Implementations are safe for concurrent use.
+type Store interface {
+	// Admit checks every counter and, only if each has room, adds each
+	// Cost: all or nothing, atomically. When it admits, counts gets one
+	// Count per check (len(counts) >= len(checks)); when it refuses,
+	// refused is the index of the first check without room and only
+	// counts[refused] is set (it tells when that counter resets).
+	// refused is -1 when admitted.
+	Admit(ctx context.Context, checks []Check, counts []Count) (refused int, err error)
+	// Add adds n to a counter whose windows last window.
+	Add(ctx context.Context, key string, n int64, window time.Duration) error
+}
+
+// Memory is the in-process Store. It holds at most max counters (expired
+// windows are dropped first), so a flood of session ids cannot grow it.
+type Memory struct {
 	mu  sync.Mutex
 	now func() time.Time
 	max int
@@ -17,55 +56,78 @@ type Counter struct {
 
 type window struct {
 	start time.Time
-	n     int
+	len   time.Duration
+	n     int64
 }
 
-// NewCounter returns a memory counter for at most max sessions (0 means
+// NewMemory returns a memory store for at most max counters (0 means
 // 100,000); now is the clock (nil means time.Now).
-func NewCounter(max int, now func() time.Time) *Counter {
+func NewMemory(max int, now func() time.Time) *Memory {
 	if max <= 0 {
 		max = 100000
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Counter{now: now, max: max, m: map[string]*window{}}
+	return &Memory{now: now, max: max, m: map[string]*window{}}
 }
 
-// Take counts one call for session within a window of length w, if fewer
-// than limit were made in it. When it refuses, retryAfter is the time until
-// the window ends. A limit of Unlimited always allows.
-func (c *Counter) Take(session string, limit int, w time.Duration) (ok bool, retryAfter time.Duration) {
-	if limit == Unlimited {
-		return true, 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	win, found := c.m[session]
-	if !found || now.Sub(win.start) >= w {
-		if !found && len(c.m) >= c.max {
-			c.sweep(now, w)
+// Admit implements Store.
+func (s *Memory) Admit(_ context.Context, checks []Check, counts []Count) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	refused := -1
+	for i, c := range checks {
+		w := s.current(c.Key, c.Window, now)
+		counts[i] = Count{Used: w.n, Reset: w.start.Add(w.len).Sub(now)}
+		if refused < 0 && !c.room(w.n) {
+			refused = i
 		}
-		win = &window{start: now}
-		c.m[session] = win
 	}
-	if win.n >= limit {
-		return false, win.start.Add(w).Sub(now)
+	if refused >= 0 {
+		return refused, nil
 	}
-	win.n++
-	return true, 0
+	for i, c := range checks {
+		w := s.m[c.Key]
+		w.n += c.Cost
+		counts[i].Used = w.n
+	}
+	return -1, nil
 }
 
-// sweep drops expired windows, and if none expired, every window: the
-// counter stays bounded.
-func (c *Counter) sweep(now time.Time, w time.Duration) {
-	for k, win := range c.m {
-		if now.Sub(win.start) >= w {
-			delete(c.m, k)
+// Add implements Store.
+func (s *Memory) Add(_ context.Context, key string, n int64, window time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current(key, window, s.now()).n += n
+	return nil
+}
+
+// current returns key's window at now, starting a fresh one when there is
+// none or it has ended.
+func (s *Memory) current(key string, length time.Duration, now time.Time) *window {
+	w, found := s.m[key]
+	if found && now.Sub(w.start) < w.len {
+		return w
+	}
+	if !found && len(s.m) >= s.max {
+		s.sweep(now)
+	}
+	w = &window{start: now, len: length}
+	s.m[key] = w
+	return w
+}
+
+// sweep drops ended windows, and if that frees nothing, every window: the
+// store stays bounded.
+func (s *Memory) sweep(now time.Time) {
+	for k, w := range s.m {
+		if now.Sub(w.start) >= w.len {
+			delete(s.m, k)
 		}
 	}
-	if len(c.m) >= c.max {
-		clear(c.m)
+	if len(s.m) >= s.max {
+		clear(s.m)
 	}
 }

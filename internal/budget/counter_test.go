@@ -1,0 +1,161 @@
+package budget
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/testredis"
+)
+
+// storeContract runs the rules every Store keeps. advance moves the store's
+// clock past a window of w.
+func storeContract(t *testing.T, s Store, advance func(w time.Duration)) {
+	ctx := context.Background()
+	counts := make([]Count, 3)
+	calls := Check{Key: "calls:s", Limit: 2, Window: time.Minute, Cost: 1}
+
+	// Exactly the limit is admitted; one more is refused until the window ends.
+	for i := range 2 {
+		if refused, err := s.Admit(ctx, []Check{calls}, counts); err != nil || refused != -1 {
+			t.Fatalf("call %d: refused=%d err=%v", i+1, refused, err)
+		}
+		if counts[0].Used != int64(i+1) || counts[0].Reset <= 0 || counts[0].Reset > time.Minute {
+			t.Fatalf("call %d: count %+v", i+1, counts[0])
+		}
+	}
+	if refused, err := s.Admit(ctx, []Check{calls}, counts); err != nil || refused != 0 {
+		t.Fatalf("third call: refused=%d err=%v", refused, err)
+	}
+	if counts[0].Used != 2 || counts[0].Reset <= 0 || counts[0].Reset > time.Minute {
+		t.Fatalf("refused count %+v", counts[0])
+	}
+	other := calls
+	other.Key = "calls:other"
+	if refused, _ := s.Admit(ctx, []Check{other}, counts); refused != -1 {
+		t.Error("another counter was refused")
+	}
+
+	// All or nothing: a refusal adds to no counter.
+	rpm := Check{Key: "rpm:k", Limit: 5, Window: time.Minute, Cost: 1}
+	if refused, _ := s.Admit(ctx, []Check{rpm, calls}, counts); refused != 1 {
+		t.Fatalf("refused=%d, want 1", refused)
+	}
+	if refused, _ := s.Admit(ctx, []Check{rpm}, counts); refused != -1 || counts[0].Used != 1 {
+		t.Fatalf("rpm after a refused admission: refused=%d used=%d, want 1", refused, counts[0].Used)
+	}
+
+	// A cost of 0 only checks: below the limit passes, at it is refused.
+	tpm := Check{Key: "tpm:k", Limit: 30, Window: time.Minute}
+	if err := s.Add(ctx, tpm.Key, 29, tpm.Window); err != nil {
+		t.Fatal(err)
+	}
+	if refused, _ := s.Admit(ctx, []Check{tpm}, counts); refused != -1 || counts[0].Used != 29 {
+		t.Fatalf("tokens 29/30: refused=%d used=%d", refused, counts[0].Used)
+	}
+	_ = s.Add(ctx, tpm.Key, 1, tpm.Window)
+	if refused, _ := s.Admit(ctx, []Check{tpm}, counts); refused != 0 || counts[0].Used != 30 {
+		t.Fatalf("tokens 30/30: refused=%d used=%d", refused, counts[0].Used)
+	}
+
+	// A limit of 0 refuses everything.
+	zero := Check{Key: "zero", Limit: 0, Window: time.Minute, Cost: 1}
+	if refused, _ := s.Admit(ctx, []Check{zero}, counts); refused != 0 {
+		t.Error("limit 0 admitted a call")
+	}
+
+	// The window ends: counting starts again.
+	advance(time.Minute)
+	if refused, _ := s.Admit(ctx, []Check{calls, tpm}, counts); refused != -1 || counts[0].Used != 1 || counts[1].Used != 0 {
+		t.Fatalf("new window: refused=%d counts=%+v", refused, counts[:2])
+	}
+}
+
+func TestMemoryStore(t *testing.T) {
+	now := time.Unix(0, 0)
+	s := NewMemory(0, func() time.Time { return now })
+	storeContract(t, s, func(w time.Duration) { now = now.Add(w) })
+}
+
+// The memory store stays bounded whatever the number of session ids.
+func TestMemoryStoreBounded(t *testing.T) {
+	now := time.Unix(0, 0)
+	s := NewMemory(2, func() time.Time { return now })
+	counts := make([]Count, 1)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if refused, _ := s.Admit(context.Background(), []Check{{Key: k, Limit: 5, Window: time.Minute, Cost: 1}}, counts); refused != -1 {
+			t.Fatalf("%s refused", k)
+		}
+	}
+	if len(s.m) > 2 {
+		t.Errorf("%d counters held, max 2", len(s.m))
+	}
+}
+
+func TestRedisStore(t *testing.T) {
+	srv := testredis.Start(t)
+	s, err := NewRedis(srv.URL(), "test:", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Windows are Redis expiries: the clock is advanced by expiring the keys.
+	storeContract(t, s, func(time.Duration) {
+		keys, _ := s.Client().Keys(context.Background(), "test:*").Result()
+		for _, k := range keys {
+			s.Client().PExpire(context.Background(), k, time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+	})
+
+	// Every key written has an expiry: nothing accumulates forever.
+	ctx := context.Background()
+	_ = s.Add(ctx, "tokens", 5, time.Minute)
+	keys, _ := s.Client().Keys(ctx, "test:*").Result()
+	if len(keys) == 0 {
+		t.Fatal("no keys written")
+	}
+	for _, k := range keys {
+		if ttl := s.Client().PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Errorf("key %s has ttl %v", k, ttl)
+		}
+	}
+
+	// Redis gone: an error, not an admission.
+	srv.Stop()
+	if _, err := s.Admit(ctx, []Check{{Key: "x", Limit: 1, Window: time.Minute, Cost: 1}}, make([]Count, 1)); err == nil {
+		t.Error("admitted with Redis stopped")
+	}
+}
+
+// Concurrent admissions against one Redis never admit more than the limit.
+func TestRedisStoreAtomic(t *testing.T) {
+	srv := testredis.Start(t)
+	a, _ := NewRedis(srv.URL(), "", time.Second)
+	b, _ := NewRedis(srv.URL(), "", time.Second)
+	defer a.Close()
+	defer b.Close()
+	admitted := make(chan bool, 200)
+	for i := range 200 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		go func() {
+			refused, err := s.Admit(context.Background(), []Check{{Key: "c", Limit: 50, Window: time.Minute, Cost: 1}}, make([]Count, 1))
+			admitted <- err == nil && refused == -1
+		}()
+	}
+	n := 0
+	for range 200 {
+		if <-admitted {
+			n++
+		}
+	}
+	if n != 50 {
+		t.Errorf("%d admitted, limit 50", n)
+	}
+}

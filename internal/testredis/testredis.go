@@ -1,0 +1,102 @@
+// Package testredis starts a real redis-server for tests, on a free
+// loopback port, with persistence off. Tests that need Redis call Start; it
+// skips the test when redis-server is not installed, except under CI (CI or
+// TOOLGATE_REQUIRE_REDIS set), where it fails: .ci/run installs it.
+package testredis
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Server is a running redis-server.
+type Server struct {
+	Addr string // host:port
+	cmd  *exec.Cmd
+	port int
+	dir  string
+	t    testing.TB
+}
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+
+// Start starts a redis-server that stops when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		msg := "redis-server is not installed (apt-get install -y redis-server)"
+		if os.Getenv("CI") != "" || os.Getenv("TOOLGATE_REQUIRE_REDIS") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + "; skipped outside CI")
+	}
+	s := &Server{dir: t.TempDir(), t: t}
+	var err error
+	for range 5 { // a free port can be taken between finding and binding it
+		if s.port, err = freePort(); err == nil {
+			if err = s.run(); err == nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("starting redis-server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Stop stops the server (a test may stop it early to see Redis go away).
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port, empty.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	if err := s.run(); err != nil {
+		s.t.Fatalf("restarting redis-server: %v", err)
+	}
+}
+
+func (s *Server) run() error {
+	s.Addr = "127.0.0.1:" + strconv.Itoa(s.port)
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			s.cmd = cmd
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return fmt.Errorf("redis-server did not listen on %s", s.Addr)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
