@@ -49,6 +49,7 @@ type Sim struct {
 type fastKey struct {
 	script script
 	stream bool
+	usage  bool
 }
 
 // New returns a Sim.
@@ -67,8 +68,10 @@ func New(opts Options) *Sim {
 		s.fast = map[fastKey][]byte{}
 		for _, sc := range []script{scriptText, scriptTool} {
 			for _, stream := range []bool{false, true} {
-				p := plan{script: sc, model: "sim", id: "chatcmpl-sim", tool: "get_weather", chunks: opts.Chunks}
-				s.fast[fastKey{sc, stream}] = p.encode(stream)
+				for _, usage := range []bool{false, true} {
+					p := plan{script: sc, model: "sim", id: "chatcmpl-sim", tool: "get_weather", chunks: opts.Chunks, usage: usage}
+					s.fast[fastKey{sc, stream, usage}] = p.encode(stream)
+				}
 			}
 		}
 	}
@@ -184,7 +187,7 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, "server_error", fmt.Sprintf("The simulator was asked to fail (model %s).", req.Model))
 		return
 	}
-	if b, ok := s.fast[fastKey{sc, req.Stream}]; ok && !(req.StreamOptions != nil && req.StreamOptions.IncludeUsage) {
+	if b, ok := s.fast[fastKey{sc, req.Stream, req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}]; ok {
 		s.writeFast(w, b, req.Stream)
 		return
 	}

@@ -61,6 +61,17 @@ type Restream struct {
 	// FinishReason is the last finish reason sent (choice 0), "" if none.
 	FinishReason string
 
+	// Usage is the token usage the upstream reported (the largest value of
+	// each field, QUIRKS A25); UsageSeen says whether it reported any.
+	Usage     Usage
+	UsageSeen bool
+	// HoldUsage takes usage out of the stream: a usage-only chunk is not
+	// sent and a usage member is removed from other chunks (A22, A25).
+	// UsageChunk then gives the one usage chunk to send at the end, for a
+	// client that asked for it.
+	HoldUsage bool
+	usageRaw  []byte
+
 	finished map[int]bool
 	scratch  []json.RawMessage
 	pending  []Fragment // Buffer: one merged fragment per call, by canonical index
@@ -107,6 +118,12 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 		s.SingleChoice && strings.Contains(data, `"choices":[{`) && !strings.Contains(data, `"index":0`) && !strings.Contains(data, `"tool_calls"`)) {
 		var drop bool
 		if data, drop = s.fixChunk(data); drop {
+			return "", false, nil
+		}
+	}
+	if hasUsage(data) {
+		var drop bool
+		if data, drop = s.takeUsage(data); drop {
 			return "", false, nil
 		}
 	}
