@@ -99,7 +99,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		u.URL = "http://" + ln.Addr().String() + "/v1"
 	}
 
-	g, handler := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics})
+	g, handler, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics})
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
 	defer g.Close()
 
 	mainLn, err := net.Listen("tcp", cfg.Listen)

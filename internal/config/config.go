@@ -42,6 +42,9 @@ type Config struct {
 	Sessions Sessions `yaml:"sessions"`
 	// Keys are the client API keys. With none, the gateway is open.
 	Keys []Key `yaml:"keys"`
+	// State says where counters (max_calls, rate limits) and remembered
+	// reasoning live: memory (one replica) or Redis (shared).
+	State State `yaml:"state"`
 	// Upstreams are the providers requests can go to.
 	Upstreams []Upstream `yaml:"upstreams"`
 	// Routes map client model names to an upstream and its model name.
@@ -64,6 +67,34 @@ type Key struct {
 	Models []string `yaml:"models"`
 	// Budget applies with the route's: the stricter value wins.
 	Budget *Budget `yaml:"budget"`
+	// RateLimit caps the key's requests and tokens per minute (429 beyond).
+	RateLimit RateLimit `yaml:"rate_limit"`
+}
+
+// RateLimit is a key's per-minute limits; 0 (the default) is no limit.
+type RateLimit struct {
+	// RequestsPerMinute counts requests admitted to an upstream.
+	RequestsPerMinute int64 `yaml:"requests_per_minute"`
+	// TokensPerMinute counts the upstream's reported usage (total_tokens);
+	// a request is admitted while the minute's count is below it.
+	TokensPerMinute int64 `yaml:"tokens_per_minute"`
+}
+
+// State configures where shared state lives.
+type State struct {
+	// Store is memory (the default) or redis.
+	Store string `yaml:"store"`
+	// RedisURL is redis://[user:password@]host:port/db (rediss:// for TLS),
+	// usually "${REDIS_URL}". Required with store: redis.
+	RedisURL string `yaml:"redis_url"`
+	// Prefix starts every Redis key. Default "toolgate:".
+	Prefix string `yaml:"prefix"`
+	// Timeout bounds each Redis operation. Default 250ms.
+	Timeout time.Duration `yaml:"timeout"`
+	// OnError is what a request does when Redis cannot be reached:
+	// fail_open (the default: admitted, logged and counted) or fail_closed
+	// (refused with 503).
+	OnError string `yaml:"on_error"`
 }
 
 // Allows reports whether the key may use model.
@@ -158,6 +189,13 @@ type Upstream struct {
 	// RefusesForcedToolChoice says this upstream refuses a forced
 	// tool_choice (required or a named function) while thinking.
 	RefusesForcedToolChoice bool `yaml:"refuses_forced_tool_choice"`
+	// NoStreamOptions says this upstream refuses the stream_options field
+	// (QUIRKS C28: Azure with data sources, Mistral, some Bedrock relays):
+	// the gateway removes it, and counts tokens only if the upstream
+	// reports usage unasked. By default the gateway asks every stream for
+	// usage (stream_options.include_usage), for the token metrics and
+	// limits.
+	NoStreamOptions bool `yaml:"no_stream_options"`
 	// Quirks lists the stream normalizations applied to this upstream's
 	// responses: "all" (the default), "strict" (none: every protocol
 	// departure is an error), or a list of QuirkNames.
@@ -165,7 +203,7 @@ type Upstream struct {
 }
 
 // QuirkNames are the stream normalizations an upstream can switch on.
-var QuirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks"}
+var QuirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks", "usage"}
 
 // Quirks is an upstream's list of normalizations; in YAML a single word
 // ("all", "strict") or a list of names.
@@ -383,6 +421,16 @@ func (c *Config) applyDefaults() {
 		c.Sessions.Header = "X-Session-Id"
 	}
 	setDur(&c.Sessions.Window, time.Hour)
+	if c.State.Store == "" {
+		c.State.Store = "memory"
+	}
+	if c.State.Prefix == "" {
+		c.State.Prefix = "toolgate:"
+	}
+	setDur(&c.State.Timeout, 250*time.Millisecond)
+	if c.State.OnError == "" {
+		c.State.OnError = "fail_open"
+	}
 	s := &c.Server
 	setDur(&s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDur(&s.IdleTimeout, DefaultIdleTimeout)
@@ -502,6 +550,26 @@ func (c *Config) Validate() error {
 			add(p+".sha256", "must be the 64 hex digits of the key's SHA-256 (never the key itself)")
 		}
 		validateBudget(p+".budget", k.Budget, false, add)
+		if k.RateLimit.RequestsPerMinute < 0 || k.RateLimit.TokensPerMinute < 0 {
+			add(p+".rate_limit", "values must be positive (0 is no limit)")
+		}
+	}
+	switch c.State.Store {
+	case "memory":
+	case "redis":
+		if c.State.RedisURL == "" {
+			add("state.redis_url", "is required with store: redis (redis://host:6379/0)")
+		} else if u, err := url.Parse(c.State.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			add("state.redis_url", "must be a redis:// or rediss:// URL")
+		}
+	default:
+		add("state.store", "must be memory or redis, got %q", c.State.Store)
+	}
+	if c.State.Timeout < 0 {
+		add("state.timeout", "must be a positive duration such as 250ms, got %s", c.State.Timeout)
+	}
+	if c.State.OnError != "fail_open" && c.State.OnError != "fail_closed" {
+		add("state.on_error", "must be fail_open or fail_closed, got %q", c.State.OnError)
 	}
 	if c.Sessions.Window < 0 {
 		add("sessions.window", "must be a positive duration such as 1h, got %s", c.Sessions.Window)

@@ -45,7 +45,10 @@ routes: [{model: "*", upstream: sim}]
 		b.Fatal(err)
 	}
 	log, _ := observe.NewLogger(io.Discard, "info")
-	g, h := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
+	g, h, err := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		b.Fatal(err)
+	}
 	gw := httptest.NewServer(h)
 	b.Cleanup(func() { gw.Close(); g.Close() })
 	return gw.URL

@@ -33,6 +33,8 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if key != nil {
 		rec.Key = key.cfg.Name
 	}
+	defer g.metrics.KeyStarted(rec.Key)()
+	defer g.settle(ctx, key, rec)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Server.MaxBodyBytes))
 	rec.BytesIn = int64(len(body))
 	if err != nil {
@@ -139,24 +141,18 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		g.metrics.Reasoned(rec.Route, rec.Reasoning)
 	}
 
+	clientUsage := req.Stream && streamUsage(req, upCfg)
 	out, err := req.Encode(rec.Model)
 	if err != nil {
 		g.fail(w, r, rec, err)
 		return
 	}
 
-	// A response that breaks off or violates the policy before anything
-	// reached the client may be asked for again, route.Retries times.
-	// A session's call is counted only now, once nothing refused the
-	// request; retries of this request do not count again.
-	if limits.MaxCalls != budget.Unlimited { // the session is looked up only when a call limit applies
-		if session := g.session(r, req); session != "" {
-			if ok, after := g.calls.Take(session, limits.MaxCalls, g.cfg.Sessions.Window); !ok {
-				w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(after)))
-				g.fail(w, r, rec, &budget.LimitError{Limit: "maxCalls", Max: limits.MaxCalls, Got: limits.MaxCalls + 1, RetryAfter: after})
-				return
-			}
-		}
+	// Counted admission comes last, once nothing else refused the request;
+	// retries of this request do not count again.
+	if err := g.admit(ctx, w, r, req, key, limits, rec); err != nil {
+		g.fail(w, r, rec, err)
+		return
 	}
 	callCtx := ctx
 	if limits.CallTimeout != budget.Unlimited {
@@ -164,6 +160,8 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		callCtx, cancel = context.WithTimeoutCause(ctx, limits.CallTimeout, budget.ErrCallTimeout)
 		defer cancel()
 	}
+	// A response that breaks off or violates the policy before anything
+	// reached the client may be asked for again, route.Retries times.
 	for attempt := 0; ; attempt++ {
 		rec.Attempts = attempt + 1
 		sent := time.Now()
@@ -175,7 +173,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		}
 		retry := attempt < route.Retries
 		if req.Stream {
-			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, retry, limits.MaxOutputChars)
+			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, retry, limits.MaxOutputChars, clientUsage)
 		} else {
 			err = g.whole(w, r, rec, resp, route, upCfg, judge, retry)
 		}
@@ -186,6 +184,30 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		}
 		g.log.Debug("retrying the upstream", zap.String("request_id", rec.RequestID), zap.Int("attempt", attempt+1), zap.Error(err))
 	}
+}
+
+// streamUsage reports whether a streamed request asked for usage
+// (stream_options.include_usage), and makes sure the upstream is asked for
+// it: the gateway counts tokens by key, and the usage chunk the client did
+// not ask for is taken out of its stream. For an upstream that refuses
+// stream_options the field is removed instead.
+func streamUsage(req *wire.ChatRequest, up *config.Upstream) bool {
+	opts := wire.Object{}
+	if raw, ok := req.Get("stream_options"); ok && string(raw) != "null" {
+		if o, err := wire.ParseObject(raw); err == nil {
+			opts = o
+		}
+	}
+	v, _ := opts.Get("include_usage")
+	asked := string(v) == "true"
+	switch {
+	case up.NoStreamOptions:
+		req.Delete("stream_options")
+	case !asked:
+		opts.Set("include_usage", json.RawMessage("true"))
+		req.Set("stream_options", opts.JSON())
+	}
+	return asked
 }
 
 // session returns the request's session id: the configured header, else
@@ -249,6 +271,7 @@ const (
 // status and OpenAI error body.
 func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Record, err error) {
 	rec.Error = err.Error()
+	noteLimit(rec, err)
 	if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Kind != upstream.KindCanceled {
 		rec.ErrorKind = string(ue.Kind)
 		rec.Outcome = observe.OutcomeUpstream
@@ -272,7 +295,10 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 //
 // It returns an error, having written nothing, only when retry is set and
 // the response failed before anything was sent: the caller may try again.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context.Context, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool, maxChars int) error {
+//
+// clientUsage says the client asked for the usage chunk
+// (stream_options.include_usage); usage it did not ask for is taken out.
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context.Context, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool, maxChars int, clientUsage bool) error {
 	ctx := r.Context()
 	done := g.metrics.StreamStarted(rec.Route)
 	defer done()
@@ -292,7 +318,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 	rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
 	rs.KeepText = rs.KeepText || up.RestoreReasoning || maxChars != budget.Unlimited
 	rs.SingleChoice = judge.SingleChoice()
+	rs.HoldUsage = !clientUsage || up.Quirks.Has("usage")
 	defer g.countNormalizations(rec, rs.Collector)
+	defer func() { addUsage(rec, rs.Usage) }()
 
 	var broken, protocol error
 	complete := false
@@ -363,6 +391,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 	if t := rs.ThinkTail(); t != "" {
 		tail = append([]string{t}, tail...)
 	}
+	if u := rs.UsageChunk(); u != "" && clientUsage && rs.HoldUsage {
+		tail = append(tail, u) // once, last, as OpenAI sends it (QUIRKS A22, A25)
+	}
 	calls, callsErr := rs.Collector.Finish()
 	if protocol != nil {
 		callsErr = protocol
@@ -417,6 +448,7 @@ func (g *Gateway) endStream(w http.ResponseWriter, r *http.Request, rec *observe
 	}
 	rec.Status, rec.Error = http.StatusOK, err.Error()
 	rec.Outcome, rec.ErrorKind = outcomeOf(err)
+	noteLimit(rec, err)
 	_, body := errorFor(err)
 	out.Fail(body)
 	return nil
@@ -532,6 +564,11 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 	c := wire.NewCollector(quirks(up))
 	defer g.countNormalizations(rec, c)
 	body, _ := wire.ParseObject(b) // b is valid JSON
+	if raw, ok := body.Get("usage"); ok {
+		if u, ok := wire.ParseUsage(raw); ok {
+			addUsage(rec, u)
+		}
+	}
 	var choices []json.RawMessage
 	if raw, ok := body.Get("choices"); ok {
 		_ = json.Unmarshal(raw, &choices)

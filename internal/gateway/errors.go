@@ -77,6 +77,19 @@ func errorFor(err error) (int, wire.ErrorBody) {
 		}
 		return ae.Status, wire.NewError("invalid_request_error", code, "", ae.Msg)
 	}
+	if le, ok := errors.AsType[*budget.LimitError](err); ok && (le.Limit == limitRequests || le.Limit == limitTokens) {
+		// OpenAI's shape: type "requests" or "tokens", code rate_limit_exceeded.
+		unit, short := "requests", "RPM"
+		if le.Limit == limitTokens {
+			unit, short = "tokens", "TPM"
+		}
+		return http.StatusTooManyRequests, wire.NewError(unit, "rate_limit_exceeded", "",
+			fmt.Sprintf("Rate limit reached for this key on %s per min (%s): Limit %d, Used %d. Please try again in %ds.", unit, short, le.Max, le.Got, retrySeconds(le.RetryAfter)))
+	}
+	if _, ok := errors.AsType[*StateError](err); ok {
+		return http.StatusServiceUnavailable, wire.NewError("server_error", "state_unavailable", "",
+			"The gateway cannot reach its budget store, and refuses requests until it can (state.on_error: fail_closed); retry shortly.")
+	}
 	if le, ok := errors.AsType[*budget.LimitError](err); ok && le.Limit == "maxCalls" {
 		return http.StatusTooManyRequests, wire.NewError("rate_limit_error", "max_calls_exceeded", "",
 			fmt.Sprintf("This session has made its %d model calls for now (maxCalls); retry after %d seconds or start a new session.", le.Max, retrySeconds(le.RetryAfter)))

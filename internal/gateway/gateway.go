@@ -25,9 +25,11 @@ type Options struct {
 	Config  *config.Config
 	Logger  *zap.Logger
 	Metrics *observe.Metrics
-	// Store holds reasoning to restore; nil means a bounded memory store
-	// (10,000 turns, 24 h).
-	Store policy.ReasoningStore
+	// Store holds reasoning to restore and Counters the admission
+	// counters; nil means what the config's state block says (memory, or
+	// Redis).
+	Store    policy.ReasoningStore
+	Counters budget.Store
 }
 
 // Gateway serves the main listener. It is safe for concurrent use.
@@ -41,12 +43,15 @@ type Gateway struct {
 	reasoning map[string]policy.Reasoning // by route name, resolved once
 	store     policy.ReasoningStore
 	limits    map[string]budget.Limits // by route name, resolved once
-	calls     *budget.Counter
+	counters  budget.Store
 	keys      []clientKey
+	close     func() // releases the state store
 }
 
-// New returns the gateway for opts and its main listener's handler.
-func New(opts Options) (*Gateway, http.Handler) {
+// New returns the gateway for opts and its main listener's handler. It
+// fails only when the configured state store cannot be set up (a Redis
+// that does not answer yet is not a failure: state.on_error applies).
+func New(opts Options) (*Gateway, http.Handler, error) {
 	g := &Gateway{
 		cfg:       opts.Config,
 		log:       opts.Logger,
@@ -54,10 +59,21 @@ func New(opts Options) (*Gateway, http.Handler) {
 		upstreams: map[string]*upstream.Client{},
 		schemas:   policy.NewSchemas(0),
 		store:     opts.Store,
-		calls:     budget.NewCounter(0, nil),
+		counters:  opts.Counters,
+		close:     func() {},
 	}
-	if g.store == nil {
-		g.store = policy.NewMemoryStore(0, 0, nil)
+	if g.store == nil || g.counters == nil {
+		counters, store, closeState, err := openState(g.cfg, g.log, g.metrics)
+		if err != nil {
+			return nil, nil, err
+		}
+		g.close = closeState
+		if g.store == nil {
+			g.store = store
+		}
+		if g.counters == nil {
+			g.counters = counters
+		}
 	}
 	for _, u := range g.cfg.Upstreams {
 		g.upstreams[u.Name] = upstream.New(upstream.Target{
@@ -98,14 +114,16 @@ func New(opts Options) (*Gateway, http.Handler) {
 		g.writeError(w, rec, http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
 			fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, allow)))
 	}))
-	return g, r
+	return g, r, nil
 }
 
-// Close releases the upstream clients' idle connections.
+// Close releases the upstream clients' idle connections and the state
+// store's.
 func (g *Gateway) Close() {
 	for _, c := range g.upstreams {
 		c.CloseIdleConnections()
 	}
+	g.close()
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Record)

@@ -50,7 +50,10 @@ func startGateway(t *testing.T, upstreamURL, yaml string) *env {
 	}
 	core, logs := observer.New(zap.InfoLevel)
 	reg := prometheus.NewPedanticRegistry()
-	g, h := New(Options{Config: cfg, Logger: zap.New(core), Metrics: observe.NewMetrics(reg)})
+	g, h, err := New(Options{Config: cfg, Logger: zap.New(core), Metrics: observe.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(h)
 	tr := &http.Transport{}
 	t.Cleanup(func() {

@@ -22,6 +22,10 @@ type Metrics struct {
 	invalidArguments *prometheus.CounterVec
 	reasoning        *prometheus.CounterVec
 	restores         *prometheus.CounterVec
+	rejections       *prometheus.CounterVec
+	tokens           *prometheus.CounterVec
+	keyInFlight      *prometheus.GaugeVec
+	stateErrors      *prometheus.CounterVec
 }
 
 // latencyBuckets span a fast local proxy hop to a long model answer.
@@ -87,7 +91,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "toolgate_reasoning_restores_total",
 		Help: "Assistant turns whose reasoning was put back into a request (restored), or was missing from the store (miss), by route.",
 	}, []string{"route", "result"})
-	reg.MustRegister(m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+	m.rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_budget_rejections_total",
+		Help: "Requests refused or cut by a budget or rate limit, by route, client key and reason (maxInputChars, maxCalls, callTimeoutMs, maxOutputChars, requests_per_minute, tokens_per_minute, state_unavailable).",
+	}, []string{"route", "key", "reason"})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_tokens_total",
+		Help: "Tokens the upstreams reported in usage, by client key and direction (input: prompt_tokens, output: completion_tokens).",
+	}, []string{"key", "direction"})
+	m.keyInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "toolgate_key_requests_in_flight",
+		Help: "Chat requests being served, by client key.",
+	}, []string{"key"})
+	m.stateErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_state_errors_total",
+		Help: "Operations on the shared state store (Redis) that failed, by operation (admit, add_tokens, reasoning_get, reasoning_put) and what the request did (fail_open, fail_closed).",
+	}, []string{"operation", "mode"})
+	reg.MustRegister(m.rejections, m.tokens, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -99,6 +119,45 @@ func routeLabel(route string) string {
 		return "none"
 	}
 	return route
+}
+
+// KeyLabel is the key label of a request without a client key.
+const KeyLabel = "none"
+
+func keyLabel(key string) string {
+	if key == "" {
+		return KeyLabel
+	}
+	return key
+}
+
+// Rejected counts one request refused or cut by a budget.
+func (m *Metrics) Rejected(route, key, reason string) {
+	m.rejections.WithLabelValues(routeLabel(route), keyLabel(key), reason).Inc()
+}
+
+// Tokens counts the input and output tokens of one response's usage.
+func (m *Metrics) Tokens(key string, input, output int64) {
+	k := keyLabel(key)
+	if input > 0 {
+		m.tokens.WithLabelValues(k, "input").Add(float64(input))
+	}
+	if output > 0 {
+		m.tokens.WithLabelValues(k, "output").Add(float64(output))
+	}
+}
+
+// KeyStarted counts a request in flight for key; call the returned
+// function when it ends.
+func (m *Metrics) KeyStarted(key string) (done func()) {
+	g := m.keyInFlight.WithLabelValues(keyLabel(key))
+	g.Inc()
+	return g.Dec
+}
+
+// StateError counts one failed state-store operation.
+func (m *Metrics) StateError(operation, mode string) {
+	m.stateErrors.WithLabelValues(operation, mode).Inc()
 }
 
 // StreamStarted counts a stream in flight on route; call the returned

@@ -48,10 +48,15 @@ type Record struct {
 	Normalize string
 	// Fixes is the response normalization summary ("index_reuse=1"), or "".
 	Fixes string
-	// Limited names the budget limit that ended the response early, or "".
+	// Limited names the budget or rate limit that refused the request or
+	// ended its response early (maxCalls, requests_per_minute,
+	// maxOutputChars, callTimeoutMs, state_unavailable, …), or "".
 	Limited string
 	// Trimmed counts messages removed to fit the input budget.
 	Trimmed int
+	// PromptTokens, CompletionTokens and TotalTokens are the usage the
+	// upstream reported (summed over attempts); 0 when it reported none.
+	PromptTokens, CompletionTokens, TotalTokens int64
 	// Reasoning is the reasoning level sent upstream, or "".
 	Reasoning string
 	// ReasoningRestored counts assistant turns whose reasoning was put back.
@@ -124,6 +129,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.Trimmed > 0 {
 		fields = append(fields, zap.Int("trimmed", r.Trimmed))
+	}
+	if r.TotalTokens > 0 {
+		fields = append(fields, zap.Int64("tokens_in", r.PromptTokens), zap.Int64("tokens_out", r.CompletionTokens))
 	}
 	if r.Reasoning != "" {
 		fields = append(fields, zap.String("reasoning", r.Reasoning))

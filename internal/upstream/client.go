@@ -249,9 +249,16 @@ var dropResponse = map[string]bool{
 // CopyResponseHeaders copies the upstream's response headers that are safe
 // and meaningful for the client (rate-limit headers, processing times, …).
 // The upstream's X-Request-Id is passed as X-Upstream-Request-Id, since the
-// client's X-Request-Id is the gateway's.
+// client's X-Request-Id is the gateway's. A header already in dst (one the
+// gateway set itself, such as its x-ratelimit-* for a client key) is kept.
 func CopyResponseHeaders(dst, src http.Header) {
-	copyHeaders(dst, src, dropResponse)
+	conn := src.Values("Connection")
+	for k, vv := range src {
+		if dropResponse[k] || listedIn(conn, k) || dst[k] != nil {
+			continue // a header the gateway set itself (x-ratelimit-*, …) wins
+		}
+		dst[k] = append([]string(nil), vv...)
+	}
 	if id := src.Get("X-Request-Id"); id != "" {
 		dst.Set("X-Upstream-Request-Id", id)
 	}
