@@ -97,8 +97,9 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 		// A keep-alive sent as data (QUIRKS A34, `data: : keepalive`).
 		s.Collector.fixes["keepalive_data"]++
 		return "", false, nil
-	case first != '{':
-		// Non-JSON data (A39): a client would fail to parse it.
+	case first != '{' || !validString(data):
+		// Non-JSON data (A39), or a truncated or malformed chunk: a client
+		// would fail to parse it.
 		return "", false, &ProtocolError{Index: -1, Msg: "a stream event is not a JSON object: " + truncate(data, 80)}
 	}
 	if !s.seen {

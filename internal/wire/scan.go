@@ -463,3 +463,9 @@ func stringOf(raw []byte) (string, bool) {
 	}
 	return stringValue(raw, 0, end, escaped), true
 }
+
+// validString is Valid for a string, without copying it (the scanner only
+// reads).
+func validString(s string) bool {
+	return Valid(unsafe.Slice(unsafe.StringData(s), len(s)))
+}

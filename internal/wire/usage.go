@@ -62,13 +62,11 @@ func (s *Restream) takeUsage(data string) (out string, drop bool) {
 		return data, false // reported by Chunk
 	}
 	raw, _ := o.Get("usage")
-	u, ok := ParseUsage(raw)
-	if !ok {
-		return data, false
+	if u, ok := ParseUsage(raw); ok {
+		s.Usage.snapshot(u)
+		s.UsageSeen = true
+		s.usageRaw = append(s.usageRaw[:0], raw...)
 	}
-	s.Usage.snapshot(u)
-	s.UsageSeen = true
-	s.usageRaw = append(s.usageRaw[:0], raw...)
 	if !s.HoldUsage {
 		return data, false
 	}
