@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testredis"
+)
+
+// twoGateways starts a simulator and two gateway replicas in front of it,
+// both configured with yaml (REDIS_URL replaced by the test Redis).
+func twoGateways(t *testing.T, srv *testredis.Server, yaml string) (a, b *env, s *sim.Sim) {
+	t.Helper()
+	s = sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	t.Cleanup(up.Close)
+	yaml = strings.ReplaceAll(yaml, "REDIS_URL", srv.URL())
+	return startGateway(t, up.URL, yaml), startGateway(t, up.URL, yaml), s
+}
+
+// Two replicas sharing one Redis enforce one maxCalls per session and one
+// rate limit per key between them, and every counter they write expires.
+func TestRedisSharedLimits(t *testing.T) {
+	srv := testredis.Start(t)
+	a, b, s := twoGateways(t, srv, `
+state: {store: redis, redis_url: "REDIS_URL"}
+keys: [{name: team, sha256: `+keyHash("sk-team")+`, rate_limit: {requests_per_minute: 4}}]
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: sim, budget: {max_calls: 3}}]
+`)
+	call := func(e *env, session string) (int, string) {
+		hdr := []string{"Authorization", "Bearer sk-team"}
+		if session != "" {
+			hdr = append(hdr, "X-Session-Id", session)
+		}
+		resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, hdr...)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	// maxCalls 3 for session s1, across both replicas.
+	for i, e := range []*env{a, b, a} {
+		if code, body := call(e, "s1"); code != 200 {
+			t.Fatalf("call %d of s1: %d %s", i+1, code, body)
+		}
+	}
+	before := s.Requests()
+	if code, body := call(b, "s1"); code != 429 || !strings.Contains(body, "max_calls_exceeded") || s.Requests() != before {
+		t.Fatalf("fourth call of s1 on the other replica: %d %s", code, body)
+	}
+	// The refused call took nothing from the rate limit (3 of 4 used): one
+	// more request passes, the next is refused, whichever replica serves it.
+	if code, body := call(b, ""); code != 200 {
+		t.Fatalf("fourth request of the key: %d %s", code, body)
+	}
+	if code, body := call(a, ""); code != 429 || !strings.Contains(body, "rate_limit_exceeded") {
+		t.Fatalf("fifth request of the key: %d %s", code, body)
+	}
+
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	keys, err := rdb.Keys(context.Background(), "toolgate:*").Result()
+	if err != nil || len(keys) < 2 {
+		t.Fatalf("keys in Redis: %v %v", keys, err)
+	}
+	for _, k := range keys {
+		if ttl := rdb.PTTL(context.Background(), k).Val(); ttl <= 0 {
+			t.Errorf("key %s has no expiry (%v)", k, ttl)
+		}
+	}
+}
+
+// Redis stops mid-test: a fail_open replica serves on (logged and
+// counted), a fail_closed one answers 503 in OpenAI's shape; once Redis is
+// back, both count again.
+func TestRedisUnavailable(t *testing.T) {
+	srv := testredis.Start(t)
+	cfg := func(mode string) string {
+		return `
+state: {store: redis, redis_url: "REDIS_URL", timeout: 200ms, on_error: ` + mode + `}
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: sim, budget: {max_calls: 1}}]
+`
+	}
+	open, _, _ := twoGateways(t, srv, cfg("fail_open"))
+	closed, _, _ := twoGateways(t, srv, cfg("fail_closed"))
+	call := func(e *env, session string) (int, string) {
+		resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, "X-Session-Id", session)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := call(closed, "before"); code != 200 {
+		t.Fatalf("with Redis up: %d", code)
+	}
+
+	srv.Stop()
+	for i := range 2 { // more calls than max_calls: nothing is counted
+		if code, body := call(open, "s"); code != 200 {
+			t.Errorf("fail_open call %d: %d %s", i+1, code, body)
+		}
+	}
+	code, body := call(closed, "s")
+	if code != 503 || !strings.Contains(body, `"code":"state_unavailable"`) {
+		t.Errorf("fail_closed: %d %s", code, body)
+	}
+	if n := metric(t, open.reg, "toolgate_state_errors_total", map[string]string{"operation": "admit", "mode": "fail_open"}); n != 2 {
+		t.Errorf("fail_open state errors counted: %v", n)
+	}
+	if n := metric(t, closed.reg, "toolgate_budget_rejections_total", map[string]string{"reason": "state_unavailable"}); n != 1 {
+		t.Errorf("fail_closed rejections counted: %v", n)
+	}
+	if open.logs.FilterMessage("state store unavailable").Len() != 2 {
+		t.Errorf("fail_open warnings logged: %d", open.logs.FilterMessage("state store unavailable").Len())
+	}
+
+	srv.Restart() // empty: counting starts again
+	if code, body := call(closed, "s"); code != 200 {
+		t.Fatalf("fail_closed with Redis back: %d %s", code, body)
+	}
+	if code, _ := call(open, "s"); code != 429 {
+		t.Errorf("the other replica does not see the shared count once Redis is back: %d", code)
+	}
+}
+
+// Reasoning remembered by one replica is restored by the other: a
+// DeepSeek-style tool conversation whose turns alternate between them.
+func TestRedisSharedReasoning(t *testing.T) {
+	srv := testredis.Start(t)
+	a, b, s := twoGateways(t, srv, `
+state: {store: redis, redis_url: "REDIS_URL"}
+upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
+routes: [{model: "*", upstream: ds}]
+`)
+	msgs := userMsg("Weather in Paris, twice please.")
+	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})}
+	for turn, e := range []*env{a, b, a} {
+		stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "sim-deepseek", Messages: msgs, Tools: tools})
+		acc := openai.ChatCompletionAccumulator{}
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatalf("turn %d: %v\nlast request: %s", turn+1, err, s.LastRequest())
+		}
+		m := acc.Choices[0].Message
+		if len(m.ToolCalls) == 0 {
+			if turn != 2 {
+				t.Fatalf("turn %d: no call", turn+1)
+			}
+			break
+		}
+		msgs = append(msgs, m.ToParam(), openai.ToolMessage(fmt.Sprint("sunny ", turn), m.ToolCalls[0].ID))
+	}
+	if !strings.Contains(string(s.LastRequest()), `"reasoning_content":"Thinking, step 2."`) {
+		t.Errorf("reasoning not restored across replicas: %s", s.LastRequest())
+	}
+}
