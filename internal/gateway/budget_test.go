@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -22,6 +24,8 @@ routes:
   - {model: clamp, upstream: sim, upstream_model: sim-text, budget: {preset: small}}
   - {model: slow, upstream: sim, upstream_model: sim-slow, budget: {call_timeout_ms: 100}}
   - {model: short, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: 30}}
+  - {model: fits, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: `+fmt.Sprint(len(simAnswer))+`}}
+  - {model: over-by-one, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: `+fmt.Sprint(len(simAnswer)-1)+`}}
 `)
 	post := func(model, msgs, extra string) (int, string) {
 		resp := e.post(t, `{"model":"`+model+`","messages":`+msgs+extra+`}`)
@@ -46,6 +50,14 @@ routes:
 	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_tokens":512`) {
 		t.Errorf("clamp: %s", sent)
 	}
+	post("clamp", eight, `,"max_tokens":512`)
+	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_tokens":512`) {
+		t.Errorf("at the limit: %s", sent)
+	}
+	post("clamp", eight, `,"max_tokens":513`)
+	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_tokens":512`) {
+		t.Errorf("one over: %s", sent)
+	}
 	post("clamp", eight, "")
 	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_tokens":512`) {
 		t.Errorf("inject: %s", sent)
@@ -56,14 +68,29 @@ routes:
 	if code, body := post("slow", eight, `,"stream":true`); code != 200 || !strings.Contains(body, "upstream_timeout") || strings.Contains(body, "[DONE]") {
 		t.Errorf("timeout, streamed: %d %s", code, body)
 	}
-	// maxOutputChars: the stream ends with finish_reason "length" once the
-	// client has that much text, and still ends with [DONE].
-	code, body = post("short", eight, `,"stream":true`)
-	if code != 200 || !strings.Contains(body, `"finish_reason":"length"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") ||
-		strings.Contains(body, "tokens.") {
-		t.Errorf("max_output_chars: %d %s", code, body)
+	// maxOutputChars: the client gets exactly that much text, then the
+	// stream ends with finish_reason "length" and [DONE]; an answer that
+	// exactly fits ends as the upstream ended it.
+	for _, tc := range []struct {
+		model, text, finish string
+	}{
+		{"short", simAnswer[:30], "length"},
+		{"fits", simAnswer, "stop"},
+		{"over-by-one", simAnswer[:len(simAnswer)-1], "length"},
+	} {
+		code, body = post(tc.model, eight, `,"stream":true`)
+		text, finish := sseText(body)
+		if code != 200 || text != tc.text || finish != tc.finish || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+			t.Errorf("%s: %d, text %q, finish %q\n%s", tc.model, code, text, finish, body)
+		}
 	}
-	if a := withField(e.waitAccess(t, 8), "trimmed", int64(2)); a == nil {
+	e.waitAccess(t, 12)
+	for reason, want := range map[string]float64{"maxInputChars": 1, "callTimeoutMs": 2, "maxOutputChars": 2} {
+		if n := metric(t, e.reg, "toolgate_budget_rejections_total", map[string]string{"reason": reason, "key": "none"}); n != want {
+			t.Errorf("rejections{%s} = %v, want %v", reason, n, want)
+		}
+	}
+	if a := withField(e.access(), "trimmed", int64(2)); a == nil {
 		t.Error("no access line says trimmed=2")
 	}
 }
@@ -90,6 +117,10 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 	if code, after := call(); code != 429 || after == "" || s.Requests() != before {
 		t.Fatalf("third call: %d, Retry-After %q", code, after)
 	}
+	e.waitAccess(t, 3)
+	if n := metric(t, e.reg, "toolgate_budget_rejections_total", map[string]string{"reason": "maxCalls"}); n != 1 {
+		t.Errorf("rejections{maxCalls} = %v", n)
+	}
 	if code, _ := call("X-Session-Id", "other"); code != 200 {
 		t.Errorf("another session: %d", code)
 	}
@@ -101,4 +132,31 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 			t.Fatalf("anonymous call %d: %d", i+1, resp.StatusCode)
 		}
 	}
+}
+
+// sseText returns the text content and the last finish reason of an SSE
+// body's chunks.
+func sseText(body string) (text, finish string) {
+	for line := range strings.SplitSeq(body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(data), &c) != nil || len(c.Choices) == 0 {
+			continue
+		}
+		text += c.Choices[0].Delta.Content
+		if c.Choices[0].FinishReason != "" {
+			finish = c.Choices[0].FinishReason
+		}
+	}
+	return text, finish
 }

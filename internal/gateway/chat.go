@@ -317,6 +317,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 	rs.FixChunks = up.Quirks.Has("chunks")
 	rs.ReasoningIn, rs.ReasoningOut = up.ReasoningField, route.Reasoning.Output
 	rs.KeepText = rs.KeepText || up.RestoreReasoning || maxChars != budget.Unlimited
+	rs.LimitText, rs.TextLimit = maxChars != budget.Unlimited, maxChars
 	rs.SingleChoice = judge.SingleChoice()
 	rs.HoldUsage = !clientUsage || up.Quirks.Has("usage")
 	defer g.countNormalizations(rec, rs.Collector)
@@ -345,24 +346,26 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 			protocol = err
 			break
 		}
-		if !send {
-			continue
-		}
-		if !out.Committed() {
-			rec.TTFB = time.Since(rec.Start)
-		}
-		if err := out.Send(data); err != nil {
-			rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
-			rec.Error = "client write failed: " + err.Error()
-			return nil
-		}
-		if maxChars != budget.Unlimited && rs.TextChars >= maxChars && rs.FinishReason == "" {
-			// The output budget is spent: the stream ends here, as "length".
-			if err := out.Send(rs.LengthChunk()); err != nil {
+		if send {
+			if !out.Committed() {
+				rec.TTFB = time.Since(rec.Start)
+			}
+			if err := out.Send(data); err != nil {
 				rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
+				rec.Error = "client write failed: " + err.Error()
 				return nil
 			}
+		}
+		if rs.TextCut {
+			// The output budget is spent: the client has exactly
+			// maxOutputChars of text, and the stream ends here, as "length".
 			rec.Limited = "maxOutputChars"
+			if rs.FinishReason == "" {
+				if err := out.Send(rs.LengthChunk()); err != nil {
+					rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
+					return nil
+				}
+			}
 			complete = true
 			break
 		}

@@ -57,6 +57,13 @@ type Restream struct {
 	Reasoning strings.Builder
 	// TextChars counts the characters (runes) of Text.
 	TextChars int
+	// TextLimit, when LimitText is set (it needs KeepText), caps the text
+	// content of choice 0: the chunk that would pass it is cut to fit (its
+	// finish_reason, if any, becomes "length") and TextCut is set; the
+	// caller then ends the stream. Text that exactly fits is not cut.
+	LimitText bool
+	TextLimit int
+	TextCut   bool
 
 	// FinishReason is the last finish reason sent (choice 0), "" if none.
 	FinishReason string
@@ -129,7 +136,10 @@ func (s *Restream) Chunk(data string) (out string, ok bool, err error) {
 		}
 	}
 	if s.KeepText {
-		s.keepText(data)
+		var drop bool
+		if data, drop = s.keepText(data); drop {
+			return "", false, nil
+		}
 	}
 	if !s.reasoningIn(data) && !strings.Contains(data, `"tool_calls"`) && !strings.Contains(data, `"finish_reason":"`) && !strings.Contains(data, `"finish_reason": "`) {
 		return data, true, nil
@@ -377,14 +387,14 @@ func truncate(s string, n int) string {
 }
 
 // keepText appends choice 0's delta.content of a chunk to Text.
-func (s *Restream) keepText(data string) {
+func (s *Restream) keepText(data string) (string, bool) {
 	chunk, err := ParseObject([]byte(data))
 	if err != nil {
-		return
+		return data, false
 	}
 	raw, _ := chunk.Get("choices")
 	choices, _ := elements(raw, nil)
-	for _, rc := range choices {
+	for k, rc := range choices {
 		c, err := ParseObject(rc)
 		if err != nil {
 			continue
@@ -402,8 +412,12 @@ func (s *Restream) keepText(data string) {
 		}
 		if v, ok := delta.Get("content"); ok {
 			text, _ := stringOf(v)
+			n := utf8.RuneCountInString(text)
+			if s.LimitText && s.TextChars+n > s.TextLimit {
+				return s.cutText(&chunk, choices, k, &c, &delta, text)
+			}
 			s.Text.WriteString(text)
-			s.TextChars += utf8.RuneCountInString(text)
+			s.TextChars += n
 		}
 		in := s.ReasoningIn
 		if in == "" {
@@ -414,6 +428,39 @@ func (s *Restream) keepText(data string) {
 			s.Reasoning.WriteString(text)
 		}
 	}
+	return data, false
+}
+
+// cutText rewrites the chunk whose choice k's content passes TextLimit:
+// the content keeps what fits and a finish_reason becomes "length". A
+// chunk left with nothing but empty content is dropped.
+func (s *Restream) cutText(chunk *Object, choices []json.RawMessage, k int, c, delta *Object, text string) (string, bool) {
+	s.TextCut = true
+	fit := max(s.TextLimit-s.TextChars, 0)
+	kept := text
+	for i := range text {
+		if fit == 0 {
+			kept = text[:i]
+			break
+		}
+		fit--
+	}
+	s.Text.WriteString(kept)
+	s.TextChars += utf8.RuneCountInString(kept)
+	fr, _ := c.Get("finish_reason")
+	if kept == "" && (len(fr) == 0 || string(fr) == "null") && len(choices) == 1 && !strings.Contains(string(delta.JSON()), `"tool_calls"`) {
+		return "", true
+	}
+	b, _ := json.Marshal(kept)
+	delta.Set("content", b)
+	c.Set("delta", delta.JSON())
+	if len(fr) > 0 && string(fr) != "null" {
+		c.Set("finish_reason", json.RawMessage(`"length"`))
+	}
+	out := append([]json.RawMessage(nil), choices...)
+	out[k] = c.JSON()
+	chunk.Set("choices", joinArray(out))
+	return string(chunk.JSON()), false
 }
 
 // fixChunk applies the chunk-level fixes (see FixChunks); drop reports a

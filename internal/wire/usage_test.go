@@ -130,3 +130,41 @@ func FuzzRestream(f *testing.F) {
 		}
 	})
 }
+
+// TextLimit cuts the chunk that passes it to exactly the limit, counting
+// characters (runes), and marks the cut; text that fits is not touched.
+func TestTextLimit(t *testing.T) {
+	chunk := func(content, finish string) string {
+		return `{"id":"c","choices":[{"index":0,"delta":{"content":"` + content + `"},"finish_reason":` + finish + `}]}`
+	}
+	for _, tc := range []struct {
+		name   string
+		limit  int
+		chunks []string
+		text   string
+		cut    bool
+		last   string // the last chunk sent
+	}{
+		{"fits exactly", 5, []string{chunk("héllo", "null")}, "héllo", false, chunk("héllo", "null")},
+		{"over by one", 4, []string{chunk("hé", "null"), chunk("llo", "null")}, "héll", true, chunk("ll", "null")},
+		{"finish in the cut chunk", 2, []string{chunk("abc", `"stop"`)}, "ab", true, `{"id":"c","choices":[{"index":0,"delta":{"content":"ab"},"finish_reason":"length"}]}`},
+		{"nothing fits after the limit", 2, []string{chunk("ab", "null"), chunk("c", "null")}, "ab", true, chunk("ab", "null")},
+		{"limit 0", 0, []string{chunk("a", "null")}, "", true, ""},
+	} {
+		rs := NewRestream(Quirks{}, true)
+		rs.KeepText, rs.LimitText, rs.TextLimit = true, true, tc.limit
+		last := ""
+		for _, c := range tc.chunks {
+			out, ok, err := rs.Chunk(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				last = out
+			}
+		}
+		if rs.Text.String() != tc.text || rs.TextCut != tc.cut || last != tc.last {
+			t.Errorf("%s: text %q cut %v last %s", tc.name, rs.Text.String(), rs.TextCut, last)
+		}
+	}
+}
