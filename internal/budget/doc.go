@@ -1,7 +1,8 @@
 // Package budget holds SPEC §5's task budgets: the presets, their
 // resolution into Limits, and the pure admission steps that apply them to
-// a request before it is sent (input size, output tokens). Counters
-// (maxCalls, rate limits, Redis) come with client keys.
+// a request before it is sent (input size, output tokens), and the Store
+// of the counters admission consults (maxCalls sessions, client keys'
+// rate limits): Memory, or Redis when replicas share them.
 //
 // Decisions recorded here:
 //
@@ -21,4 +22,11 @@
 //   - maxOutputTokens clamps max_completion_tokens or max_tokens (whichever
 //     the request has, both if both), or injects the upstream's configured
 //     field when the request has neither (QUIRKS C08: never both).
+//   - Counters count in fixed windows that start with their first use
+//     (not aligned to the clock), in memory and in Redis alike; a Redis
+//     key's expiry is its window. One admission checks every counter and
+//     adds to each only if all have room (all or nothing), so a request
+//     refused by one limit costs nothing against the others.
+//   - A counter checked with a cost of 0 (tokens per minute, whose cost is
+//     known only when the response ends) admits while below its limit.
 package budget

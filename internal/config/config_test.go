@@ -242,3 +242,53 @@ routes:
 		}
 	}
 }
+
+// The state block and rate limits: defaults, and each mistake named by
+// its field, without echoing a Redis URL (it may hold a password).
+func TestStateValidation(t *testing.T) {
+	c, err := Parse([]byte(`
+upstreams: [{name: a, url: "http://x"}]
+routes: [{model: m, upstream: a}]
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State.Store != "memory" || c.State.Prefix != "toolgate:" || c.State.Timeout != 250*time.Millisecond || c.State.OnError != "fail_open" {
+		t.Errorf("defaults: %+v", c.State)
+	}
+	c, err = Parse([]byte(`
+state: {store: redis, redis_url: "${REDIS_URL}", on_error: fail_closed}
+keys: [{name: k, sha256: `+strings.Repeat("ab", 32)+`, rate_limit: {requests_per_minute: 60, tokens_per_minute: 10000}}]
+upstreams: [{name: a, url: "http://x"}]
+routes: [{model: m, upstream: a}]
+`), env(map[string]string{"REDIS_URL": "redis://:pw@localhost:6379/0"}))
+	if err != nil || c.State.RedisURL != "redis://:pw@localhost:6379/0" || c.Keys[0].RateLimit.TokensPerMinute != 10000 {
+		t.Fatalf("redis config: %v %+v", err, c)
+	}
+	_, err = Parse([]byte(`
+state: {store: disk, timeout: -1s, on_error: shrug}
+keys: [{name: k, sha256: `+strings.Repeat("ab", 32)+`, rate_limit: {requests_per_minute: -1}}]
+upstreams: [{name: a, url: "http://x"}]
+routes: [{model: m, upstream: a}]
+`), env(nil))
+	for _, want := range []string{
+		`state.store: must be memory or redis, got "disk"`,
+		"state.timeout: must be a positive duration",
+		`state.on_error: must be fail_open or fail_closed, got "shrug"`,
+		"keys[0].rate_limit: values must be positive",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	for url, want := range map[string]string{"": "state.redis_url: is required", "http://secret@x": "state.redis_url: must be a redis://"} {
+		_, err = Parse([]byte(`
+state: {store: redis, redis_url: "`+url+`"}
+upstreams: [{name: a, url: "http://x"}]
+routes: [{model: m, upstream: a}]
+`), env(nil))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("redis_url %q: %v", url, err)
+		}
+	}
+}

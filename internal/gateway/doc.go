@@ -32,5 +32,13 @@
 //     pattern routes by their pattern (e.g. "gpt-*"), owned_by the upstream.
 //   - The upstream's response headers are passed on except hop-by-hop,
 //     framing and cookie headers; its X-Request-Id becomes
-//     X-Upstream-Request-Id.
+//     X-Upstream-Request-Id. A header the gateway set itself (its
+//     x-ratelimit-* for a rate-limited key) wins over the upstream's.
+//   - Counted admission (a session's max_calls, a key's requests and
+//     tokens per minute) is the last step before the upstream call, one
+//     store operation for all of them. With the state store unreachable,
+//     state.on_error decides: fail_open admits uncounted, fail_closed
+//     answers 503; both log a warning and count it.
+//   - Every stream asks the upstream for usage; the usage chunk reaches
+//     only a client that asked for it, once, last.
 package gateway

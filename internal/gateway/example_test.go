@@ -1,0 +1,64 @@
+package gateway
+
+import (
+	"io"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testredis"
+)
+
+// The README's worked budgets-and-keys config, run as written against the
+// simulator (in place of OpenAI) and a real Redis: each claim the README
+// makes about it holds.
+func TestWorkedExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)[strings.Index(string(readme), "## Budgets and keys: a worked example"):]
+	start := strings.Index(section, "```yaml\n") + len("```yaml\n")
+	yaml := section[start : start+strings.Index(section[start:], "```")]
+	srv := testredis.Start(t)
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	t.Cleanup(up.Close)
+	yaml = strings.NewReplacer("https://api.openai.com/v1", up.URL+"/v1", "${REDIS_URL}", srv.URL(), "${OPENAI_API_KEY}", "upstream-secret").Replace(yaml)
+	e := startGateway(t, "", yaml)
+
+	call := func(model, key, session string) (int, string) {
+		resp := e.post(t, `{"model":"`+model+`","messages":[{"role":"user","content":"x"}]}`,
+			"Authorization", "Bearer "+key, "X-Session-Id", session)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call("gpt-4o", "sk-team-a-example", "s1"); code != 403 {
+		t.Errorf("team-a, gpt-4o: %d %s", code, body)
+	}
+	for i := range 6 {
+		if code, body := call("gpt-4o-mini", "sk-team-a-example", "s1"); code != 200 {
+			t.Fatalf("team-a call %d: %d %s", i+1, code, body)
+		}
+	}
+	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_completion_tokens":512`) {
+		t.Errorf("team-a's output limit: %s", sent)
+	}
+	if code, body := call("gpt-4o-mini", "sk-team-a-example", "s1"); code != 429 || !strings.Contains(body, "max_calls_exceeded") {
+		t.Errorf("team-a call 7: %d %s", code, body)
+	}
+	for i := range 8 {
+		if code, body := call("gpt-4o", "sk-ops-example", "s1"); code != 200 {
+			t.Fatalf("ops call %d: %d %s", i+1, code, body)
+		}
+	}
+	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_completion_tokens":1024`) {
+		t.Errorf("ops's output limit: %s", sent)
+	}
+	if code, _ := call("gpt-4o", "sk-ops-example", "s1"); code != 429 {
+		t.Errorf("ops call 9: %d", code)
+	}
+}
