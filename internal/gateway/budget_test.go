@@ -23,6 +23,7 @@ routes:
   - {model: trim, upstream: sim, upstream_model: sim-text, budget: {max_input_chars: 8, on_input_over: trim}}
   - {model: clamp, upstream: sim, upstream_model: sim-text, budget: {preset: small}}
   - {model: slow, upstream: sim, upstream_model: sim-slow, budget: {call_timeout_ms: 100}}
+  - {model: slow-ok, upstream: sim, upstream_model: sim-slow, budget: {call_timeout_ms: 5000}}
   - {model: short, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: 30}}
   - {model: fits, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: `+fmt.Sprint(len(simAnswer))+`}}
   - {model: over-by-one, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: `+fmt.Sprint(len(simAnswer)-1)+`}}
@@ -62,6 +63,9 @@ routes:
 	if sent := string(s.LastRequest()); !strings.Contains(sent, `"max_tokens":512`) {
 		t.Errorf("inject: %s", sent)
 	}
+	if code, body := post("slow-ok", eight, `,"stream":true`); code != 200 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Errorf("a call inside its timeout: %d %s", code, body)
+	}
 	if code, body := post("slow", eight, ""); code != 504 || !strings.Contains(body, "upstream_timeout") {
 		t.Errorf("timeout, not streamed: %d %s", code, body)
 	}
@@ -84,7 +88,7 @@ routes:
 			t.Errorf("%s: %d, text %q, finish %q\n%s", tc.model, code, text, finish, body)
 		}
 	}
-	e.waitAccess(t, 12)
+	e.waitAccess(t, 13)
 	for reason, want := range map[string]float64{"maxInputChars": 1, "callTimeoutMs": 2, "maxOutputChars": 2} {
 		if n := metric(t, e.reg, "toolgate_budget_rejections_total", map[string]string{"reason": reason, "key": "none"}); n != want {
 			t.Errorf("rejections{%s} = %v, want %v", reason, n, want)
@@ -123,6 +127,14 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 	}
 	if code, _ := call("X-Session-Id", "other"); code != 200 {
 		t.Errorf("another session: %d", code)
+	}
+	// The request's metadata.session_id, when there is no header or user.
+	for i, want := range []int{200, 200, 429} {
+		resp := e.post(t, `{"model":"sim-text","metadata":{"session_id":"m1"},"messages":[{"role":"user","content":"x"}]}`)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("metadata session, call %d: %d", i+1, resp.StatusCode)
+		}
 	}
 	// A request with neither a session header nor a user is not counted.
 	for i := range 3 {

@@ -211,15 +211,24 @@ func streamUsage(req *wire.ChatRequest, up *config.Upstream) bool {
 }
 
 // session returns the request's session id: the configured header, else
-// the request's "user" field, else "" (not counted).
+// the request's "user" field, else its metadata's "session_id", else ""
+// (not counted).
 func (g *Gateway) session(r *http.Request, req *wire.ChatRequest) string {
 	if id := r.Header.Get(g.cfg.Sessions.Header); id != "" {
 		return id
 	}
 	if raw, ok := req.Get("user"); ok {
 		var user string
-		if json.Unmarshal(raw, &user) == nil {
+		if json.Unmarshal(raw, &user) == nil && user != "" {
 			return user
+		}
+	}
+	if raw, ok := req.Get("metadata"); ok {
+		var md struct {
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal(raw, &md) == nil {
+			return md.SessionID
 		}
 	}
 	return ""
