@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	var ready atomic.Bool
 	admin := &http.Server{
-		Handler:           gateway.NewAdmin(reg, ready.Load),
+		Handler:           gateway.NewAdmin(reg, ready.Load, cfg.Server.Pprof),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Server.IdleTimeout,
 		ErrorLog:          errLog,

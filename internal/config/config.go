@@ -140,6 +140,9 @@ type Server struct {
 	WriteIdleTimeout time.Duration `yaml:"write_idle_timeout"`
 	// MaxBodyBytes caps a request body (413 beyond). Default 10 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// Pprof serves Go's profiles under /debug/pprof/ on the admin listener.
+	// Off by default: keep the admin port private when it is on.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Upstream is one provider endpoint speaking the OpenAI chat-completions wire.

@@ -607,8 +607,10 @@ func TestAdmin(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	observe.NewMetrics(reg)
 	ready := false
-	srv := httptest.NewServer(NewAdmin(reg, func() bool { return ready }))
+	srv := httptest.NewServer(NewAdmin(reg, func() bool { return ready }, false))
 	defer srv.Close()
+	prof := httptest.NewServer(NewAdmin(reg, func() bool { return ready }, true))
+	defer prof.Close()
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -630,6 +632,19 @@ func TestAdmin(t *testing.T) {
 	}
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "go_goroutines") || !strings.Contains(body, "process_") {
 		t.Errorf("metrics %d", code)
+	}
+	// pprof only when server.pprof is on.
+	if code, _ := get("/debug/pprof/heap"); code != 404 {
+		t.Errorf("pprof off: %d", code)
+	}
+	resp, err := http.Get(prof.URL + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "heap profile") {
+		t.Errorf("pprof on: %d %.80s", resp.StatusCode, b)
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
