@@ -2,7 +2,7 @@
 GO ?= go
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test run build bench lint fuzz
+.PHONY: demo test run build bench bench-full bench-go lint fuzz
 
 ## demo: the gateway on its embedded default config, with a scripted client (no API key needed)
 demo:
@@ -16,13 +16,24 @@ test: lint
 run:
 	$(GO) run ./cmd/gateway --config configs/gateway.yaml
 
-## build: a static binary in bin/
+## build: static binaries in bin/
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/toolgate ./cmd/gateway
 	CGO_ENABLED=0 $(GO) build -o bin/toolgate-sim ./cmd/sim
+	CGO_ENABLED=0 $(GO) build -o bin/bench-proxy ./bench/proxy
 
-## bench: the proxy-path Go benchmarks (allocations reported)
-bench:
+## bench: the quick comparison (a few minutes): direct vs bare proxy vs toolgate, plus the per-chunk benchmark
+bench: build
+	$(GO) run ./bench/runner -bin bin
+	$(GO) test -run '^$$' -bench 'BenchmarkChunk$$' -benchmem ./internal/wire/
+
+## bench-full: every load point (about 20 minutes), then every Go benchmark
+bench-full: build
+	$(GO) run ./bench/runner -bin bin -full
+	$(MAKE) bench-go
+
+## bench-go: the Go benchmarks of the proxy path, the stream codec and repair
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/gateway/ ./internal/wire/ ./internal/repair/
 
 ## lint: gofmt, vet and staticcheck

@@ -320,6 +320,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 		rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	}()
 	out := wire.NewWriter(dw)
+	out.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
 	rs := wire.NewRestream(quirks(up), up.Quirks.Has("finish_reason"))
 	rs.Buffer = route.ToolCalls == "buffer" || route.ValidateArguments == "reject"
 	rs.KeepText = judge.NeedsText()
@@ -334,7 +335,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 
 	var broken, protocol error
 	complete := false
-	for ev, err := range wire.Events(callCtx, resp.Body, wire.ReadOptions{MaxEventSize: up.MaxEventBytes}) {
+	for ev, err := range wire.Events(callCtx, wire.FlushBeforeRead(resp.Body, out), wire.ReadOptions{MaxEventSize: up.MaxEventBytes}) {
 		if err != nil {
 			broken = err
 			break
@@ -379,8 +380,11 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 			break
 		}
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(broken, wire.ErrClientWrite) {
 		rec.Status, rec.Outcome, rec.ClientGone = statusSent(out), observe.OutcomeClientGone, true
+		if broken != nil {
+			rec.Error = broken.Error()
+		}
 		return nil
 	}
 	if !complete && broken == nil && protocol == nil && rs.FinishReason != "" && up.Quirks.Has("no_done") {
@@ -583,7 +587,7 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 	}
 	var choices []json.RawMessage
 	if raw, ok := body.Get("choices"); ok {
-		_ = json.Unmarshal(raw, &choices)
+		choices, _ = wire.Elements(raw)
 	}
 	end := policy.End{Done: true}
 	if len(choices) == 0 {
@@ -602,12 +606,12 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 		return b, judge.Finish(policy.End{Done: true, CallsErr: &wire.ProtocolError{Index: -1, Msg: "a choice must be an object"}})
 	}
 	if fr, ok := choice.Get("finish_reason"); ok {
-		_ = json.Unmarshal(fr, &end.FinishReason)
+		end.FinishReason, _ = wire.String(fr)
 	}
 	if m, ok := choice.Get("message"); ok {
 		msg, _ := wire.ParseObject(m)
 		if tc, ok := msg.Get("tool_calls"); ok {
-			_, end.CallsErr = c.Add(indexed(tc))
+			end.CallsErr = c.AddMessage(tc)
 			if end.CallsErr == nil && c.Fixes()["arguments_object"] > 0 {
 				msg.Set("tool_calls", stringArguments(tc))
 				choice.Set("message", msg.JSON())
@@ -621,11 +625,11 @@ func (g *Gateway) judgeWhole(b []byte, rec *observe.Record, route *config.Route,
 			rewrite = true
 		}
 		if content, ok := msg.Get("content"); ok {
-			_ = json.Unmarshal(content, &end.Text)
+			end.Text, _ = wire.String(content)
 		}
 		if up.RestoreReasoning {
 			if r, ok := msg.Get(route.Reasoning.Output); ok {
-				_ = json.Unmarshal(r, &reasoningText)
+				reasoningText, _ = wire.String(r)
 			}
 		}
 	}
@@ -716,27 +720,6 @@ func stringArguments(toolCalls json.RawMessage) json.RawMessage {
 			f.Set("arguments", s)
 			call.Set("function", f.JSON())
 			calls[k] = call.JSON()
-		}
-	}
-	out, _ := json.Marshal(calls)
-	return out
-}
-
-// indexed gives each element of a message's tool_calls array its position
-// as index, the way stream fragments carry it.
-func indexed(toolCalls json.RawMessage) json.RawMessage {
-	var calls []json.RawMessage
-	if json.Unmarshal(toolCalls, &calls) != nil {
-		return toolCalls // the collector reports the shape error
-	}
-	for k, raw := range calls {
-		o, err := wire.ParseObject(raw)
-		if err != nil {
-			continue
-		}
-		if _, ok := o.Get("index"); !ok {
-			o.Set("index", json.RawMessage(strconv.Itoa(k)))
-			calls[k] = o.JSON()
 		}
 	}
 	out, _ := json.Marshal(calls)

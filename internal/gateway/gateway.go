@@ -159,6 +159,11 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 			if rec.Status == 0 {
 				rec.Status = cw.status
 			}
+			if cw.wroteHeader && !rec.ClientGone {
+				// The client has its whole answer before the record is
+				// written: logging adds nothing to its latency.
+				_ = http.NewResponseController(cw.ResponseWriter).Flush()
+			}
 			g.metrics.Observe(rec)
 			rec.Log(g.log)
 		}()

@@ -280,3 +280,25 @@ routes: [{model: "*", upstream: sim}]
 		t.Errorf("in flight after the stream: %v", n)
 	}
 }
+
+// Events are never held while the upstream is quiet: each chunk of a
+// slow stream reaches the client before the upstream sends the next.
+func TestStreamNotHeld(t *testing.T) {
+	e, _ := startSim(t, sim.Options{Chunks: 4, ChunkDelay: 400 * time.Millisecond})
+	start := time.Now()
+	resp := e.post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	defer resp.Body.Close()
+	buf := make([]byte, 4096)
+	got := ""
+	for !strings.Contains(got, `"content":"`) {
+		n, err := resp.Body.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += string(buf[:n])
+	}
+	if d := time.Since(start); d > 1200*time.Millisecond || strings.Contains(got, "[DONE]") {
+		t.Errorf("the first text chunk arrived after %v, with the stream's end: %q", d, got)
+	}
+	io.Copy(io.Discard, resp.Body)
+}

@@ -158,7 +158,7 @@ func (c *Collector) Add(toolCalls json.RawMessage) ([]Fragment, error) {
 	}
 	var out []Fragment
 	for _, raw := range raws {
-		f, err := c.add(raw)
+		f, err := c.add(raw, -1)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +167,27 @@ func (c *Collector) Add(toolCalls json.RawMessage) ([]Fragment, error) {
 	return out, nil
 }
 
-func (c *Collector) add(raw json.RawMessage) ([]Fragment, error) {
+// AddMessage takes the tool_calls array of a whole (non-streamed) message,
+// whose calls carry no index: each call's position is its index.
+func (c *Collector) AddMessage(toolCalls json.RawMessage) error {
+	if len(toolCalls) == 0 || string(toolCalls) == "null" {
+		return nil
+	}
+	raws, ok := elements(toolCalls, nil)
+	if !ok {
+		return &ProtocolError{Index: -1, Msg: "tool_calls must be an array, got " + kindAt(toolCalls, 0)}
+	}
+	for k, raw := range raws {
+		if _, err := c.add(raw, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add takes one fragment; position is the index of a fragment that has
+// none (a whole message's call), or -1.
+func (c *Collector) add(raw json.RawMessage, position int) ([]Fragment, error) {
 	frag, err := ParseObject(raw)
 	if len(raw) == 0 || raw[0] != '{' || err != nil {
 		return nil, &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
@@ -179,6 +199,8 @@ func (c *Collector) add(raw json.RawMessage) ([]Fragment, error) {
 			return nil, &ProtocolError{Index: -1, Msg: "index must be a non-negative integer, got " + string(v)}
 		}
 		idx = n
+	} else if position >= 0 {
+		idx = position
 	}
 	rawID, _ := frag.Get("id")
 	id, err := optString(rawID, "id")

@@ -469,3 +469,10 @@ func stringOf(raw []byte) (string, bool) {
 func validString(s string) bool {
 	return Valid(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
+
+// Elements splits a JSON array into its elements' bytes (no copy); false
+// when raw is not a valid array.
+func Elements(raw []byte) ([]json.RawMessage, bool) { return elements(raw, nil) }
+
+// String decodes a raw JSON string value; false when raw is not one.
+func String(raw []byte) (string, bool) { return stringOf(raw) }

@@ -16,8 +16,24 @@ type Usage struct {
 // ParseUsage reads a usage object; ok is false for null or anything that
 // is not an object. A missing total is the sum of the other two.
 func ParseUsage(raw json.RawMessage) (u Usage, ok bool) {
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &u) != nil {
+	if len(raw) == 0 || raw[0] != '{' {
 		return Usage{}, false
+	}
+	o, err := ParseObject(raw)
+	if err != nil {
+		return Usage{}, false
+	}
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"prompt_tokens", &u.PromptTokens}, {"completion_tokens", &u.CompletionTokens}, {"total_tokens", &u.TotalTokens}} {
+		if v, found := o.Get(f.key); found && string(v) != "null" {
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				return Usage{}, false
+			}
+			*f.dst = n
+		}
 	}
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 )
@@ -28,6 +30,12 @@ type Writer struct {
 	buf       []byte
 	committed bool
 	ended     bool
+	// Lazy leaves data events unflushed until Flush (or the terminal
+	// event): the caller flushes before it waits for more input, so
+	// events that arrived together leave together and none is held while
+	// the caller waits (see FlushBeforeRead).
+	Lazy    bool
+	pending bool
 }
 
 // NewWriter returns a Writer over sink.
@@ -56,10 +64,43 @@ func (w *Writer) Send(data string) error {
 	if _, err := w.sink.Write(buf); err != nil {
 		return err
 	}
-	if err := w.sink.Flush(); err != nil {
-		return err
+	if w.Lazy && !w.ended {
+		w.pending = true
+		return nil
 	}
-	return nil
+	w.pending = false
+	return w.sink.Flush()
+}
+
+// Flush sends what Lazy mode left unflushed, if anything.
+func (w *Writer) Flush() error {
+	if !w.pending {
+		return nil
+	}
+	w.pending = false
+	return w.sink.Flush()
+}
+
+// FlushBeforeRead returns r wrapped so that w is flushed before every read
+// of r: a Lazy writer then never holds an event while its source blocks.
+func FlushBeforeRead(r io.Reader, w *Writer) io.Reader {
+	return &flushBeforeRead{r: r, w: w}
+}
+
+type flushBeforeRead struct {
+	r io.Reader
+	w *Writer
+}
+
+// ErrClientWrite is the error a FlushBeforeRead reader reports when the
+// flush to the client failed: the client, not the source, broke.
+var ErrClientWrite = errors.New("wire: writing to the client failed")
+
+func (f *flushBeforeRead) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrClientWrite, err)
+	}
+	return f.r.Read(p)
 }
 
 // Done writes the terminal `data: [DONE]` event. It is written at most once.

@@ -1,0 +1,515 @@
+// Command bench-runner measures toolgate against its floor: the same load
+// sent directly to the simulator ("direct"), through a bare
+// httputil.ReverseProxy ("proxy") and through toolgate with a typical
+// configuration ("toolgate"), each a separate process, in interleaved
+// rounds so that a noisy machine's drift hits all three alike.
+//
+//	go run ./bench/runner -bin bin            # quick: a few minutes
+//	go run ./bench/runner -bin bin -full      # every load point, longer
+//
+// It prints a table per load point and the targets, and writes the same as
+// JSON lines (-out). See bench/README.md.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/bench/load"
+)
+
+// targets, in the order each round visits them.
+var targets = []string{"direct", "proxy", "toolgate"}
+
+// point is one load point.
+type point struct {
+	Name   string
+	Kind   string // open | hold
+	Rate   float64
+	Body   []byte
+	Stream bool
+	Hold   int // hold: concurrent streams
+}
+
+// row is one target's measurements at one load point, aggregated over
+// rounds (medians; peak RSS is the largest).
+type row struct {
+	Point      string  `json:"point"`
+	Target     string  `json:"target"`
+	Rounds     int     `json:"rounds"`
+	Requests   int     `json:"requests"`
+	Errors     int     `json:"errors"`
+	Rate       float64 `json:"rate_per_s"`
+	P50        float64 `json:"p50_ms"`
+	P90        float64 `json:"p90_ms"`
+	P99        float64 `json:"p99_ms"`
+	TTFB50     float64 `json:"ttfb_p50_ms,omitempty"`
+	Over50     float64 `json:"overhead_p50_ms"`
+	Over99     float64 `json:"overhead_p99_ms"`
+	OverTTFB   float64 `json:"overhead_ttfb_p50_ms,omitempty"`
+	CPUPer1000 float64 `json:"cpu_s_per_1000"`
+	PeakRSSMB  float64 `json:"peak_rss_mb"`
+	Streams    int     `json:"streams,omitempty"`
+	KBPer      float64 `json:"rss_kb_per_stream,omitempty"`
+	FirstErr   string  `json:"first_error,omitempty"`
+}
+
+func main() {
+	bin := flag.String("bin", "bin", "directory with toolgate, toolgate-sim and bench-proxy")
+	full := flag.Bool("full", false, "every load point, more and longer rounds")
+	out := flag.String("out", "bench/results/latest.jsonl", "JSON lines output")
+	profile := flag.String("profile", "", "directory for toolgate's CPU and allocation profiles (taken during the non-streamed 2000/s point)")
+	only := flag.String("only", "", "run only the load points whose name contains this")
+	flag.Parse()
+	if err := run(*bin, *full, *out, *profile, *only); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-runner:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, full bool, out, profileDir, only string) error {
+	rounds, dur := 3, 3*time.Second
+	holds := []int{1000}
+	if full {
+		rounds, dur = 5, 10*time.Second
+		// 10,000 streams need 20,000+ descriptors in the proxying process
+		// (client and upstream connections); the descriptor limit may be
+		// lower (see maxHold).
+		holds = []int{1000, maxHold(10000)}
+	}
+	points := []point{
+		{Name: "nonstream-500", Kind: "open", Rate: 500, Body: toolBody},
+		{Name: "nonstream-2000", Kind: "open", Rate: 2000, Body: toolBody},
+		{Name: "stream50-200", Kind: "open", Rate: 200, Body: streamBody, Stream: true},
+		{Name: "transcript100-200", Kind: "open", Rate: 200, Body: transcriptBody()},
+	}
+	for _, n := range holds {
+		points = append(points, point{Name: fmt.Sprintf("idle-streams-%d", n), Kind: "hold", Hold: n, Body: slowBody, Stream: true})
+	}
+	points = slices.DeleteFunc(points, func(p point) bool { return !strings.Contains(p.Name, only) })
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	jf, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer jf.Close()
+	enc := json.NewEncoder(jf)
+	host, _ := os.Hostname()
+	fmt.Printf("machine: %s, %d CPUs, %s; rounds %d × %s per target\n\n", host, runtime.NumCPU(), cpuModel(), rounds, dur)
+	enc.Encode(map[string]any{"machine": host, "cpus": runtime.NumCPU(), "cpu_model": cpuModel(), "go": runtime.Version(), "rounds": rounds, "seconds": dur.Seconds(), "time": time.Now().UTC().Format(time.RFC3339)})
+
+	var all []row
+	var open, hold []point
+	for _, p := range points {
+		if p.Kind == "open" {
+			open = append(open, p)
+		} else {
+			hold = append(hold, p)
+		}
+	}
+	if len(open) > 0 {
+		rows, err := runOpen(bin, open, rounds, dur, profileDir)
+		if err != nil {
+			return err
+		}
+		all = append(all, rows...)
+	}
+	for _, p := range hold {
+		rows, err := runHold(bin, p)
+		if err != nil {
+			return err
+		}
+		all = append(all, rows...)
+	}
+	for _, r := range all {
+		enc.Encode(r)
+	}
+	for _, c := range checks(all) {
+		enc.Encode(c)
+	}
+	printTable(all)
+	return nil
+}
+
+// maxHold caps a held-streams point at what the descriptor limit allows a
+// proxying process: two descriptors per stream, and some to spare.
+func maxHold(n int) int {
+	var lim int
+	if b, err := os.ReadFile("/proc/self/limits"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "Max open files") {
+				f := strings.Fields(l)
+				lim, _ = strconv.Atoi(f[4]) // the hard limit
+			}
+		}
+	}
+	if lim > 0 && 2*n+200 > lim {
+		return (lim - 200) / 2 / 100 * 100
+	}
+	return n
+}
+
+// runOpen starts the fast simulator, the proxy and toolgate, and runs the
+// open-loop points in interleaved rounds.
+func runOpen(bin string, points []point, rounds int, dur time.Duration, profileDir string) ([]row, error) {
+	procs, urls, err := startAll(bin, []string{"--fast", "--chunks", "50"})
+	if err != nil {
+		return nil, err
+	}
+	defer stopAll(procs)
+	client := load.NewClient(1024)
+	defer client.CloseIdleConnections()
+	ctx := context.Background()
+	var rows []row
+	for _, p := range points {
+		// Warm up every target (connections, caches, the Go runtime).
+		for _, t := range targets {
+			load.Open(ctx, client, load.Target{URL: urls[t], Body: p.Body, Stream: p.Stream}, p.Rate, time.Second)
+		}
+		res := map[string][]load.Result{}
+		cpu := map[string][]float64{}
+		peak := map[string]float64{}
+		for round := range rounds {
+			for _, t := range targets {
+				pid := procs[t].Process.Pid
+				resetPeak(pid)
+				before := cpuSeconds(pid)
+				var stopProfile func()
+				if profileDir != "" && t == "toolgate" && round == 0 && p.Name == "nonstream-2000" {
+					stopProfile = startProfile(urls["toolgate-admin"], profileDir, dur)
+				}
+				r := load.Open(ctx, client, load.Target{URL: urls[t], Body: p.Body, Stream: p.Stream}, p.Rate, dur)
+				if stopProfile != nil {
+					stopProfile()
+				}
+				res[t] = append(res[t], r)
+				if n := len(r.Latencies) + r.Errors; n > 0 {
+					cpu[t] = append(cpu[t], (cpuSeconds(pid)-before)/float64(n)*1000)
+				}
+				peak[t] = max(peak[t], peakRSS(pid))
+				fmt.Printf("  %-18s round %d %-8s p50 %7.3f ms  p99 %7.3f ms  %6.0f/s  errors %d\n", p.Name, round+1, t,
+					ms(load.Quantile(r.Latencies, .5)), ms(load.Quantile(r.Latencies, .99)), r.Rate(), r.Errors)
+			}
+		}
+		for _, t := range targets {
+			rows = append(rows, aggregate(p.Name, t, res[t], res["direct"], cpu[t], peak[t]))
+		}
+	}
+	return rows, nil
+}
+
+// runHold measures memory per idle stream: each target holds p.Hold
+// streams of one chunk a second from a slow simulator.
+func runHold(bin string, p point) ([]row, error) {
+	procs, urls, err := startAll(bin, []string{"--chunks", "600", "--delay", "1s"})
+	if err != nil {
+		return nil, err
+	}
+	defer stopAll(procs)
+	var rows []row
+	for _, t := range targets {
+		client := load.NewClient(p.Hold + 16)
+		pid := procs[t].Process.Pid
+		// Warm up: a few short-lived requests, then the baseline.
+		warm := load.Target{URL: urls[t], Body: toolBody}
+		load.Open(context.Background(), client, warm, 50, time.Second)
+		base := rss(pid)
+		var at float64
+		open, ferr := load.Hold(context.Background(), client, load.Target{URL: urls[t], Body: p.Body, Stream: true}, p.Hold, 1000, func(int) {
+			time.Sleep(3 * time.Second) // let the streams settle into their idle state
+			at = rss(pid)
+		})
+		client.CloseIdleConnections()
+		r := row{Point: p.Name, Target: t, Rounds: 1, Streams: open, PeakRSSMB: at / 1024}
+		if open > 0 {
+			r.KBPer = (at - base) / float64(open)
+		}
+		if ferr != nil {
+			r.FirstErr = ferr.Error()
+			r.Errors = p.Hold - open
+		}
+		fmt.Printf("  %-18s %-8s %d streams open, RSS %.1f MB (baseline %.1f MB), %.1f KB per stream\n", p.Name, t, open, at/1024, base/1024, r.KBPer)
+		rows = append(rows, r)
+		time.Sleep(2 * time.Second) // the cancelled streams wind down
+	}
+	return rows, nil
+}
+
+// aggregate reduces one target's rounds: medians of the per-round
+// quantiles, and the overhead as the median over rounds of the per-round
+// difference from direct.
+func aggregate(pointName, t string, rs, direct []load.Result, cpu []float64, peak float64) row {
+	r := row{Point: pointName, Target: t, Rounds: len(rs), PeakRSSMB: peak / 1024, CPUPer1000: median(cpu)}
+	var p50, p90, p99, ttfb, rate, o50, o99, ottfb []float64
+	for i, x := range rs {
+		r.Requests += x.Requests
+		r.Errors += x.Errors
+		if r.FirstErr == "" {
+			r.FirstErr = x.FirstErr
+		}
+		p50 = append(p50, ms(load.Quantile(x.Latencies, .5)))
+		p90 = append(p90, ms(load.Quantile(x.Latencies, .9)))
+		p99 = append(p99, ms(load.Quantile(x.Latencies, .99)))
+		ttfb = append(ttfb, ms(load.Quantile(x.TTFB, .5)))
+		rate = append(rate, x.Rate())
+		d := direct[i]
+		o50 = append(o50, ms(load.Quantile(x.Latencies, .5)-load.Quantile(d.Latencies, .5)))
+		o99 = append(o99, ms(load.Quantile(x.Latencies, .99)-load.Quantile(d.Latencies, .99)))
+		ottfb = append(ottfb, ms(load.Quantile(x.TTFB, .5)-load.Quantile(d.TTFB, .5)))
+	}
+	r.P50, r.P90, r.P99, r.TTFB50, r.Rate = median(p50), median(p90), median(p99), median(ttfb), median(rate)
+	r.Over50, r.Over99, r.OverTTFB = median(o50), median(o99), median(ottfb)
+	return r
+}
+
+// check is one of the performance targets, as measured.
+type check struct {
+	Target   string  `json:"target"`
+	Measured float64 `json:"measured"`
+	Limit    float64 `json:"limit"`
+	Unit     string  `json:"unit"`
+	Met      bool    `json:"met"`
+}
+
+func checks(rows []row) []check {
+	get := func(p, t string) (row, bool) {
+		for _, r := range rows {
+			if r.Point == p && r.Target == t {
+				return r, true
+			}
+		}
+		return row{}, false
+	}
+	var out []check
+	add := func(name string, measured, limit float64, unit string) {
+		out = append(out, check{Target: name, Measured: round3(measured), Limit: limit, Unit: unit, Met: measured <= limit})
+	}
+	if g, ok := get("nonstream-2000", "toolgate"); ok {
+		p, _ := get("nonstream-2000", "proxy")
+		add("non-streamed 2000/s: toolgate's added p50 / the proxy's", ratio(g.Over50, p.Over50), 1.5, "×")
+		add("non-streamed 2000/s: toolgate's added p99 / the proxy's", ratio(g.Over99, p.Over99), 2, "×")
+		add("non-streamed 2000/s: errors", float64(g.Errors), 0, "")
+		add("non-streamed 2000/s: CPU per request / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 2, "×")
+	}
+	if g, ok := get("stream50-200", "toolgate"); ok {
+		add("streamed: time to first byte over direct", g.OverTTFB, 1, "ms")
+	}
+	for _, r := range rows {
+		if r.Target == "toolgate" && r.Streams > 0 {
+			add(fmt.Sprintf("%s: RSS per idle stream", r.Point), r.KBPer, 64, "KB")
+		}
+	}
+	if g, ok := get("transcript100-200", "toolgate"); ok {
+		p, _ := get("transcript100-200", "proxy")
+		add("100-message transcript: toolgate p50 − proxy p50", (g.P50-p.P50)*1000, 100, "µs")
+	}
+	return out
+}
+
+func printTable(rows []row) {
+	fmt.Println()
+	fmt.Println("| point | target | rate/s | errors | p50 ms | p90 ms | p99 ms | added p50 ms | added p99 ms | TTFB p50 ms | added TTFB ms | CPU s/1000 req | peak RSS MB | KB/stream |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		if r.Streams > 0 || r.Point[:4] == "idle" {
+			fmt.Printf("| %s | %s | %d streams | %d | | | | | | | | | %.1f | %.1f |\n", r.Point, r.Target, r.Streams, r.Errors, r.PeakRSSMB, r.KBPer)
+			continue
+		}
+		ttfb, ottfb := "", ""
+		if r.TTFB50 > 0 {
+			ttfb, ottfb = fmt.Sprintf("%.3f", r.TTFB50), fmt.Sprintf("%.3f", r.OverTTFB)
+		}
+		fmt.Printf("| %s | %s | %.0f | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %s | %s | %.3f | %.1f | |\n",
+			r.Point, r.Target, r.Rate, r.Errors, r.P50, r.P90, r.P99, r.Over50, r.Over99, ttfb, ottfb, r.CPUPer1000, r.PeakRSSMB)
+	}
+	fmt.Println()
+	fmt.Println("| target | measured | limit | met |")
+	fmt.Println("|---|---|---|---|")
+	for _, c := range checks(rows) {
+		fmt.Printf("| %s | %.3f %s | %g %s | %v |\n", c.Target, c.Measured, c.Unit, c.Limit, c.Unit, c.Met)
+	}
+}
+
+// startAll starts the simulator with simArgs, the bare proxy and toolgate,
+// each on a free loopback port, and returns them with their URLs.
+func startAll(bin string, simArgs []string) (map[string]*exec.Cmd, map[string]string, error) {
+	procs := map[string]*exec.Cmd{}
+	urls := map[string]string{}
+	simAddr, proxyAddr, gwAddr, adminAddr := freeAddr(), freeAddr(), freeAddr(), freeAddr()
+	logDir := filepath.Join(os.TempDir(), "toolgate-bench")
+	os.MkdirAll(logDir, 0o755)
+	start := func(name, addr string, env []string, args ...string) error {
+		cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
+		cmd.Env = append(os.Environ(), env...)
+		f, err := os.Create(filepath.Join(logDir, name+".log"))
+		if err != nil {
+			return err
+		}
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("%s: %w (run make build first)", name, err)
+		}
+		procs[name] = cmd
+		return waitListening(addr)
+	}
+	err := start("direct", simAddr, nil, append([]string{"toolgate-sim", "--listen", simAddr}, simArgs...)...)
+	if err == nil {
+		err = start("proxy", proxyAddr, nil, "bench-proxy", "--listen", proxyAddr, "--upstream", "http://"+simAddr)
+	}
+	if err == nil {
+		err = start("toolgate", gwAddr, []string{"BENCH_UPSTREAM=http://" + simAddr + "/v1"},
+			"toolgate", "--config", "bench/toolgate.yaml", "--listen", gwAddr, "--admin-listen", adminAddr)
+	}
+	if err != nil {
+		stopAll(procs)
+		return nil, nil, err
+	}
+	for name, addr := range map[string]string{"direct": simAddr, "proxy": proxyAddr, "toolgate": gwAddr} {
+		urls[name] = "http://" + addr + "/v1/chat/completions"
+	}
+	urls["toolgate-admin"] = "http://" + adminAddr
+	return procs, urls, nil
+}
+
+func stopAll(procs map[string]*exec.Cmd) {
+	for _, c := range procs {
+		c.Process.Signal(os.Interrupt)
+	}
+	for _, c := range procs {
+		done := make(chan struct{})
+		go func() { c.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			c.Process.Kill()
+			<-done
+		}
+	}
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitListening(addr string) error {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return nil
+		}
+	}
+	return fmt.Errorf("nothing listens on %s", addr)
+}
+
+// startProfile fetches toolgate's CPU profile for d from its admin listener
+// (server.pprof must be on) and, at the end, its allocation profile.
+func startProfile(admin, dir string, d time.Duration) func() {
+	os.MkdirAll(dir, 0o755)
+	done := make(chan struct{})
+	fetch := func(path, file string) {
+		resp, err := http.Get(admin + path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, _ := os.Create(filepath.Join(dir, file))
+		io.Copy(f, resp.Body)
+		f.Close()
+	}
+	go func() {
+		fetch(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), "cpu.pprof")
+		close(done)
+	}()
+	return func() {
+		<-done
+		fetch("/debug/pprof/allocs", "allocs.pprof")
+	}
+}
+
+// cpuSeconds is a process's user and system CPU time so far.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// status reads a kB field of /proc/PID/status.
+func status(pid int, field string) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func rss(pid int) float64     { return status(pid, "VmRSS") }
+func peakRSS(pid int) float64 { return status(pid, "VmHWM") }
+
+// resetPeak resets a process's peak RSS (VmHWM), so each run reports its own.
+func resetPeak(pid int) { os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) }
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "model name"); ok {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+		}
+	}
+	return "unknown CPU"
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
