@@ -30,7 +30,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	done := make(chan error, 1)
 	go func() {
 		noEnv := func(string) string { return "" }
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, noEnv,
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-flush-interval", "0s"}, noEnv,
 			&addrWriter{ch: addr}, logs)
 	}()
 	var base string

@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	configPath := fs.String("config", getenv("TOOLGATE_CONFIG"), "config file (default: $TOOLGATE_CONFIG, else the embedded default config)")
 	listen := fs.String("listen", "", "main listener address, overriding the config's listen")
 	adminListen := fs.String("admin-listen", "", "admin listener address, overriding the config's admin_listen")
+	logFlush := fs.Duration("log-flush-interval", -1, "log.flush_interval override (0s: every line written at once)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,11 +69,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *adminListen != "" {
 		cfg.AdminListen = *adminListen
 	}
-	log, err := observe.NewLogger(stderr, cfg.Log.Level)
+	if *logFlush >= 0 {
+		cfg.Log.FlushInterval = logFlush
+	}
+	log, stopLog, err := observe.NewLogger(stderr, cfg.Log.Level, *cfg.Log.FlushInterval)
 	if err != nil {
 		return err
 	}
-	defer log.Sync()
+	defer stopLog()
 
 	reg := prometheus.NewRegistry()
 	metrics := observe.NewMetrics(reg)

@@ -123,6 +123,10 @@ type Sessions struct {
 type Log struct {
 	// Level is debug, info, warn or error. Default info.
 	Level string `yaml:"level"`
+	// FlushInterval buffers log lines and writes them at least this often
+	// (and whenever 256 KiB are pending): one write per batch instead of
+	// one per request. 0s writes every line at once. Default 1s.
+	FlushInterval *time.Duration `yaml:"flush_interval"`
 }
 
 // Server holds the listeners' limits and timeouts.
@@ -417,6 +421,10 @@ func (c *Config) applyDefaults() {
 	if c.AdminListen == "" {
 		c.AdminListen = DefaultAdminListen
 	}
+	if c.Log.FlushInterval == nil {
+		d := time.Second
+		c.Log.FlushInterval = &d
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = DefaultLogLevel
 	}
@@ -521,6 +529,9 @@ func (c *Config) Validate() error {
 	var errs []string
 	add := func(path, format string, args ...any) {
 		errs = append(errs, path+": "+fmt.Sprintf(format, args...))
+	}
+	if *c.Log.FlushInterval < 0 {
+		add("log.flush_interval", "must be 0s (unbuffered) or a positive duration, got %s", *c.Log.FlushInterval)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

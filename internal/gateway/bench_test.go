@@ -44,7 +44,7 @@ routes: [{model: "*", upstream: sim}]
 	if err != nil {
 		b.Fatal(err)
 	}
-	log, _ := observe.NewLogger(io.Discard, "info")
+	log, _, _ := observe.NewLogger(io.Discard, "info", 0)
 	g, h, err := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		b.Fatal(err)

@@ -10,18 +10,51 @@ import (
 )
 
 // NewLogger returns a JSON logger writing to w at the given level (debug,
-// info, warn or error).
-func NewLogger(w io.Writer, level string) (*zap.Logger, error) {
+// info, warn or error). With flush > 0 lines are buffered (256 KiB) and
+// written at least every flush; stop writes what is pending and ends the
+// buffer's goroutine (call it before exiting). Warnings and errors are
+// written at once either way.
+func NewLogger(w io.Writer, level string, flush time.Duration) (log *zap.Logger, stop func(), err error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
-		return nil, fmt.Errorf("observe: log level: %w", err)
+		return nil, nil, fmt.Errorf("observe: log level: %w", err)
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	enc.EncodeDuration = millis
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)
-	return zap.New(core), nil
+	ws := zapcore.Lock(zapcore.AddSync(w))
+	stop = func() { _ = ws.Sync() }
+	if flush > 0 {
+		buf := &zapcore.BufferedWriteSyncer{WS: ws, Size: 256 << 10, FlushInterval: flush}
+		ws, stop = buf, func() { _ = buf.Stop() }
+	}
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), ws, lvl)
+	if flush > 0 {
+		// Warnings and errors are not held back.
+		urgent := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), zapcore.WarnLevel)
+		core = zapcore.NewTee(levelBelow{core, zapcore.WarnLevel}, urgent)
+	}
+	return zap.New(core), stop, nil
+}
+
+// levelBelow passes only entries below a level to its core.
+type levelBelow struct {
+	zapcore.Core
+	below zapcore.Level
+}
+
+func (l levelBelow) Enabled(lvl zapcore.Level) bool { return lvl < l.below && l.Core.Enabled(lvl) }
+
+func (l levelBelow) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if !l.Enabled(e.Level) {
+		return ce
+	}
+	return l.Core.Check(e, ce)
+}
+
+func (l levelBelow) With(fields []zapcore.Field) zapcore.Core {
+	return levelBelow{l.Core.With(fields), l.below}
 }
 
 // millis encodes durations as fractional milliseconds, e.g. 0.412.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // that was not set.
 func TestRecordLog(t *testing.T) {
 	var buf bytes.Buffer
-	log, err := NewLogger(&buf, "info")
+	log, _, err := NewLogger(&buf, "info", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,10 +36,44 @@ func TestRecordLog(t *testing.T) {
 	if _, ok := line["error"]; ok {
 		t.Errorf("an unset field was logged: %v", line)
 	}
-	if _, err := NewLogger(&buf, "loud"); err == nil {
+	if _, _, err := NewLogger(&buf, "loud", 0); err == nil {
 		t.Error("a bad level was accepted")
 	}
 }
+
+// Buffered logs: info lines wait for the flush (or stop), warnings are
+// written at once.
+func TestBufferedLog(t *testing.T) {
+	var buf syncBuffer
+	log, stop, err := NewLogger(&buf, "info", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("access")
+	if buf.String() != "" {
+		t.Fatalf("an info line was not buffered: %s", buf.String())
+	}
+	log.Warn("state store unavailable")
+	if !strings.Contains(buf.String(), "state store unavailable") || strings.Contains(buf.String(), "access") {
+		t.Fatalf("the warning was held, or the info line was not: %s", buf.String())
+	}
+	stop()
+	if !strings.Contains(buf.String(), `"msg":"access"`) {
+		t.Fatalf("stop did not write the pending line: %s", buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // The request id is the client's when sensible, else generated; it is
 // returned and reaches the handler's context.

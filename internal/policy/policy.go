@@ -73,26 +73,35 @@ func (j *Judge) NeedsText() bool { return j.format != nil }
 func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 	j := &Judge{cfg: cfg, parallel: true, schemas: cfg.Schemas}
 	if raw, ok := req.Get("tools"); ok && string(raw) != "null" {
-		var tools []struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		}
-		if err := json.Unmarshal(raw, &tools); err != nil {
+		// Read with the one-pass scanner: no copy of the schemas.
+		tools, ok := wire.Elements(raw)
+		if !ok {
 			return nil, &RequestError{Param: "tools", Msg: "must be an array of tool objects"}
 		}
-		for _, t := range tools {
-			if t.Function.Name == "" {
+		for _, rt := range tools {
+			t, err := wire.ParseObject(rt)
+			if err != nil {
+				return nil, &RequestError{Param: "tools", Msg: "must be an array of tool objects"}
+			}
+			rf, _ := t.Get("function")
+			if len(rf) == 0 || string(rf) == "null" {
 				continue
 			}
-			j.tools = append(j.tools, t.Function.Name)
-			if len(t.Function.Parameters) > 0 && string(t.Function.Parameters) != "null" {
+			fn, err := wire.ParseObject(rf)
+			if err != nil {
+				return nil, &RequestError{Param: "tools", Msg: "a tool's function must be an object"}
+			}
+			rn, _ := fn.Get("name")
+			name, _ := wire.String(rn)
+			if name == "" {
+				continue
+			}
+			j.tools = append(j.tools, name)
+			if params, ok := fn.Get("parameters"); ok && string(params) != "null" {
 				if j.params == nil {
 					j.params = map[string]json.RawMessage{}
 				}
-				j.params[t.Function.Name] = t.Function.Parameters
+				j.params[name] = params
 			}
 		}
 	}

@@ -124,7 +124,7 @@ const (
 
 // NewCollector returns a Collector applying q.
 func NewCollector(q Quirks) *Collector {
-	return &Collector{quirks: q, byIdx: map[int]*collecting{}, byID: map[string]*collecting{}, fixes: map[string]int{}}
+	return &Collector{quirks: q, fixes: map[string]int{}} // the index maps are made with the first call
 }
 
 // Fixes returns how many times each normalization was applied, by kind.
@@ -246,6 +246,9 @@ func (c *Collector) add(raw json.RawMessage, position int) ([]Fragment, error) {
 			return nil, &ProtocolError{Index: idx, Msg: fmt.Sprintf("id %q is already used by the call at index %d", id, other.upIndex)}
 		}
 		call.id = id
+		if c.byID == nil {
+			c.byID = map[string]*collecting{}
+		}
 		c.byID[id] = call
 	}
 	if name != "" {
@@ -316,6 +319,9 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 		}
 		call = &collecting{upIndex: idx, index: len(c.calls)}
 		c.calls = append(c.calls, call)
+		if c.byIdx == nil {
+			c.byIdx = map[int]*collecting{}
+		}
 		c.byIdx[idx] = call
 	}
 	c.last = call
