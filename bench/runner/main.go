@@ -72,7 +72,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with toolgate, toolgate-sim and bench-proxy")
 	full := flag.Bool("full", false, "every load point, more and longer rounds")
 	out := flag.String("out", "bench/results/latest.jsonl", "JSON lines output")
-	profile := flag.String("profile", "", "directory for toolgate's CPU and allocation profiles (taken during the non-streamed 2000/s point)")
+	profile := flag.String("profile", "", "directory for toolgate's CPU and allocation profiles, one pair per load point (its first round)")
 	only := flag.String("only", "", "run only the load points whose name contains this")
 	flag.Parse()
 	if err := run(*bin, *full, *out, *profile, *only); err != nil {
@@ -191,8 +191,8 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 				resetPeak(pid)
 				before := cpuSeconds(pid)
 				var stopProfile func()
-				if profileDir != "" && t == "toolgate" && round == 0 && p.Name == "nonstream-2000" {
-					stopProfile = startProfile(urls["toolgate-admin"], profileDir, dur)
+				if profileDir != "" && t == "toolgate" && round == 0 {
+					stopProfile = startProfile(urls["toolgate-admin"], profileDir, p.Name, dur)
 				}
 				r := load.Open(ctx, client, load.Target{URL: urls[t], Body: p.Body, Stream: p.Stream}, p.Rate, dur)
 				if stopProfile != nil {
@@ -424,7 +424,7 @@ func waitListening(addr string) error {
 
 // startProfile fetches toolgate's CPU profile for d from its admin listener
 // (server.pprof must be on) and, at the end, its allocation profile.
-func startProfile(admin, dir string, d time.Duration) func() {
+func startProfile(admin, dir, name string, d time.Duration) func() {
 	os.MkdirAll(dir, 0o755)
 	done := make(chan struct{})
 	fetch := func(path, file string) {
@@ -439,12 +439,12 @@ func startProfile(admin, dir string, d time.Duration) func() {
 		f.Close()
 	}
 	go func() {
-		fetch(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), "cpu.pprof")
+		fetch(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), name+".cpu.pprof")
 		close(done)
 	}()
 	return func() {
 		<-done
-		fetch("/debug/pprof/allocs", "allocs.pprof")
+		fetch("/debug/pprof/allocs", name+".allocs.pprof")
 	}
 }
 

@@ -55,11 +55,15 @@ routes: [{model: "*", upstream: sim}]
 }
 
 func benchChat(b *testing.B, stream bool, chunks int) {
-	targets := benchTargets(b, chunks)
 	body := []byte(`{"model":"sim","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
 	if stream {
 		body = []byte(`{"model":"sim","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
 	}
+	benchBody(b, body, chunks)
+}
+
+func benchBody(b *testing.B, body []byte, chunks int) {
+	targets := benchTargets(b, chunks)
 	for _, name := range []string{"direct", "reverseproxy", "toolgate"} {
 		b.Run(name, func(b *testing.B) {
 			tr := &http.Transport{MaxIdleConnsPerHost: 16}
@@ -85,6 +89,14 @@ func benchChat(b *testing.B, stream bool, chunks int) {
 // BenchmarkChatNonStream measures one non-streamed request end to end over
 // loopback, for direct / bare reverse proxy / toolgate in one run.
 func BenchmarkChatNonStream(b *testing.B) { benchChat(b, false, 50) }
+
+// BenchmarkChatTranscript measures one non-streamed request carrying a
+// 100-message agent transcript with one unanswered call (repaired by
+// toolgate): the repair path's cost over the bare proxy.
+func BenchmarkChatTranscript(b *testing.B) {
+	b.Run("broken", func(b *testing.B) { benchBody(b, sim.Transcript("sim-text", 100, 16), 50) })
+	b.Run("paired", func(b *testing.B) { benchBody(b, sim.Transcript("sim-text", 100, -1), 50) })
+}
 
 // BenchmarkChatStream measures one 50-chunk streamed request end to end.
 func BenchmarkChatStream(b *testing.B) { benchChat(b, true, 50) }

@@ -35,7 +35,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	}
 	defer g.metrics.KeyStarted(rec.Key)()
 	defer g.settle(ctx, key, rec)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Server.MaxBodyBytes))
+	body, err := readBody(w, r, g.cfg.Server.MaxBodyBytes)
 	rec.BytesIn = int64(len(body))
 	if err != nil {
 		g.fail(w, r, rec, err)
@@ -184,6 +184,25 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		}
 		g.log.Debug("retrying the upstream", zap.String("request_id", rec.RequestID), zap.Int("attempt", attempt+1), zap.Error(err))
 	}
+}
+
+// readBody reads a request body of at most limit bytes, in one buffer of
+// its Content-Length when it has one (io.ReadAll would grow and copy a
+// large transcript several times).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf := make([]byte, n)
+		if read, err := io.ReadFull(body, buf); err != nil {
+			return buf[:read], err
+		}
+		var extra [1]byte
+		if k, _ := body.Read(extra[:]); k > 0 { // the server stops a body at its Content-Length; this is a guard
+			return nil, errors.New("the request body is longer than its Content-Length")
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
 }
 
 // streamUsage reports whether a streamed request asked for usage

@@ -109,3 +109,26 @@ func TestSlowCancellation(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Transcript builds exactly n messages, with the one unanswered call asked for.
+func TestTranscript(t *testing.T) {
+	var req struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	for _, n := range []int{3, 10, 100} {
+		if err := json.Unmarshal(Transcript("m", n, 1), &req); err != nil || len(req.Messages) != n {
+			t.Fatalf("n=%d: %d messages, %v", n, len(req.Messages), err)
+		}
+	}
+	tools := 0
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			tools++
+		}
+	}
+	if tools != 32 { // 33 calls, one unanswered
+		t.Errorf("%d tool replies in 100 messages", tools)
+	}
+}

@@ -78,6 +78,7 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 	if len(r.Messages) == 0 {
 		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "must contain at least one message"}
 	}
+	r.raw = b
 	return r, nil
 }
 

@@ -21,6 +21,9 @@ type ChatRequest struct {
 
 	obj             Object
 	messagesChanged bool
+	// raw is the body as decoded, sent as is when nothing changed.
+	raw     []byte
+	changed bool
 }
 
 // Message is one entry of the transcript. Raw holds the message's original
@@ -114,6 +117,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 func (r *ChatRequest) SetMessages(msgs []Message) {
 	r.Messages = msgs
 	r.messagesChanged = true
+	r.changed = true
 }
 
 // Get returns the raw value of a top-level member (the last one when the key
@@ -127,6 +131,7 @@ func (r *ChatRequest) Set(key string, value json.RawMessage) {
 		return
 	}
 	r.obj.Set(key, value)
+	r.changed = true
 }
 
 // Delete removes a top-level member. Delete("model") and
@@ -136,15 +141,23 @@ func (r *ChatRequest) Delete(key string) {
 		return
 	}
 	r.obj.Delete(key)
+	r.changed = true
 }
 
 // Encode returns the request body to send upstream, with model as the model
 // name. Every other member keeps its original bytes and position; messages
-// are the original array unless SetMessages was called.
+// are the original array unless SetMessages was called. A request nothing
+// changed, sent with its own model name, is the original body itself.
 func (r *ChatRequest) Encode(model string) ([]byte, error) {
+	if !r.changed && model == r.Model && r.raw != nil {
+		return r.raw, nil
+	}
 	size := 2
 	for _, m := range r.obj.members {
-		size += len(m.key) + len(m.value) + 4
+		size += len(m.key) + 4
+		if m.key != "messages" || !r.messagesChanged {
+			size += len(m.value) // changed messages are counted below
+		}
 	}
 	if r.messagesChanged {
 		for i := range r.Messages {
