@@ -65,6 +65,8 @@ type row struct {
 	PeakRSSMB  float64 `json:"peak_rss_mb"`
 	Streams    int     `json:"streams,omitempty"`
 	KBPer      float64 `json:"rss_kb_per_stream,omitempty"`
+	HeapKBPer  float64 `json:"heap_kb_per_stream,omitempty"`  // toolgate: Go heap in use, per stream
+	StackKBPer float64 `json:"stack_kb_per_stream,omitempty"` // toolgate: goroutine stacks, per stream
 	FirstErr   string  `json:"first_error,omitempty"`
 }
 
@@ -131,7 +133,7 @@ func run(bin string, full bool, out, profileDir, only string) error {
 		all = append(all, rows...)
 	}
 	for _, p := range hold {
-		rows, err := runHold(bin, p)
+		rows, err := runHold(bin, p, profileDir)
 		if err != nil {
 			return err
 		}
@@ -216,7 +218,7 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 
 // runHold measures memory per idle stream: each target holds p.Hold
 // streams of one chunk a second from a slow simulator.
-func runHold(bin string, p point) ([]row, error) {
+func runHold(bin string, p point, profileDir string) ([]row, error) {
 	procs, urls, err := startAll(bin, []string{"--chunks", "600", "--delay", "1s"})
 	if err != nil {
 		return nil, err
@@ -231,20 +233,38 @@ func runHold(bin string, p point) ([]row, error) {
 		load.Open(context.Background(), client, warm, 50, time.Second)
 		base := rss(pid)
 		var at float64
+		var mem0, mem1 map[string]float64
+		if t == "toolgate" {
+			mem0 = goMem(urls["toolgate-admin"])
+		}
 		open, ferr := load.Hold(context.Background(), client, load.Target{URL: urls[t], Body: p.Body, Stream: true}, p.Hold, 1000, func(int) {
 			time.Sleep(3 * time.Second) // let the streams settle into their idle state
 			at = rss(pid)
+			if t == "toolgate" {
+				mem1 = goMem(urls["toolgate-admin"])
+				if profileDir != "" {
+					saveProfile(urls["toolgate-admin"]+"/debug/pprof/heap", filepath.Join(profileDir, p.Name+".heap.pprof"))
+				}
+			}
 		})
 		client.CloseIdleConnections()
 		r := row{Point: p.Name, Target: t, Rounds: 1, Streams: open, PeakRSSMB: at / 1024}
 		if open > 0 {
 			r.KBPer = (at - base) / float64(open)
+			if mem1 != nil {
+				r.HeapKBPer = (mem1["go_memstats_heap_inuse_bytes"] - mem0["go_memstats_heap_inuse_bytes"]) / 1024 / float64(open)
+				r.StackKBPer = (mem1["go_memstats_stack_inuse_bytes"] - mem0["go_memstats_stack_inuse_bytes"]) / 1024 / float64(open)
+			}
 		}
 		if ferr != nil {
 			r.FirstErr = ferr.Error()
 			r.Errors = p.Hold - open
 		}
-		fmt.Printf("  %-18s %-8s %d streams open, RSS %.1f MB (baseline %.1f MB), %.1f KB per stream\n", p.Name, t, open, at/1024, base/1024, r.KBPer)
+		fmt.Printf("  %-18s %-8s %d streams open, RSS %.1f MB (baseline %.1f MB), %.1f KB per stream", p.Name, t, open, at/1024, base/1024, r.KBPer)
+		if mem1 != nil {
+			fmt.Printf(" (Go heap %.1f KB, stacks %.1f KB)", r.HeapKBPer, r.StackKBPer)
+		}
+		fmt.Println()
 		rows = append(rows, r)
 		time.Sleep(2 * time.Second) // the cancelled streams wind down
 	}
@@ -427,17 +447,7 @@ func waitListening(addr string) error {
 func startProfile(admin, dir, name string, d time.Duration) func() {
 	os.MkdirAll(dir, 0o755)
 	done := make(chan struct{})
-	fetch := func(path, file string) {
-		resp, err := http.Get(admin + path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "profile:", err)
-			return
-		}
-		defer resp.Body.Close()
-		f, _ := os.Create(filepath.Join(dir, file))
-		io.Copy(f, resp.Body)
-		f.Close()
-	}
+	fetch := func(path, file string) { saveProfile(admin+path, filepath.Join(dir, file)) }
 	go func() {
 		fetch(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), name+".cpu.pprof")
 		close(done)
@@ -446,6 +456,41 @@ func startProfile(admin, dir, name string, d time.Duration) func() {
 		<-done
 		fetch("/debug/pprof/allocs", name+".allocs.pprof")
 	}
+}
+
+// saveProfile writes what url serves (a pprof profile) to file.
+func saveProfile(url, file string) {
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	resp, err := http.Get(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	io.Copy(f, resp.Body)
+	f.Close()
+}
+
+// goMem reads the Go memory gauges of toolgate's /metrics.
+func goMem(admin string) map[string]float64 {
+	resp, err := http.Get(admin + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && strings.HasPrefix(f[0], "go_memstats_") {
+			out[f[0]], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	return out
 }
 
 // cpuSeconds is a process's user and system CPU time so far.
