@@ -230,8 +230,8 @@ func Hold(ctx context.Context, client *http.Client, t Target, n, rampPerSec int,
 			io.Copy(io.Discard, resp.Body) // until the stream ends or is cancelled
 		})
 	}
-	// Wait for every stream to have sent its first byte (or 10 s more).
-	for wait := time.Now().Add(10 * time.Second); opened.Load() < int64(n) && time.Now().Before(wait) && ctx.Err() == nil; {
+	// Wait for every stream to have sent its first byte (or 60 s more).
+	for wait := time.Now().Add(60 * time.Second); opened.Load() < int64(n) && time.Now().Before(wait) && ctx.Err() == nil; {
 		time.Sleep(50 * time.Millisecond)
 	}
 	open = int(opened.Load())

@@ -219,7 +219,7 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 // runHold measures memory per idle stream: each target holds p.Hold
 // streams of one chunk a second from a slow simulator.
 func runHold(bin string, p point, profileDir string) ([]row, error) {
-	procs, urls, err := startAll(bin, []string{"--chunks", "600", "--delay", "1s"})
+	procs, urls, err := startAll(bin, []string{"--chunks", "120", "--delay", "1s"})
 	if err != nil {
 		return nil, err
 	}
