@@ -271,10 +271,18 @@ type Route struct {
 	// buffer (held until the response is complete and judged). reject
 	// argument validation implies buffer.
 	ToolCalls string `yaml:"tool_calls"`
-	// Retries is how many more times a response that broke off or violated
-	// the completion policy before anything reached the client is asked
-	// for (0 to 5; default 0).
+	// Retries is how many more attempts a request gets when one fails
+	// before anything reached the client: no connection, a 429 or 5xx, a
+	// response that broke off or violates the completion policy (0 to 5;
+	// default 0). A request that failed on a reused connection before any
+	// response byte is always resent once on a fresh one, apart from these.
 	Retries int `yaml:"retries"`
+	// RetryBackoff is the wait before the first retry, doubled at each
+	// one (±20% jitter). Default 250ms.
+	RetryBackoff time.Duration `yaml:"retry_backoff"`
+	// RetryMaxWait is the longest wait before a retry, an upstream's
+	// Retry-After included: a longer one ends the retries. Default 10s.
+	RetryMaxWait time.Duration `yaml:"retry_max_wait"`
 	// Reasoning maps reasoning levels onto the upstream's request fields.
 	Reasoning Reasoning `yaml:"reasoning"`
 	// Budget is the route's task budget (SPEC §5); absent means none.
@@ -493,6 +501,8 @@ func (c *Config) applyDefaults() {
 		if r.ValidateArguments == "" {
 			r.ValidateArguments = "annotate"
 		}
+		setDur(&r.RetryBackoff, 250*time.Millisecond)
+		setDur(&r.RetryMaxWait, 10*time.Second)
 		if r.ToolCalls == "" {
 			r.ToolCalls = "stream"
 		}
@@ -691,6 +701,9 @@ func (c *Config) Validate() error {
 		validateBudget(p+".budget", r.Budget, true, add)
 		if r.Retries < 0 || r.Retries > 5 {
 			add(p+".retries", "must be between 0 and 5, got %d", r.Retries)
+		}
+		if r.RetryBackoff < 0 || r.RetryMaxWait < 0 {
+			add(p+".retry_backoff", "retry_backoff and retry_max_wait must be positive durations")
 		}
 		if r.ToolCalls != "stream" && r.ToolCalls != "buffer" {
 			add(p+".tool_calls", "must be stream or buffer, got %q", r.ToolCalls)

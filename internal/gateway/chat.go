@@ -160,18 +160,30 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		callCtx, cancel = context.WithTimeoutCause(ctx, limits.CallTimeout, budget.ErrCallTimeout)
 		defer cancel()
 	}
-	// A response that breaks off or violates the policy before anything
-	// reached the client may be asked for again, route.Retries times.
+	// Before anything reached the client, a failed attempt — no connection,
+	// a 429 or 5xx, a response that broke off or violates the policy — may
+	// be followed by another, route.Retries times, after a backoff (or the
+	// upstream's Retry-After). After the first byte, never.
 	for attempt := 0; ; attempt++ {
 		rec.Attempts = attempt + 1
+		retry := attempt < route.Retries
 		sent := time.Now()
-		resp, err := up.Send(callCtx, out, r.Header, req.Stream)
+		resp, reconnected, err := up.Send(callCtx, out, r.Header, req.Stream)
+		if reconnected {
+			g.attempted(rec, "reconnected")
+		}
 		if err != nil {
 			rec.UpstreamDuration += time.Since(sent)
+			g.attempted(rec, attemptOutcome(err))
+			if retry && retryable(err) && g.backoff(callCtx, rec, route, attempt, err) {
+				continue
+			}
+			if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Status == http.StatusTooManyRequests && ue.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ue.RetryAfter)))
+			}
 			g.fail(w, r, rec, err)
 			return
 		}
-		retry := attempt < route.Retries
 		if req.Stream {
 			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, retry, limits.MaxOutputChars, clientUsage)
 		} else {
@@ -180,9 +192,15 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		resp.Body.Close()
 		rec.UpstreamDuration += time.Since(sent)
 		if err == nil {
+			g.attempted(rec, attemptOutcome(nil))
 			return
 		}
+		g.attempted(rec, attemptOutcome(err))
 		g.log.Debug("retrying the upstream", zap.String("request_id", rec.RequestID), zap.Int("attempt", attempt+1), zap.Error(err))
+		if !g.backoff(callCtx, rec, route, attempt, err) {
+			g.fail(w, r, rec, err)
+			return
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ type Metrics struct {
 	tokens           *prometheus.CounterVec
 	keyInFlight      *prometheus.GaugeVec
 	stateErrors      *prometheus.CounterVec
+	attempts         *prometheus.CounterVec
 }
 
 // latencyBuckets span a fast local proxy hop to a long model answer.
@@ -107,7 +108,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "toolgate_state_errors_total",
 		Help: "Operations on the shared state store (Redis) that failed, by operation (admit, add_tokens, reasoning_get, reasoning_put) and what the request did (fail_open, fail_closed).",
 	}, []string{"operation", "mode"})
-	reg.MustRegister(m.rejections, m.tokens, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_upstream_attempts_total",
+		Help: "Upstream attempts by route, upstream and outcome (ok, connect, timeout, status_429, status_5xx, status_4xx, incomplete, violation, canceled; reconnected: resent once on a fresh connection).",
+	}, []string{"route", "upstream", "outcome"})
+	reg.MustRegister(m.attempts, m.rejections, m.tokens, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -153,6 +158,11 @@ func (m *Metrics) KeyStarted(key string) (done func()) {
 	g := m.keyInFlight.WithLabelValues(keyLabel(key))
 	g.Inc()
 	return g.Dec
+}
+
+// Attempt counts one upstream attempt.
+func (m *Metrics) Attempt(route, upstream, outcome string) {
+	m.attempts.WithLabelValues(routeLabel(route), upstream, outcome).Inc()
 }
 
 // StateError counts one failed state-store operation.

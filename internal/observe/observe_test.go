@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -119,5 +121,44 @@ toolgate_normalizations_total{kind="index_reuse",upstream="u"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "toolgate_requests_total", "toolgate_upstream_errors_total", "toolgate_normalizations_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// The Grafana dashboard in deploy/ charts only metrics toolgate exports.
+func TestDashboardMetrics(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/grafana/toolgate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	// Touch every family so that Gather lists it.
+	m.Observe(&Record{Route: "r", Status: 200, Stream: true, TTFB: 1, UpstreamDuration: 1, Upstream: "u", ClientGone: true, ErrorKind: "connect"})
+	m.Repaired("r", "sealed", 1)
+	m.Normalized("u", "k", 1)
+	m.InvalidArguments("r", 1)
+	m.Restored("r", "miss", 1)
+	m.Reasoned("r", "low")
+	m.Completed("r", "ok")
+	m.Rejected("r", "k", "maxCalls")
+	m.Tokens("k", 1, 1)
+	m.KeyStarted("k")()
+	m.StateError("admit", "fail_open")
+	m.Attempt("r", "u", "ok")
+	m.StreamStarted("r")()
+	mfs, _ := reg.Gather()
+	known := map[string]bool{}
+	for _, mf := range mfs {
+		known[mf.GetName()] = true
+	}
+	used := regexp.MustCompile(`(toolgate|process|go)_[a-z_]+`).FindAllString(string(b), -1)
+	if len(used) < 10 {
+		t.Fatalf("only %d metric names in the dashboard", len(used))
+	}
+	for _, name := range used {
+		base := strings.TrimSuffix(name, "_bucket")
+		if !known[name] && !known[base] {
+			t.Errorf("the dashboard charts %s, which toolgate does not export", name)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -54,6 +55,10 @@ type Record struct {
 	Limited string
 	// Trimmed counts messages removed to fit the input budget.
 	Trimmed int
+	// AttemptLog lists each upstream attempt's outcome in order
+	// ("status_503,ok"), with "reconnected" for a request resent on a
+	// fresh connection.
+	AttemptLog string
 	// PromptTokens, CompletionTokens and TotalTokens are the usage the
 	// upstream reported (summed over attempts); 0 when it reported none.
 	PromptTokens, CompletionTokens, TotalTokens int64
@@ -142,8 +147,8 @@ func (r *Record) Log(l *zap.Logger) {
 	if r.ReasoningMiss > 0 {
 		fields = append(fields, zap.Int("reasoning_restore_misses", r.ReasoningMiss))
 	}
-	if r.Attempts > 1 {
-		fields = append(fields, zap.Int("attempts", r.Attempts))
+	if r.Attempts > 1 || strings.Contains(r.AttemptLog, ",") {
+		fields = append(fields, zap.Int("attempts", r.Attempts), zap.String("attempt_outcomes", r.AttemptLog))
 	}
 	if r.Arguments != "" {
 		fields = append(fields, zap.String("invalid_arguments", r.Arguments))

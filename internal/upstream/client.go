@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +45,10 @@ type Client struct {
 	target Target
 	url    string
 	hc     *http.Client
+	// fresh sends on a new connection each time (keep-alives off): the
+	// resend after a dead keep-alive connection must not draw another
+	// dead one from the pool.
+	fresh *http.Client
 }
 
 // New returns a Client for t with its own connection pool.
@@ -63,14 +69,16 @@ func New(t Target) *Client {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = 256
 	tr.IdleConnTimeout = 90 * time.Second
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	freshTr := tr.Clone()
+	freshTr.DisableKeepAlives = true
 	return &Client{
 		target: t,
 		url:    strings.TrimSuffix(t.URL, "/") + "/chat/completions",
 		// No Client.Timeout: it would cut long streams. Deadlines come from
 		// the caller's context.
-		hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		}},
+		hc:    &http.Client{Transport: tr, CheckRedirect: noRedirect},
+		fresh: &http.Client{Transport: freshTr, CheckRedirect: noRedirect},
 	}
 }
 
@@ -78,7 +86,10 @@ func New(t Target) *Client {
 func (c *Client) Name() string { return c.target.Name }
 
 // CloseIdleConnections closes the client's idle connections.
-func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.hc.CloseIdleConnections()
+	c.fresh.CloseIdleConnections()
+}
 
 // Kind classifies an upstream failure.
 type Kind string
@@ -100,7 +111,9 @@ type Error struct {
 	Status   int // the upstream's status for KindStatus, else 0
 	Message  string
 	Body     []byte
-	Err      error
+	// RetryAfter is the upstream's Retry-After, for KindStatus; 0 if none.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *Error) Error() string {
@@ -122,18 +135,49 @@ func (e *Error) Unwrap() error { return e.Err }
 // status it returns the response, whose body the caller must close; on any
 // other status it captures the error body, closes it and returns an *Error
 // of KindStatus. Transport failures are *Error of the other kinds.
-func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream bool) (*http.Response, error) {
+//
+// A request that fails on a reused keep-alive connection before any
+// response byte (the upstream closed it just as it was reused) is sent
+// once more on a fresh connection: reconnected reports it.
+func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream bool) (resp *http.Response, reconnected bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
+		return nil, false, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
 	}
 	// The call's own cancel lets an error body's read be abandoned on time
 	// (closing a body that is being read would wait for the read).
 	ctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		cancel()
-		return nil, &Error{Upstream: c.target.Name, Kind: KindConnect, Err: err}
+	var reused bool
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+	resp, err = c.hc.Do(c.request(httptrace.WithClientTrace(ctx, trace), body, in, stream))
+	if err != nil && reused && ctx.Err() == nil && !isTimeout(err) {
+		// The connection died under the request: a fresh one, once.
+		reconnected = true
+		resp, err = c.fresh.Do(c.request(ctx, body, in, stream))
 	}
+	if err != nil {
+		e := c.transportError(ctx, err)
+		cancel()
+		return nil, reconnected, e
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		resp.Body = &callBody{ReadCloser: resp.Body, cancel: cancel}
+		return resp, reconnected, nil
+	}
+	b := c.capture(resp.Body, cancel)
+	msg := wire.UpstreamMessage(b)
+	if msg == "" && len(b) > 0 && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("<")) {
+		msg = strings.TrimSpace(string(b))
+		if len(msg) > 512 {
+			msg = msg[:512] + "…"
+		}
+	}
+	return nil, reconnected, &Error{Upstream: c.target.Name, Kind: KindStatus, Status: resp.StatusCode, Message: msg, Body: b,
+		RetryAfter: retryAfter(resp.Header.Get("Retry-After")), Err: fmt.Errorf("status %d", resp.StatusCode)}
+}
+
+// request builds one upstream request for body.
+func (c *Client) request(ctx context.Context, body []byte, in http.Header, stream bool) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body)) // the URL was checked at load
 	copyRequestHeaders(req.Header, in)
 	req.Header.Set("Content-Type", "application/json")
 	if stream {
@@ -151,26 +195,27 @@ func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream b
 			req.Header.Set(c.target.AuthHeader, c.target.APIKey)
 		}
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		e := c.transportError(ctx, err)
-		cancel()
-		return nil, e
+	return req
+}
+
+func isTimeout(err error) bool {
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when
+// absent or unreadable.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		resp.Body = &callBody{ReadCloser: resp.Body, cancel: cancel}
-		return resp, nil
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
 	}
-	b := c.capture(resp.Body, cancel)
-	msg := wire.UpstreamMessage(b)
-	if msg == "" && len(b) > 0 && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("<")) {
-		msg = strings.TrimSpace(string(b))
-		if len(msg) > 512 {
-			msg = msg[:512] + "…"
-		}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
 	}
-	return nil, &Error{Upstream: c.target.Name, Kind: KindStatus, Status: resp.StatusCode, Message: msg, Body: b,
-		Err: fmt.Errorf("status %d", resp.StatusCode)}
+	return 0
 }
 
 // capture reads at most MaxErrorBody bytes of an error body within

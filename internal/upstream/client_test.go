@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,7 +27,7 @@ func TestErrorBodyCapturedBounded(t *testing.T) {
 	defer srv.Close()
 	c := New(Target{Name: "u", URL: srv.URL, MaxErrorBody: 1024})
 	defer c.CloseIdleConnections()
-	_, err := c.Send(context.Background(), []byte(`{}`), nil, false)
+	_, _, err := c.Send(context.Background(), []byte(`{}`), nil, false)
 	e, ok := errors.AsType[*Error](err)
 	if !ok || e.Kind != KindStatus || e.Status != 500 || len(e.Body) != 1024 {
 		t.Fatalf("err = %v (body %d bytes)", err, len(e.Body))
@@ -56,7 +57,7 @@ func TestErrorBodyTimeLimit(t *testing.T) {
 	defer c.CloseIdleConnections()
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Send(context.Background(), []byte(`{}`), nil, false)
+		_, _, err := c.Send(context.Background(), []byte(`{}`), nil, false)
 		done <- err
 	}()
 	select {
@@ -78,7 +79,7 @@ func TestCancelledContextSendsNothing(t *testing.T) {
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := c.Send(ctx, []byte(`{}`), nil, true)
+	_, _, err := c.Send(ctx, []byte(`{}`), nil, true)
 	if e, ok := errors.AsType[*Error](err); !ok || e.Kind != KindCanceled || hits.Load() != 0 {
 		t.Fatalf("err = %v, hits %d", err, hits.Load())
 	}
@@ -95,7 +96,7 @@ func TestDeadlineIsTimeout(t *testing.T) {
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, err := c.Send(ctx, []byte(`{}`), nil, true)
+	_, _, err := c.Send(ctx, []byte(`{}`), nil, true)
 	if e, ok := errors.AsType[*Error](err); !ok || e.Kind != KindTimeout {
 		t.Fatalf("err = %v", err)
 	}
@@ -112,7 +113,7 @@ func TestAuthHeader(t *testing.T) {
 		{"api-key", "Api-Key", "k1"},
 	} {
 		c := New(Target{Name: "u", URL: srv.URL + "/", APIKey: "k1", AuthHeader: tc.header, Headers: map[string]string{"X-Org": "o"}})
-		resp, err := c.Send(context.Background(), []byte(`{}`), http.Header{"Authorization": {"Bearer client"}}, false)
+		resp, _, err := c.Send(context.Background(), []byte(`{}`), http.Header{"Authorization": {"Bearer client"}}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,5 +139,66 @@ func TestCopyResponseHeaders(t *testing.T) {
 	if dst.Get("X-Ratelimit-Remaining-Requests") != "9" || dst.Get("X-Upstream-Request-Id") != "up-1" ||
 		dst.Get("X-Private") != "" || dst.Get("Content-Length") != "" || dst.Get("Set-Cookie") != "" || dst.Get("X-Request-Id") != "" {
 		t.Errorf("got %v", dst)
+	}
+}
+
+type connKey struct{}
+
+// dyingServer answers the first request of each connection and drops the
+// connection, unanswered, when a second request arrives on it: exactly
+// what a client meets when an upstream closes keep-alive connections
+// just as they are reused. It counts the connections it accepted.
+func dyingServer(t testing.TB) (*httptest.Server, *atomic.Int64) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Context().Value(connKey{}).(*atomic.Int64).Add(1) > 1 {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		io.WriteString(w, `{"id":"x"}`)
+	}))
+	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		conns.Add(1)
+		return context.WithValue(ctx, connKey{}, new(atomic.Int64))
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+// A request that meets a dead keep-alive connection is resent once on a
+// fresh connection: every request succeeds, and each one after the first
+// says it was resent.
+func TestReconnectOnDeadKeepAlive(t *testing.T) {
+	srv, conns := dyingServer(t)
+	c := New(Target{Name: "u", URL: srv.URL})
+	defer c.CloseIdleConnections()
+	reconnects := 0
+	for i := range 50 {
+		resp, reconnected, err := c.Send(context.Background(), []byte(`{}`), nil, false)
+		if err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if reconnected {
+			reconnects++
+		}
+	}
+	if reconnects == 0 || conns.Load() < 50 {
+		t.Errorf("%d requests resent, %d connections", reconnects, conns.Load())
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "3": 3 * time.Second, "x": 0, "-1": 0,
+		time.Now().Add(time.Hour).UTC().Format(http.TimeFormat): time.Hour} {
+		if got := retryAfter(v); got < want-2*time.Second || got > want {
+			t.Errorf("retryAfter(%q) = %v, want %v", v, got, want)
+		}
 	}
 }

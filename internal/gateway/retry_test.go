@@ -1,0 +1,171 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// flaky answers its first `fail` requests with status (and Retry-After
+// when set), then a complete stream or completion.
+func flaky(t *testing.T, fail int, status int, retryAfter string) (*httptest.Server, *atomic.Int64) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if int(n) <= fail {
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":{"message":"try later (%d)","type":"server_error"}}`, n)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+// Before the first byte, a 5xx, a 429 or a refused connection is retried
+// with backoff, honouring Retry-After up to retry_max_wait; every attempt
+// is in the access log and toolgate_upstream_attempts_total.
+func TestRetries(t *testing.T) {
+	post := func(e *env) (*http.Response, string) {
+		resp := e.post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	cfg := func(retries int, extra string) string {
+		return `
+upstreams: [{name: up, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: up, retries: ` + strconv.Itoa(retries) + `, retry_backoff: 10ms` + extra + `}]
+`
+	}
+
+	up, calls := flaky(t, 2, 503, "")
+	e := startGateway(t, up.URL, cfg(2, ""))
+	if resp, body := post(e); resp.StatusCode != 200 || calls.Load() != 3 {
+		t.Fatalf("two 503s then ok, 2 retries: %d %s after %d calls", resp.StatusCode, body, calls.Load())
+	}
+	a := e.waitAccess(t, 1)[0]
+	if a["attempts"] != int64(3) || a["attempt_outcomes"] != "status_5xx,status_5xx,ok" {
+		t.Errorf("access line %v", a)
+	}
+	if n := metric(t, e.reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "status_5xx", "upstream": "up"}); n != 2 {
+		t.Errorf("attempts{status_5xx} = %v", n)
+	}
+
+	up, calls = flaky(t, 3, 503, "")
+	e = startGateway(t, up.URL, cfg(2, ""))
+	if resp, _ := post(e); resp.StatusCode != 503 || calls.Load() != 3 {
+		t.Errorf("retries exhausted: %d after %d calls", resp.StatusCode, calls.Load())
+	}
+
+	up, calls = flaky(t, 1, 429, "1")
+	e = startGateway(t, up.URL, cfg(1, ""))
+	if resp, body := post(e); resp.StatusCode != 200 || calls.Load() != 2 {
+		t.Errorf("a 429 with Retry-After 1: %d %s after %d calls", resp.StatusCode, body, calls.Load())
+	}
+
+	up, calls = flaky(t, 1, 429, "60")
+	e = startGateway(t, up.URL, cfg(3, ", retry_max_wait: 5s"))
+	if resp, _ := post(e); resp.StatusCode != 429 || calls.Load() != 1 || resp.Header.Get("Retry-After") != "60" {
+		t.Errorf("Retry-After over retry_max_wait: %d after %d calls, Retry-After %q", resp.StatusCode, calls.Load(), resp.Header.Get("Retry-After"))
+	}
+
+	up, calls = flaky(t, 5, 400, "")
+	e = startGateway(t, up.URL, cfg(3, ""))
+	if resp, _ := post(e); resp.StatusCode != 400 || calls.Load() != 1 {
+		t.Errorf("a 400 is not retried: %d after %d calls", resp.StatusCode, calls.Load())
+	}
+
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	e = startGateway(t, dead, cfg(2, ""))
+	if resp, _ := post(e); resp.StatusCode != 502 {
+		t.Errorf("nothing listening: %d", resp.StatusCode)
+	}
+	if a := e.waitAccess(t, 1)[0]; a["attempt_outcomes"] != "connect,connect,connect" {
+		t.Errorf("access line %v", a)
+	}
+}
+
+// An upstream that closes every connection after one response (without
+// saying so) costs no request, even with no retries configured: 1,000
+// sequential and 1,000 concurrent streamed requests all succeed.
+func TestUpstreamClosingConnections(t *testing.T) {
+	stream := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}` + "\n\n" +
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+	var conns atomic.Int64
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " + strconv.Itoa(len(stream)) + "\r\n\r\n" + stream)
+		buf.Flush()
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	e := startGateway(t, up.URL, `
+upstreams: [{name: up, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: up}]
+`)
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`
+	check := func(i int) error {
+		resp := e.post(t, body)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+			return fmt.Errorf("request %d: %d %s", i, resp.StatusCode, b)
+		}
+		return nil
+	}
+	for i := range 1000 {
+		if err := check(i); err != nil {
+			t.Fatalf("sequential %v", err)
+		}
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	var first atomic.Value
+	for i := range 1000 {
+		wg.Go(func() {
+			if err := check(i); err != nil {
+				failed.Add(1)
+				first.CompareAndSwap(nil, err.Error())
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		for _, l := range e.access() {
+			if l["status"] != int64(200) {
+				t.Logf("%v %v", l["attempt_outcomes"], l["error"])
+				break
+			}
+		}
+		t.Fatalf("%d of 1,000 concurrent requests failed; first: %v", failed.Load(), first.Load())
+	}
+	if conns.Load() < 2000 {
+		t.Errorf("%d upstream connections for 2,000 requests: the upstream did not close them", conns.Load())
+	}
+	t.Logf("resent on a fresh connection: %v", metric(t, e.reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "reconnected"}))
+}
