@@ -2,7 +2,7 @@
 GO ?= go
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test run build bench bench-full bench-go lint fuzz
+.PHONY: demo test run build image bench bench-full bench-go lint fuzz
 
 ## demo: the gateway on its embedded default config, with a scripted client (no API key needed)
 demo:
@@ -11,6 +11,7 @@ demo:
 ## test: everything CI runs — formatting, vet, staticcheck and the race-enabled test suite
 test: lint
 	$(GO) test -race -count=1 -timeout 5m ./...
+	cd deploy/validate && $(GO) test -count=1 ./...
 
 ## run: the gateway with configs/gateway.yaml (real providers; keys from the environment)
 run:
@@ -21,6 +22,11 @@ build:
 	CGO_ENABLED=0 $(GO) build -o bin/toolgate ./cmd/gateway
 	CGO_ENABLED=0 $(GO) build -o bin/toolgate-sim ./cmd/sim
 	CGO_ENABLED=0 $(GO) build -o bin/bench-proxy ./bench/proxy
+
+## image: the container image (needs Docker): a static binary in distroless/static, non-root
+IMAGE ?= toolgate:dev
+image:
+	docker build -t $(IMAGE) .
 
 ## bench: the quick comparison (a few minutes): direct vs bare proxy vs toolgate, plus the per-chunk benchmark
 bench: build
@@ -41,6 +47,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd deploy/validate && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 ## fuzz: each fuzz target for a short while (FUZZTIME=30s for longer)
 FUZZTIME ?= 10s

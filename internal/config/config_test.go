@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func env(m map[string]string) func(string) string {
@@ -289,6 +291,30 @@ routes: [{model: m, upstream: a}]
 `), env(nil))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("redis_url %q: %v", url, err)
+		}
+	}
+}
+
+// The toolgate configs inside deploy/'s ConfigMaps load (with their
+// environment variables set) and pass validation.
+func TestDeployConfigs(t *testing.T) {
+	files, _ := filepath.Glob("../../deploy/*/configmap.yaml")
+	if len(files) == 0 {
+		t.Fatal("no ConfigMap in deploy/")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cm struct {
+			Data map[string]string `yaml:"data"`
+		}
+		if err := yaml.Unmarshal(b, &cm); err != nil || cm.Data["toolgate.yaml"] == "" {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, err := Parse([]byte(cm.Data["toolgate.yaml"]), func(k string) string { return "redis://" + k + ":6379/0" }); err != nil {
+			t.Errorf("%s: %v", f, err)
 		}
 	}
 }

@@ -1,0 +1,24 @@
+# toolgate: a static binary in a minimal, non-root image.
+#   make image            (docker build -t toolgate:dev .)
+#   docker run -p 8080:8080 -p 9090:9090 toolgate:dev
+# With no config file the embedded default (every model to the built-in
+# simulator) is used; mount one and set TOOLGATE_CONFIG (or --config).
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY cmd ./cmd
+COPY configs ./configs
+COPY internal ./internal
+ARG VERSION=dev
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w" -o /out/toolgate ./cmd/gateway
+
+# distroless/static: CA certificates, /etc/passwd with a nonroot user, no shell.
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/toolgate /usr/local/bin/toolgate
+# Main listener (OpenAI-compatible API) and admin listener (/metrics, /healthz, /readyz).
+EXPOSE 8080 9090
+USER nonroot:nonroot
+# No HEALTHCHECK: the platform probes /healthz and /readyz on the admin port.
+ENTRYPOINT ["/usr/local/bin/toolgate"]

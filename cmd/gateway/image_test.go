@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bufio"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The Dockerfile builds with CGO_ENABLED=0: the binary it builds must be
+// static (no program interpreter, no shared libraries), and every path
+// it copies from the build context must exist. (make image builds the
+// image itself where Docker is installed.)
+func TestImageParts(t *testing.T) {
+	f, err := os.Open("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	copies := 0
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || fields[0] != "COPY" || strings.HasPrefix(fields[1], "--from") {
+			continue
+		}
+		for _, src := range fields[1 : len(fields)-1] {
+			copies++
+			if _, err := os.Stat(filepath.Join("../..", src)); err != nil {
+				t.Errorf("the Dockerfile copies %s, which does not exist", src)
+			}
+		}
+	}
+	if copies == 0 {
+		t.Fatal("no COPY found in the Dockerfile")
+	}
+
+	bin := filepath.Join(t.TempDir(), "toolgate")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	e, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, p := range e.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("the binary is dynamically linked (program header %v)", p.Type)
+		}
+	}
+	if libs, _ := e.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("the binary needs shared libraries: %v", libs)
+	}
+}
