@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -88,26 +89,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			s.Close()
 		}
 	}()
-	for i := range cfg.Upstreams {
-		u := &cfg.Upstreams[i]
-		if !u.Simulator {
-			continue
+	startSims := func(cfg *config.Config) error {
+		for i := range cfg.Upstreams {
+			u := &cfg.Upstreams[i]
+			if !u.Simulator {
+				continue
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return fmt.Errorf("start simulator %s: %w", u.Name, err)
+			}
+			s := &http.Server{Handler: sim.New(sim.Options{}), ReadHeaderTimeout: 10 * time.Second}
+			sims = append(sims, s)
+			go s.Serve(ln)
+			u.URL = "http://" + ln.Addr().String() + "/v1"
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("start simulator %s: %w", u.Name, err)
-		}
-		s := &http.Server{Handler: sim.New(sim.Options{}), ReadHeaderTimeout: 10 * time.Second}
-		sims = append(sims, s)
-		go s.Serve(ln)
-		u.URL = "http://" + ln.Addr().String() + "/v1"
+		return nil
+	}
+	if err := startSims(cfg); err != nil {
+		return err
 	}
 
 	g, handler, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics})
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	defer g.Close()
+	// The live gateway is swapped on SIGHUP; a request keeps the one it
+	// started with until it ends.
+	live := &liveHandler{}
+	live.set(g, handler)
+	defer live.closeAll()
 
 	mainLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -120,7 +131,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	errLog, _ := zap.NewStdLogAt(log.Named("http"), zap.WarnLevel)
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           live,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Server.IdleTimeout,
 		ErrorLog:          errLog,
@@ -153,10 +164,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprintf(stdout, "toolgate listening on %s (admin %s)\n", mainLn.Addr(), adminLn.Addr())
 
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case serveErr = <-errc:
+			break wait
+		case <-hup:
+			cfg = reload(*configPath, getenv, cfg, live, startSims, log, metrics)
+		}
 	}
 	ready.Store(false)
 	log.Info("draining", zap.Duration("drain_timeout", cfg.Server.DrainTimeout))
@@ -172,6 +193,91 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serveErr
 	}
 	return nil
+}
+
+// liveHandler serves with the current gateway; a reload swaps it.
+type liveHandler struct {
+	p       atomic.Pointer[liveGateway]
+	mu      sync.Mutex
+	retired []retiredGateway
+}
+
+type retiredGateway struct {
+	g *gateway.Gateway
+	t *time.Timer
+}
+
+// retire closes a replaced gateway after d.
+func (l *liveHandler) retire(g *gateway.Gateway, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.retired = append(l.retired, retiredGateway{g, time.AfterFunc(d, g.Close)})
+}
+
+// closeAll closes the current gateway and every retired one whose timer
+// has not fired yet.
+func (l *liveHandler) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.retired {
+		if r.t.Stop() {
+			r.g.Close()
+		}
+	}
+	l.current().g.Close()
+}
+
+type liveGateway struct {
+	g *gateway.Gateway
+	h http.Handler
+}
+
+func (l *liveHandler) set(g *gateway.Gateway, h http.Handler) { l.p.Store(&liveGateway{g, h}) }
+func (l *liveHandler) current() *liveGateway                  { return l.p.Load() }
+func (l *liveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.current().h.ServeHTTP(w, r)
+}
+
+// reload loads the config file again and, if it is valid, swaps in a
+// gateway built from it; the counters and remembered reasoning carry over
+// when the state block did not change. An invalid config is refused with
+// its reason logged, and the running one stays. Listener addresses, the
+// log settings and server.* (timeouts, pprof) need a restart.
+func reload(path string, getenv func(string) string, running *config.Config, live *liveHandler,
+	startSims func(*config.Config) error, log *zap.Logger, metrics *observe.Metrics) *config.Config {
+	cfg, err := config.Load(path, getenv)
+	if err == nil {
+		err = startSims(cfg)
+	}
+	if err != nil {
+		log.Error("config reload refused; the running config stays", zap.String("config", configName(path)), zap.Error(err))
+		return running
+	}
+	if cfg.Server != running.Server || cfg.Log.Level != running.Log.Level {
+		log.Warn("listen, admin_listen, server and log settings change only on restart")
+	}
+	// The server keeps the settings it started with.
+	cfg.Listen, cfg.AdminListen, cfg.Server, cfg.Log = running.Listen, running.AdminListen, running.Server, running.Log
+	old := live.current()
+	opts := gateway.Options{Config: cfg, Logger: log, Metrics: metrics}
+	sameState := cfg.State == running.State
+	if sameState {
+		opts.Counters, opts.Store, opts.CloseState = old.g.HandOverState()
+	}
+	g, h, err := gateway.New(opts)
+	if err != nil {
+		log.Error("config reload refused; the running config stays", zap.String("config", configName(path)), zap.Error(err))
+		if sameState {
+			old.g.TakeBackState(opts.Counters, opts.Store, opts.CloseState)
+		}
+		return running
+	}
+	live.set(g, h)
+	// Requests in flight finish on the old gateway; its idle connections
+	// are closed once they have had time to (or when the process stops).
+	live.retire(old.g, running.Server.DrainTimeout)
+	log.Info("config reloaded", zap.String("config", configName(path)), zap.Int("routes", len(cfg.Routes)), zap.Int("keys", len(cfg.Keys)))
+	return cfg
 }
 
 func configName(path string) string {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,5 +154,89 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// SIGHUP reloads the config file: new routes serve at once, a request in
+// flight finishes on the config it started with, and an invalid file is
+// refused with its reason logged while the running config stays.
+func TestReload(t *testing.T) {
+	release := make(chan struct{})
+	held := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		if strings.Contains(string(body), `"held"`) {
+			held <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer up.Close()
+	cfg := filepath.Join(t.TempDir(), "gw.yaml")
+	write := func(routes string) {
+		os.WriteFile(cfg, []byte(fmt.Sprintf("upstreams: [{name: up, url: \"%s/v1\"}]\nroutes: %s\n", up.URL, routes)), 0o600)
+	}
+	write(`[{model: a, upstream: up}, {model: held, upstream: up}]`)
+	env := func(k string) string { return map[string]string{"TOOLGATE_CONFIG": cfg}[k] }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mainAddr, _, done, logs := started(t, ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, env)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	post := func(model string) (int, string) {
+		resp, err := c.Post("http://"+mainAddr+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := post("b"); code != 404 {
+		t.Fatalf("model b before the reload: %d", code)
+	}
+	inFlight := make(chan string, 1)
+	go func() { _, body := post("held"); inFlight <- body }()
+	<-held
+
+	write(`[{model: b, upstream: up}]`)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if code, _ := post("b"); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("model b not served 5 s after SIGHUP; logs: %s", logs)
+		}
+	}
+	if code, _ := post("a"); code != 404 {
+		t.Errorf("model a after the reload: %d", code)
+	}
+	close(release)
+	if body := <-inFlight; !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Errorf("the request in flight did not finish on its config: %q", body)
+	}
+
+	write(`[{model: b, upstream: nope}]`)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "config reload refused"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no refusal logged; logs: %s", logs)
+		}
+	}
+	if !strings.Contains(logs.String(), `routes[0].upstream`) {
+		t.Errorf("the refusal does not name the field: %s", logs)
+	}
+	if code, _ := post("b"); code != 200 {
+		t.Errorf("model b after a refused reload: %d", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

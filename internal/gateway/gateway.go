@@ -30,6 +30,9 @@ type Options struct {
 	// Redis).
 	Store    policy.ReasoningStore
 	Counters budget.Store
+	// CloseState releases Store and Counters when the gateway closes
+	// (given with them by HandOverState); nil releases nothing.
+	CloseState func()
 }
 
 // Gateway serves the main listener. It is safe for concurrent use.
@@ -61,6 +64,9 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 		store:     opts.Store,
 		counters:  opts.Counters,
 		close:     func() {},
+	}
+	if opts.CloseState != nil {
+		g.close = opts.CloseState
 	}
 	if g.store == nil || g.counters == nil {
 		counters, store, closeState, err := openState(g.cfg, g.log, g.metrics)
@@ -115,6 +121,20 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 			fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, allow)))
 	}))
 	return g, r, nil
+}
+
+// HandOverState gives this gateway's state (counters, remembered
+// reasoning, and what releases them) to its successor on a reload: this
+// gateway no longer closes it.
+func (g *Gateway) HandOverState() (budget.Store, policy.ReasoningStore, func()) {
+	closeState := g.close
+	g.close = func() {}
+	return g.counters, g.store, closeState
+}
+
+// TakeBackState undoes HandOverState when the successor could not start.
+func (g *Gateway) TakeBackState(_ budget.Store, _ policy.ReasoningStore, closeState func()) {
+	g.close = closeState
 }
 
 // Close releases the upstream clients' idle connections and the state
