@@ -2,7 +2,7 @@
 GO ?= go
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test run build image bench bench-full bench-go lint fuzz
+.PHONY: demo test run build image bench bench-full bench-go faults lint fuzz
 
 ## demo: the gateway on its embedded default config, with a scripted client (no API key needed)
 demo:
@@ -41,6 +41,11 @@ bench-full: build
 ## bench-go: the Go benchmarks of the proxy path, the stream codec and repair
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/gateway/ ./internal/wire/ ./internal/repair/
+
+## faults: the fault suite at full size (500 requests per fault, 2,000 streams for 60 s with 5% faulted) and reloads under load
+faults:
+	$(GO) test -count=1 -timeout 15m -v -run 'TestFaults|TestClientsLeave|TestLoad' ./internal/faults/ -faults.full
+	$(GO) test -count=1 -run 'TestReload' ./cmd/gateway/
 
 ## lint: gofmt, vet and staticcheck
 lint:

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -238,5 +239,78 @@ func TestReload(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Reloads under load: streams keep succeeding while the config is
+// reloaded again and again.
+func TestReloadUnderLoad(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range 5 {
+			io.WriteString(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(2 * time.Millisecond)
+		}
+		io.WriteString(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer up.Close()
+	cfg := filepath.Join(t.TempDir(), "gw.yaml")
+	write := func(n int) {
+		os.WriteFile(cfg, []byte(fmt.Sprintf("server: {drain_timeout: 1s}\nupstreams: [{name: up, url: \"%s/v1\"}]\nroutes: [{name: r%d, model: \"*\", upstream: up}]\n", up.URL, n)), 0o600)
+	}
+	write(0)
+	env := func(k string) string { return map[string]string{"TOOLGATE_CONFIG": cfg}[k] }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mainAddr, _, done, logs := started(t, ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, env)
+	tr := &http.Transport{MaxIdleConnsPerHost: 20}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var ok, failed atomic.Int64
+	for range 10 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := c.Post("http://"+mainAddr+"/v1/chat/completions", "application/json",
+					strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 && strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+					ok.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	for i := 1; i <= 5; i++ {
+		time.Sleep(50 * time.Millisecond)
+		write(i)
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if failed.Load() > 0 || ok.Load() == 0 {
+		t.Errorf("%d streams failed, %d succeeded across 5 reloads", failed.Load(), ok.Load())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(logs.String(), "config reloaded") == 0 {
+		t.Errorf("no reload happened: %s", logs)
 	}
 }

@@ -144,6 +144,10 @@ type Server struct {
 	WriteIdleTimeout time.Duration `yaml:"write_idle_timeout"`
 	// MaxBodyBytes caps a request body (413 beyond). Default 10 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxMessages caps a request's messages (400 beyond). Default 10,000.
+	MaxMessages int `yaml:"max_messages"`
+	// MaxTools caps the tools a request declares (400 beyond). Default 512.
+	MaxTools int `yaml:"max_tools"`
 	// Pprof serves Go's profiles under /debug/pprof/ on the admin listener.
 	// Off by default: keep the admin port private when it is on.
 	Pprof bool `yaml:"pprof"`
@@ -171,6 +175,10 @@ type Upstream struct {
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	// HeaderTimeout bounds the wait for response headers. Default 5m.
 	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// ReadIdleTimeout bounds a silence of the upstream once its response
+	// has started (no byte, not even a keep-alive comment): the response
+	// is then broken off as incomplete. Default 5m.
+	ReadIdleTimeout time.Duration `yaml:"read_idle_timeout"`
 	// MaxErrorBodyBytes caps how much of an error body is captured. Default 64 KiB.
 	MaxErrorBodyBytes int64 `yaml:"max_error_body_bytes"`
 	// MaxResponseBytes caps a non-streamed response body. Default 32 MiB.
@@ -458,6 +466,12 @@ func (c *Config) applyDefaults() {
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if s.MaxMessages == 0 {
+		s.MaxMessages = 10000
+	}
+	if s.MaxTools == 0 {
+		s.MaxTools = 512
+	}
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		if u.AuthHeader == "" {
@@ -465,6 +479,7 @@ func (c *Config) applyDefaults() {
 		}
 		setDur(&u.ConnectTimeout, DefaultConnectTimeout)
 		setDur(&u.HeaderTimeout, DefaultHeaderTimeout)
+		setDur(&u.ReadIdleTimeout, DefaultHeaderTimeout)
 		if u.MaxErrorBodyBytes == 0 {
 			u.MaxErrorBodyBytes = DefaultMaxErrorBodyBytes
 		}
@@ -601,6 +616,9 @@ func (c *Config) Validate() error {
 	if c.Server.MaxBodyBytes < 0 {
 		add("server.max_body_bytes", "must be positive, got %d", c.Server.MaxBodyBytes)
 	}
+	if c.Server.MaxMessages < 0 || c.Server.MaxTools < 0 {
+		add("server", "max_messages and max_tools must be positive")
+	}
 	if len(c.Upstreams) == 0 {
 		add("upstreams", "at least one upstream is required")
 	}
@@ -631,7 +649,7 @@ func (c *Config) Validate() error {
 		for _, f := range []struct {
 			name string
 			d    time.Duration
-		}{{"connect_timeout", u.ConnectTimeout}, {"header_timeout", u.HeaderTimeout}} {
+		}{{"connect_timeout", u.ConnectTimeout}, {"header_timeout", u.HeaderTimeout}, {"read_idle_timeout", u.ReadIdleTimeout}} {
 			if f.d < 0 {
 				add(p+"."+f.name, "must be a positive duration, got %s", f.d)
 			}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/budget"
@@ -47,6 +49,11 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		return
 	}
 	rec.Stream = req.Stream
+	if n := len(req.Messages); n > g.cfg.Server.MaxMessages {
+		g.fail(w, r, rec, &wire.DecodeError{Param: "messages", Offset: -1,
+			Msg: fmt.Sprintf("has %d messages; this gateway accepts at most %d (server.max_messages)", n, g.cfg.Server.MaxMessages)})
+		return
+	}
 	route, ok := g.cfg.Match(req.Model)
 	if !ok {
 		g.fail(w, r, rec, &RouteError{Model: req.Model})
@@ -101,6 +108,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		EnforceParallel: route.EnforceParallelToolCalls,
 		Arguments:       route.ValidateArguments,
 		Schemas:         g.schemas,
+		MaxTools:        g.cfg.Server.MaxTools,
 	})
 	if err != nil {
 		g.fail(w, r, rec, err)
@@ -184,15 +192,18 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 			g.fail(w, r, rec, err)
 			return
 		}
+		idle := watchIdle(resp, upCfg.ReadIdleTimeout)
 		if req.Stream {
 			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, retry, limits.MaxOutputChars, clientUsage)
 		} else {
 			err = g.whole(w, r, rec, resp, route, upCfg, judge, retry)
 		}
+		idle.stop()
 		resp.Body.Close()
 		rec.UpstreamDuration += time.Since(sent)
 		if err == nil {
-			g.attempted(rec, attemptOutcome(nil))
+			// Answered, or failed with what was written already.
+			g.attempted(rec, recordedOutcome(rec))
 			return
 		}
 		g.attempted(rec, attemptOutcome(err))
@@ -203,6 +214,42 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		}
 	}
 }
+
+// idleWatch breaks off a response whose upstream stays silent for longer
+// than its read_idle_timeout: the body is closed, so the pending read
+// fails and the response ends as incomplete.
+type idleWatch struct {
+	io.ReadCloser
+	t     *time.Timer
+	idle  time.Duration
+	fired atomic.Bool
+}
+
+func watchIdle(resp *http.Response, idle time.Duration) *idleWatch {
+	w := &idleWatch{ReadCloser: resp.Body, idle: idle}
+	w.t = time.AfterFunc(idle, func() {
+		w.fired.Store(true)
+		w.ReadCloser.Close()
+	})
+	resp.Body = w
+	return w
+}
+
+func (w *idleWatch) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	if n > 0 {
+		w.t.Reset(w.idle)
+	}
+	if err != nil && w.fired.Load() {
+		err = fmt.Errorf("%w (%v)", errUpstreamIdle, err)
+	}
+	return n, err
+}
+
+func (w *idleWatch) stop() { w.t.Stop() }
+
+// errUpstreamIdle ends a response whose upstream fell silent.
+var errUpstreamIdle = errors.New("the upstream sent nothing for read_idle_timeout")
 
 // readBody reads a request body of at most limit bytes, in one buffer of
 // its Content-Length when it has one (io.ReadAll would grow and copy a

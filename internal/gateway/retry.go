@@ -36,6 +36,24 @@ func attemptOutcome(err error) string {
 	return "incomplete"
 }
 
+// recordedOutcome names the outcome of an attempt that ended the request
+// (stream and whole write their own failures).
+func recordedOutcome(rec *observe.Record) string {
+	switch rec.Outcome {
+	case observe.OutcomeOK:
+		return "ok"
+	case observe.OutcomeViolation:
+		return "violation"
+	case observe.OutcomeClientGone:
+		return "canceled"
+	case observe.OutcomeUpstream:
+		if rec.ErrorKind != "" {
+			return rec.ErrorKind
+		}
+	}
+	return "incomplete"
+}
+
 // retryable reports whether a failed call may be tried again: no
 // connection, a 429 or a 5xx. A timeout is not (the call's deadline is
 // spent, or the upstream is too slow to wait for twice), nor is a 4xx.

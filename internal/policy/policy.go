@@ -31,6 +31,8 @@ type Config struct {
 	// Schemas caches compiled parameter schemas; nil compiles none (the
 	// arguments are then only checked for being a JSON object).
 	Schemas *Schemas
+	// MaxTools caps the tools a request may declare; 0 is no cap.
+	MaxTools int
 }
 
 // RequestError is a request the policy refuses before sending (400).
@@ -77,6 +79,9 @@ func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 		tools, ok := wire.Elements(raw)
 		if !ok {
 			return nil, &RequestError{Param: "tools", Msg: "must be an array of tool objects"}
+		}
+		if cfg.MaxTools > 0 && len(tools) > cfg.MaxTools {
+			return nil, &RequestError{Param: "tools", Msg: fmt.Sprintf("declares %d tools; this gateway accepts at most %d (server.max_tools)", len(tools), cfg.MaxTools)}
 		}
 		for _, rt := range tools {
 			t, err := wire.ParseObject(rt)

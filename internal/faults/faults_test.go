@@ -1,0 +1,385 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/observe"
+)
+
+var full = flag.Bool("faults.full", false, "run the full-size suite (make faults)")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	chunk = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"tok "},"finish_reason":null}]}` + "\n\n"
+	final = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+)
+
+// upstream misbehaves according to the request's model name.
+func upstream(t *testing.T) *httptest.Server {
+	var rateLimited sync.Map // per request id: the first try is refused
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		model := string(body)
+		flush := func() { w.(http.Flusher).Flush() }
+		switch {
+		case strings.Contains(model, `"reset"`):
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, chunk+chunk)
+			flush()
+			panic(http.ErrAbortHandler) // the connection drops mid-stream
+		case strings.Contains(model, `"stall-headers"`):
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return
+		case strings.Contains(model, `"stall-stream"`):
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, chunk)
+			flush()
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return
+		case strings.Contains(model, `"huge"`):
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"`)
+			big := strings.Repeat("x", 64<<10)
+			for range 160 { // 10 MB in one event
+				if _, err := io.WriteString(w, big); err != nil {
+					return
+				}
+			}
+			io.WriteString(w, `"}}]}`+"\n\n"+final)
+		case strings.Contains(model, `"malformed"`):
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, chunk+`data: {"choices":[{"index":0,"delta":{"content":`+"\n\n"+final)
+		case strings.Contains(model, `"rate-limited"`):
+			id := r.Header.Get("X-Test-Id")
+			if _, seen := rateLimited.LoadOrStore(id, true); !seen {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
+				return
+			}
+			fallthrough
+		default: // a healthy stream, 20 chunks 5 ms apart
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 20 {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return
+				}
+				flush()
+				time.Sleep(5 * time.Millisecond)
+			}
+			io.WriteString(w, final)
+		}
+	}))
+	return srv
+}
+
+type env struct {
+	url    string
+	reg    *prometheus.Registry
+	client *http.Client
+	close  func()
+}
+
+func start(t testing.TB) *env {
+	up := upstream(t.(*testing.T))
+	cfg, err := config.Parse([]byte(`
+upstreams:
+  - {name: up, url: "`+up.URL+`/v1", header_timeout: 1s, read_idle_timeout: 1s, max_event_bytes: 1048576}
+routes:
+  - {model: "*", upstream: up, retries: 1, retry_backoff: 10ms}
+`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	g, h, err := gateway.New(gateway.Options{Config: cfg, Logger: zap.NewNop(), Metrics: observe.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(h)
+	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	return &env{url: gw.URL + "/v1/chat/completions", reg: reg, client: &http.Client{Transport: tr}, close: func() {
+		tr.CloseIdleConnections()
+		gw.Close()
+		g.Close()
+		up.Close()
+	}}
+}
+
+// result is what a client saw.
+type result struct {
+	status int
+	body   string
+	err    error
+}
+
+func (e *env) post(ctx context.Context, model string, id int) result {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url,
+		strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Test-Id", strconv.Itoa(id))
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return result{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return result{status: resp.StatusCode, body: string(b), err: err}
+}
+
+func (e *env) metric(name, label, value string) float64 {
+	mfs, _ := e.reg.Gather()
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Each fault, requests at a time: what the client receives, the metric
+// that counts it, and afterwards no goroutine left and memory back to its
+// baseline.
+func TestFaults(t *testing.T) {
+	n := 20
+	if *full {
+		n = 500
+	}
+	streamEnded := func(r result) string { // an error event and no [DONE]
+		if r.status != 200 || !strings.Contains(r.body, `"error":{`) || strings.Contains(r.body, "[DONE]") {
+			return fmt.Sprintf("want an error event: %d %q %v", r.status, trim(r.body), r.err)
+		}
+		return ""
+	}
+	status := func(code int, errCode string) func(result) string {
+		return func(r result) string {
+			if r.status != code || !strings.Contains(r.body, errCode) {
+				return fmt.Sprintf("want %d %s: %d %q %v", code, errCode, r.status, trim(r.body), r.err)
+			}
+			return ""
+		}
+	}
+	for _, f := range []struct {
+		model  string
+		check  func(result) string
+		metric [3]string // name, label, value: must count n
+	}{
+		{"reset", streamEnded, [3]string{"toolgate_upstream_attempts_total", "outcome", "incomplete"}},
+		{"stall-headers", status(504, "upstream_timeout"), [3]string{"toolgate_upstream_errors_total", "kind", "timeout"}},
+		{"stall-stream", streamEnded, [3]string{"toolgate_upstream_attempts_total", "outcome", "incomplete"}},
+		{"huge", status(502, "upstream_stream_incomplete"), [3]string{"toolgate_upstream_attempts_total", "outcome", "incomplete"}},
+		{"malformed", streamEnded, [3]string{"toolgate_completions_total", "outcome", "violation"}},
+		{"rate-limited", func(r result) string { // a successful retry
+			if r.status != 200 || !strings.HasSuffix(r.body, "data: [DONE]\n\n") {
+				return fmt.Sprintf("want a retried stream: %d %q %v", r.status, trim(r.body), r.err)
+			}
+			return ""
+		}, [3]string{"toolgate_upstream_attempts_total", "outcome", "status_429"}},
+	} {
+		t.Run(f.model, func(t *testing.T) {
+			base, g0 := heap(), runtime.NumGoroutine()
+			e := start(t)
+			var wg sync.WaitGroup
+			var failures atomic.Int64
+			var first atomic.Value
+			sem := make(chan struct{}, 50)
+			for i := range n {
+				sem <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-sem }()
+					if msg := f.check(e.post(context.Background(), f.model, i)); msg != "" {
+						failures.Add(1)
+						first.CompareAndSwap(nil, msg)
+					}
+				})
+			}
+			wg.Wait()
+			if failures.Load() > 0 {
+				t.Errorf("%d of %d: %v", failures.Load(), n, first.Load())
+			}
+			// huge: each of the route's two attempts breaks off.
+			want := float64(n)
+			if f.model == "huge" {
+				want = float64(2 * n)
+			}
+			if got := e.metric(f.metric[0], f.metric[1], f.metric[2]); got != want {
+				t.Errorf("%s{%s=%q} = %v, want %v", f.metric[0], f.metric[1], f.metric[2], got, want)
+			}
+			e.close()
+			settle(t, g0, base)
+		})
+	}
+}
+
+// Clients that leave at random points: nothing leaks, and each departure
+// cancels the upstream call.
+func TestClientsLeave(t *testing.T) {
+	n := 40
+	if *full {
+		n = 1000
+	}
+	base, g0 := heap(), runtime.NumGoroutine()
+	e := start(t)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 50)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url,
+				strings.NewReader(`{"model":"healthy","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			resp, err := e.client.Do(req)
+			if err != nil {
+				return
+			}
+			r := bufio.NewReader(resp.Body)
+			for range rand.IntN(15) {
+				if _, err := r.ReadString('\n'); err != nil {
+					break
+				}
+			}
+			cancel()
+			resp.Body.Close()
+			_ = i
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.metric("toolgate_requests_total", "code", "499")+e.metric("toolgate_requests_total", "code", "200") < float64(n) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := e.metric("toolgate_client_disconnects_total", "route", "*"); got == 0 {
+		t.Error("no client disconnect counted")
+	}
+	e.close()
+	settle(t, g0, base)
+}
+
+// settle waits for goroutines to wind down to where they were and checks
+// that the heap is back near its baseline.
+func settle(t *testing.T, goroutines int, heapBase uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > goroutines {
+		t.Errorf("%d goroutines left behind", g-goroutines)
+	}
+	if h := heap(); h > heapBase+8<<20 {
+		t.Errorf("heap %d MB after the fault, %d MB before", h>>20, heapBase>>20)
+	}
+}
+
+// A load run: concurrent streams for a while, 5% of them faulted (reset,
+// stalled or malformed), counting completed, errored and leaked, with the
+// process's peak RSS.
+func TestLoad(t *testing.T) {
+	streams, d := 200, 3*time.Second
+	if *full {
+		streams, d = 2000, 60*time.Second
+	}
+	g0 := runtime.NumGoroutine()
+	e := start(t)
+	e.client.Transport.(*http.Transport).MaxIdleConnsPerHost = streams
+	faults := []string{"reset", "stall-stream", "malformed"}
+	var completed, errored, unexpected atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	for w := range streams {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				model, faulted := "healthy", rand.IntN(100) < 5
+				if faulted {
+					model = faults[(w+i)%len(faults)]
+				}
+				r := e.post(context.Background(), model, w*1_000_000+i)
+				ok := r.status == 200 && strings.HasSuffix(r.body, "data: [DONE]\n\n")
+				switch {
+				case ok && !faulted:
+					completed.Add(1)
+				case !ok && faulted:
+					errored.Add(1)
+				default:
+					unexpected.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e.close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > g0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	leaked := runtime.NumGoroutine() - g0
+	t.Logf("%d streams for %v: %d completed, %d faulted and reported as errors, %d unexpected, %d goroutines leaked, peak RSS %s",
+		streams, d, completed.Load(), errored.Load(), unexpected.Load(), max(leaked, 0), peakRSS())
+	if unexpected.Load() > 0 || leaked > 0 || completed.Load() == 0 {
+		t.Errorf("unexpected outcomes %d, leaked %d, completed %d", unexpected.Load(), leaked, completed.Load())
+	}
+}
+
+func peakRSS() string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func trim(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
