@@ -382,4 +382,3 @@ func trim(s string) string {
 	}
 	return s
 }
-
