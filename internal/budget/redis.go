@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +27,7 @@ type Redis struct {
 // rediss:// for TLS). timeout bounds each operation (dial, read, write and
 // the whole call); prefix starts every key. It does not dial: Ping does.
 func NewRedis(url, prefix string, timeout time.Duration) (*Redis, error) {
+	quietRedis.Do(func() { redis.SetLogger(silent{}) })
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("state.redis_url: %w", err)
@@ -35,6 +37,14 @@ func NewRedis(url, prefix string, timeout time.Duration) (*Redis, error) {
 	opts.ContextTimeoutEnabled = true
 	return &Redis{c: redis.NewClient(opts), prefix: prefix, timeout: timeout}, nil
 }
+
+// The client's own log lines (dial failures, on stderr) are dropped: the
+// gateway logs and counts every failed operation itself.
+var quietRedis sync.Once
+
+type silent struct{}
+
+func (silent) Printf(context.Context, string, ...any) {}
 
 // Client is the underlying client, for other state kept in the same Redis.
 func (r *Redis) Client() *redis.Client { return r.c }

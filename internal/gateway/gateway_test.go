@@ -18,8 +18,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolgate/toolgate/internal/config"
@@ -27,8 +27,6 @@ import (
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/wire"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // env is a running gateway in front of one upstream.
 type env struct {
@@ -50,7 +48,8 @@ func startGateway(t *testing.T, upstreamURL, yaml string) *env {
 	}
 	core, logs := observer.New(zap.InfoLevel)
 	reg := prometheus.NewPedanticRegistry()
-	g, h, err := New(Options{Config: cfg, Logger: zap.New(core), Metrics: observe.NewMetrics(reg)})
+	log := zap.New(zapcore.NewTee(core, seenCore()))
+	g, h, err := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +60,7 @@ func startGateway(t *testing.T, upstreamURL, yaml string) *env {
 		srv.Close()
 		g.Close()
 	})
-	return &env{url: srv.URL + "/v1", logs: logs, reg: reg, http: &http.Client{Transport: tr}}
+	return &env{url: srv.URL + "/v1", logs: logs, reg: reg, http: &http.Client{Transport: recording{tr}}}
 }
 
 const simConfig = `
