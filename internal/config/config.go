@@ -285,6 +285,12 @@ type Route struct {
 	// default 0). A request that failed on a reused connection before any
 	// response byte is always resent once on a fresh one, apart from these.
 	Retries int `yaml:"retries"`
+	// Fallbacks are route names tried in order, each the way this route
+	// is (its upstream, model, budget, retries), when this route's
+	// attempts failed before anything reached the client for a reason of
+	// the upstream's (no connection, a timeout, a 429, a 5xx, a broken or
+	// refused response). A fallback's own fallbacks are not followed.
+	Fallbacks []string `yaml:"fallbacks"`
 	// RetryBackoff is the wait before the first retry, doubled at each
 	// one (±20% jitter). Default 250ms.
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
@@ -393,6 +399,16 @@ func (c *Config) Match(model string) (*Route, bool) {
 	for _, r := range c.patterns {
 		if globMatch(r.Model, model) {
 			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Route returns the route named name.
+func (c *Config) Route(name string) (*Route, bool) {
+	for i := range c.Routes {
+		if c.Routes[i].Name == name {
+			return &c.Routes[i], true
 		}
 	}
 	return nil, false
@@ -719,6 +735,13 @@ func (c *Config) Validate() error {
 		validateBudget(p+".budget", r.Budget, true, add)
 		if r.Retries < 0 || r.Retries > 5 {
 			add(p+".retries", "must be between 0 and 5, got %d", r.Retries)
+		}
+		for k, f := range r.Fallbacks {
+			if f == r.Name {
+				add(fmt.Sprintf("%s.fallbacks[%d]", p, k), "is the route itself")
+			} else if _, ok := c.Route(f); !ok {
+				add(fmt.Sprintf("%s.fallbacks[%d]", p, k), "%q is not the name of any route", f)
+			}
 		}
 		if r.RetryBackoff < 0 || r.RetryMaxWait < 0 {
 			add(p+".retry_backoff", "retry_backoff and retry_max_wait must be positive durations")

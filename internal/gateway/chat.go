@@ -24,7 +24,9 @@ import (
 )
 
 // chat serves POST /v1/chat/completions: the pipeline of DESIGN.md as one
-// straight line. Only this function branches on the stages' results.
+// straight line, in two parts: chat (the request: key, body, route) and
+// serve (one route's stages and attempts). Only these two branch on the
+// stages' results.
 func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
 	ctx := r.Context()
 	key, err := g.authenticate(r)
@@ -59,16 +61,48 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		g.fail(w, r, rec, &RouteError{Model: req.Model})
 		return
 	}
+	if key != nil && !key.cfg.Allows(req.Model) {
+		g.fail(w, r, rec, &AuthError{Status: http.StatusForbidden, Msg: "The key " + key.cfg.Name + " may not use the model `" + req.Model + "`; ask your gateway operator for access."})
+		return
+	}
+	// The route, then its fallbacks in order, each with the request as the
+	// client sent it, until one answers or a failure is not the upstream's.
+	admitted, fallbacks := false, route.Fallbacks // a fallback's own fallbacks are not followed
+	for i := 0; ; i++ {
+		err := g.serve(w, r, rec, req, key, route, &admitted, i < len(fallbacks))
+		if err == nil {
+			return
+		}
+		if i == len(fallbacks) || !fallbackable(err) || r.Context().Err() != nil {
+			if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Status == http.StatusTooManyRequests && ue.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ue.RetryAfter)))
+			}
+			g.fail(w, r, rec, err)
+			return
+		}
+		next, _ := g.cfg.Route(fallbacks[i])
+		g.log.Debug("falling back", zap.String("request_id", rec.RequestID), zap.String("from", route.Name), zap.String("to", next.Name), zap.Error(err))
+		rec.Fallback = next.Name
+		if req, err = wire.DecodeRequest(body); err != nil { // the original bytes, decoded afresh
+			g.fail(w, r, rec, err)
+			return
+		}
+		route = next
+	}
+}
+
+// serve runs the rest of the pipeline on one route: budgets, repair,
+// policy, reasoning, admission (counted once per request, whatever the
+// route), then the upstream attempts. It returns the failure it did not
+// write: the caller may try a fallback route with it, or answer it.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rec *observe.Record, req *wire.ChatRequest, key *clientKey, route *config.Route, admitted *bool, hasFallback bool) error {
+	ctx := r.Context()
 	up := g.upstreams[route.Upstream]
 	upCfg, _ := g.cfg.Upstream(route.Upstream)
 	rec.Route, rec.Upstream, rec.Model = route.Name, route.Upstream, route.TargetModel(req.Model)
 
 	limits := g.limits[route.Name]
 	if key != nil {
-		if !key.cfg.Allows(req.Model) {
-			g.fail(w, r, rec, &AuthError{Status: http.StatusForbidden, Msg: "The key " + key.cfg.Name + " may not use the model `" + req.Model + "`; ask your gateway operator for access."})
-			return
-		}
 		limits = budget.Stricter(limits, key.limits)
 	}
 	msgs := req.Messages
@@ -76,8 +110,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		// Trimming runs before repair, so repair seals what it broke.
 		trimmed, rep, err := budget.Trim(msgs, limits.MaxInputChars, route.Budget.OnInputOver == "trim")
 		if err != nil {
-			g.fail(w, r, rec, err)
-			return
+			return err
 		}
 		if rep.Removed > 0 {
 			msgs, rec.Trimmed = trimmed, rep.Removed
@@ -91,14 +124,12 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	}
 	if route.Repair == string(repair.ModeReject) && !rep.Empty() {
 		g.metrics.Repaired(route.Name, "rejected", 1)
-		g.fail(w, r, rec, &repair.RejectError{Report: rep})
-		return
+		return &repair.RejectError{Report: rep}
 	}
 	g.recordRepair(w, rec, fixes, rep)
 	if len(msgs) == 0 {
-		g.fail(w, r, rec, &wire.DecodeError{Param: "messages", Offset: -1,
-			Msg: "has no message left once the tool messages that answer no call are dropped; send the conversation that the tool messages belong to"})
-		return
+		return &wire.DecodeError{Param: "messages", Offset: -1,
+			Msg: "has no message left once the tool messages that answer no call are dropped; send the conversation that the tool messages belong to"}
 	}
 	if fixes.Any() || !rep.Empty() {
 		req.SetMessages(msgs)
@@ -111,8 +142,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		MaxTools:        g.cfg.Server.MaxTools,
 	})
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	// The output limit is clamped before reasoning checks its budget against it.
 	budget.ClampOutput(req, limits.MaxOutputTokens, upCfg.OutputLimitField)
@@ -133,8 +163,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		}
 	}
 	if rec.Reasoning, err = policy.ApplyReasoning(req, reasoning); err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	if upCfg.RefusesForcedToolChoice && rec.Reasoning != "" && rec.Reasoning != "off" && judge.Forced() {
 		// This upstream refuses a forced tool_choice while thinking.
@@ -152,15 +181,16 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	clientUsage := req.Stream && streamUsage(req, upCfg)
 	out, err := req.Encode(rec.Model)
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 
 	// Counted admission comes last, once nothing else refused the request;
 	// retries of this request do not count again.
-	if err := g.admit(ctx, w, r, req, key, limits, rec); err != nil {
-		g.fail(w, r, rec, err)
-		return
+	if !*admitted {
+		if err := g.admit(ctx, w, r, req, key, limits, rec); err != nil {
+			return err
+		}
+		*admitted = true
 	}
 	callCtx := ctx
 	if limits.CallTimeout != budget.Unlimited {
@@ -173,8 +203,11 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	// be followed by another, route.Retries times, after a backoff (or the
 	// upstream's Retry-After). After the first byte, never.
 	for attempt := 0; ; attempt++ {
-		rec.Attempts = attempt + 1
+		rec.Attempts++
 		retry := attempt < route.Retries
+		// A failure is returned unwritten when another attempt, or a
+		// fallback route, may follow.
+		deferFail := retry || hasFallback
 		sent := time.Now()
 		resp, reconnected, err := up.Send(callCtx, out, r.Header, req.Stream)
 		if reconnected {
@@ -186,17 +219,13 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 			if retry && retryable(err) && g.backoff(callCtx, rec, route, attempt, err) {
 				continue
 			}
-			if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Status == http.StatusTooManyRequests && ue.RetryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ue.RetryAfter)))
-			}
-			g.fail(w, r, rec, err)
-			return
+			return err
 		}
 		idle := watchIdle(resp, upCfg.ReadIdleTimeout)
 		if req.Stream {
-			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, retry, limits.MaxOutputChars, clientUsage)
+			err = g.stream(w, r, callCtx, rec, resp, route, upCfg, judge, deferFail, limits.MaxOutputChars, clientUsage)
 		} else {
-			err = g.whole(w, r, rec, resp, route, upCfg, judge, retry)
+			err = g.whole(w, r, rec, resp, route, upCfg, judge, deferFail)
 		}
 		idle.stop()
 		resp.Body.Close()
@@ -204,14 +233,13 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		if err == nil {
 			// Answered, or failed with what was written already.
 			g.attempted(rec, recordedOutcome(rec))
-			return
+			return nil
 		}
 		g.attempted(rec, attemptOutcome(err))
-		g.log.Debug("retrying the upstream", zap.String("request_id", rec.RequestID), zap.Int("attempt", attempt+1), zap.Error(err))
-		if !g.backoff(callCtx, rec, route, attempt, err) {
-			g.fail(w, r, rec, err)
-			return
+		if !retry || !g.backoff(callCtx, rec, route, attempt, err) {
+			return err
 		}
+		g.log.Debug("retrying the upstream", zap.String("request_id", rec.RequestID), zap.Int("attempt", attempt+1), zap.Error(err))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/upstream"
@@ -52,6 +53,25 @@ func recordedOutcome(rec *observe.Record) string {
 		}
 	}
 	return "incomplete"
+}
+
+// fallbackable reports whether a failure may be tried on a fallback
+// route: the upstream's doing (no connection, a timeout, a 429 or 5xx, a
+// broken or refused response), not the request's (a 4xx, a budget, a bad
+// request) nor the client's (gone).
+func fallbackable(err error) bool {
+	if ue, ok := errors.AsType[*upstream.Error](err); ok {
+		switch ue.Kind {
+		case upstream.KindConnect, upstream.KindTimeout:
+			return !errors.Is(err, budget.ErrCallTimeout) // the call's own budget is spent
+		case upstream.KindStatus:
+			return ue.Status == http.StatusTooManyRequests || ue.Status >= 500 || ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden
+		}
+		return false
+	}
+	_, incomplete := errors.AsType[*IncompleteError](err)
+	_, violation := errors.AsType[*ViolationError](err)
+	return incomplete || violation
 }
 
 // retryable reports whether a failed call may be tried again: no

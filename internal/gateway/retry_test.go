@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/sim"
 )
 
 // flaky answers its first `fail` requests with status (and Retry-After
@@ -168,4 +170,44 @@ routes: [{model: "*", upstream: up}]
 		t.Errorf("%d upstream connections for 2,000 requests: the upstream did not close them", conns.Load())
 	}
 	t.Logf("resent on a fresh connection: %v", metric(t, e.reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "reconnected"}))
+}
+
+// Fallback routes: when a route's attempts fail before the first byte for
+// a reason of the upstream's, the next route in its fallbacks serves the
+// request as the client sent it; a request the upstream refused (400) is
+// not sent elsewhere.
+func TestFallbacks(t *testing.T) {
+	down, downCalls := flaky(t, 1000, 503, "")
+	bad, badCalls := flaky(t, 1000, 400, "")
+	e, s := startSim(t, sim.Options{}, strings.NewReplacer("DOWN", down.URL, "BAD", bad.URL).Replace(`
+upstreams:
+  - {name: down, url: "DOWN/v1"}
+  - {name: bad, url: "BAD/v1"}
+  - {name: sim, url: "UPSTREAM_URL/v1"}
+routes:
+  - {name: primary, model: "gpt-x", upstream: down, retries: 1, retry_backoff: 5ms, fallbacks: [backup]}
+  - {name: refusing, model: "gpt-bad", upstream: bad, fallbacks: [backup]}
+  - {name: backup, model: "backup", upstream: sim, upstream_model: sim-text}
+`))
+	resp := e.post(t, `{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasSuffix(string(b), "data: [DONE]\n\n") || downCalls.Load() != 2 {
+		t.Fatalf("fallback: %d after %d calls to the primary: %s", resp.StatusCode, downCalls.Load(), b)
+	}
+	if sent := string(s.LastRequest()); !strings.Contains(sent, `"model":"sim-text"`) {
+		t.Errorf("the fallback did not send its own model: %s", sent)
+	}
+	a := e.waitAccess(t, 1)[0]
+	if a["fallback"] != "backup" || a["route"] != "backup" || a["attempt_outcomes"] != "status_5xx,status_5xx,ok" {
+		t.Errorf("access line %v", a)
+	}
+	if n := metric(t, e.reg, "toolgate_upstream_attempts_total", map[string]string{"upstream": "down", "outcome": "status_5xx"}); n != 2 {
+		t.Errorf("attempts on the primary: %v", n)
+	}
+	resp = e.post(t, `{"model":"gpt-bad","messages":[{"role":"user","content":"x"}]}`)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || badCalls.Load() != 1 {
+		t.Errorf("a 400 fell back: %d after %d calls", resp.StatusCode, badCalls.Load())
+	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -60,7 +61,7 @@ func TestMain(m *testing.M) {
 		seen.mu.Lock()
 		all := seen.b.String()
 		seen.mu.Unlock()
-		if len(all) < 10000 {
+		if len(all) < 10000 && flag.Lookup("test.run").Value.String() == "" {
 			println("secrets check: too little was recorded to be meaningful:", len(all), "bytes")
 			code = 1
 		}

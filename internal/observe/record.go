@@ -55,6 +55,9 @@ type Record struct {
 	Limited string
 	// Trimmed counts messages removed to fit the input budget.
 	Trimmed int
+	// Fallback names the fallback route that served (or last tried) the
+	// request, "" when the request's own route did.
+	Fallback string
 	// AttemptLog lists each upstream attempt's outcome in order
 	// ("status_503,ok"), with "reconnected" for a request resent on a
 	// fresh connection.
@@ -146,6 +149,9 @@ func (r *Record) Log(l *zap.Logger) {
 	}
 	if r.ReasoningMiss > 0 {
 		fields = append(fields, zap.Int("reasoning_restore_misses", r.ReasoningMiss))
+	}
+	if r.Fallback != "" {
+		fields = append(fields, zap.String("fallback", r.Fallback))
 	}
 	if r.Attempts > 1 || strings.Contains(r.AttemptLog, ",") {
 		fields = append(fields, zap.Int("attempts", r.Attempts), zap.String("attempt_outcomes", r.AttemptLog))
