@@ -211,3 +211,17 @@ routes:
 		t.Errorf("a 400 fell back: %d after %d calls", resp.StatusCode, badCalls.Load())
 	}
 }
+
+// The upstream is the config's, whatever the request says: an
+// X-Forwarded-Host header and a base_url field change nothing (the field
+// is passed on like any unknown field).
+func TestUpstreamFromConfigOnly(t *testing.T) {
+	e, s := startSim(t, sim.Options{})
+	before := s.Requests()
+	resp := e.post(t, `{"model":"sim-text","base_url":"http://attacker.invalid/v1","messages":[{"role":"user","content":"x"}]}`,
+		"X-Forwarded-Host", "attacker.invalid", "X-Forwarded-Proto", "http")
+	resp.Body.Close()
+	if resp.StatusCode != 200 || s.Requests() != before+1 {
+		t.Errorf("status %d, simulator requests %d → %d", resp.StatusCode, before, s.Requests())
+	}
+}
