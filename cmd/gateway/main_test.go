@@ -19,7 +19,25 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// allLogs collects every log line the runs of this package wrote.
+var allLogs syncBuffer
+
+// TestMain runs the tests, then checks that no run logged the upstream
+// key, and that no goroutine is left.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 && strings.Contains(allLogs.String(), "sk-upstream") {
+		println("secrets check: the upstream key was logged")
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			println("goleak:", err.Error())
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // started runs run() in the background and returns the main and admin
 // addresses once it reports them.
@@ -29,7 +47,7 @@ func started(t *testing.T, ctx context.Context, args []string, getenv func(strin
 	logs = &syncBuffer{}
 	errc := make(chan error, 1)
 	go func() {
-		err := run(ctx, args, getenv, pw, logs)
+		err := run(ctx, args, getenv, pw, io.MultiWriter(logs, &allLogs))
 		pw.Close()
 		errc <- err
 	}()
@@ -92,7 +110,7 @@ server: {drain_timeout: 10s}
 upstreams: [{name: up, url: "%s/v1", api_key: "${KEY}"}]
 routes: [{model: "*", upstream: up}]
 `, up.URL)), 0o600)
-	env := func(k string) string { return map[string]string{"TOOLGATE_CONFIG": cfg, "KEY": "k"}[k] }
+	env := func(k string) string { return map[string]string{"TOOLGATE_CONFIG": cfg, "KEY": "sk-upstream-drain"}[k] }
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
