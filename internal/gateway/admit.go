@@ -37,7 +37,10 @@ const (
 // store failure is a *StateError with fail_closed, and is admitted (logged
 // and counted) with fail_open.
 func (g *Gateway) admit(ctx context.Context, w http.ResponseWriter, r *http.Request, req *wire.ChatRequest, key *clientKey, limits budget.Limits, rec *observe.Record) error {
+	// Each counter with what it limits: maxCalls, or a rate limit's
+	// reason, which also names its x-ratelimit-* unit.
 	var buf [3]budget.Check
+	var limitOf [3]string
 	checks := buf[:0]
 	var keyName string
 	var rl config.RateLimit
@@ -46,13 +49,16 @@ func (g *Gateway) admit(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 	if limits.MaxCalls != budget.Unlimited { // the session is looked up only when a call limit applies
 		if session := g.session(r, req); session != "" {
+			limitOf[len(checks)] = "maxCalls"
 			checks = append(checks, budget.Check{Key: "calls:" + keyName + ":" + session, Limit: int64(limits.MaxCalls), Window: g.cfg.Sessions.Window, Cost: 1})
 		}
 	}
 	if rl.RequestsPerMinute > 0 {
+		limitOf[len(checks)] = limitRequests
 		checks = append(checks, budget.Check{Key: "rpm:" + keyName, Limit: rl.RequestsPerMinute, Window: time.Minute, Cost: 1})
 	}
 	if rl.TokensPerMinute > 0 {
+		limitOf[len(checks)] = limitTokens
 		checks = append(checks, budget.Check{Key: "tpm:" + keyName, Limit: rl.TokensPerMinute, Window: time.Minute})
 	}
 	if len(checks) == 0 {
@@ -69,7 +75,7 @@ func (g *Gateway) admit(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	h := w.Header()
 	for i, c := range checks {
 		if i == refused || refused < 0 {
-			setRateHeaders(h, c, counts[i])
+			setRateHeaders(h, limitOf[i], c, counts[i])
 		}
 	}
 	if refused < 0 {
@@ -77,26 +83,21 @@ func (g *Gateway) admit(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 	c, n := checks[refused], counts[refused]
 	h.Set("Retry-After", strconv.Itoa(retrySeconds(n.Reset)))
-	le := &budget.LimitError{Max: int(c.Limit), Got: int(n.Used), RetryAfter: n.Reset}
-	switch c.Key[:4] {
-	case "call":
-		le.Limit, le.Got = "maxCalls", int(c.Limit)+1
-	case "rpm:":
-		le.Limit = limitRequests
-	default:
-		le.Limit = limitTokens
+	le := &budget.LimitError{Limit: limitOf[refused], Max: int(c.Limit), Got: int(n.Used), RetryAfter: n.Reset}
+	if le.Limit == "maxCalls" {
+		le.Got = int(c.Limit) + 1
 	}
 	return le
 }
 
 // setRateHeaders sets OpenAI's x-ratelimit-* headers for a key's rate
 // limit (the maxCalls counter has none).
-func setRateHeaders(h http.Header, c budget.Check, n budget.Count) {
+func setRateHeaders(h http.Header, limit string, c budget.Check, n budget.Count) {
 	var unit string
-	switch c.Key[:4] {
-	case "rpm:":
+	switch limit {
+	case limitRequests:
 		unit = "requests"
-	case "tpm:":
+	case limitTokens:
 		unit = "tokens"
 	default:
 		return

@@ -285,15 +285,9 @@ var errUpstreamIdle = errors.New("the upstream sent nothing for read_idle_timeou
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	if n := r.ContentLength; n > 0 && n <= limit {
-		buf := make([]byte, n)
-		if read, err := io.ReadFull(body, buf); err != nil {
-			return buf[:read], err
-		}
-		var extra [1]byte
-		if k, _ := body.Read(extra[:]); k > 0 { // the server stops a body at its Content-Length; this is a guard
-			return nil, errors.New("the request body is longer than its Content-Length")
-		}
-		return buf, nil
+		buf := make([]byte, n) // the server ends the body at its Content-Length
+		read, err := io.ReadFull(body, buf)
+		return buf[:read], err
 	}
 	return io.ReadAll(body)
 }
@@ -414,12 +408,13 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 // stream re-streams the upstream's SSE events to the client, event by event,
 // each flushed at once.
 //
-// It returns an error, having written nothing, only when retry is set and
-// the response failed before anything was sent: the caller may try again.
+// It returns an error, having written nothing, only when deferFail is set
+// and the response failed before anything was sent: the caller may try
+// again, or on a fallback route.
 //
 // clientUsage says the client asked for the usage chunk
 // (stream_options.include_usage); usage it did not ask for is taken out.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context.Context, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool, maxChars int, clientUsage bool) error {
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context.Context, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, deferFail bool, maxChars int, clientUsage bool) error {
 	ctx := r.Context()
 	done := g.metrics.StreamStarted(rec.Route)
 	defer done()
@@ -510,7 +505,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 		if _, ok := errors.AsType[*IncompleteError](broken); !ok {
 			broken = &IncompleteError{Upstream: rec.Upstream, Err: broken}
 		}
-		return g.endStream(w, r, rec, out, broken, retry)
+		return g.endStream(w, r, rec, out, broken, deferFail)
 	}
 	var tail []string // chunks sent only if the response is judged acceptable
 	if complete && protocol == nil && rs.FinishReason == "" && up.Quirks.Has("missing_finish_reason") {
@@ -546,9 +541,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, callCtx context
 		}
 		rec.Status = http.StatusOK
 	case policy.Incomplete:
-		return g.endStream(w, r, rec, out, &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the stream ended without data: [DONE]")}, retry)
+		return g.endStream(w, r, rec, out, &IncompleteError{Upstream: rec.Upstream, Err: errors.New("the stream ended without data: [DONE]")}, deferFail)
 	default:
-		return g.endStream(w, r, rec, out, &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg}, retry)
+		return g.endStream(w, r, rec, out, &ViolationError{Upstream: rec.Upstream, Msg: outcome.Msg}, deferFail)
 	}
 	return nil
 }
@@ -565,10 +560,10 @@ func (g *Gateway) judged(rec *observe.Record, o policy.Outcome) {
 
 // endStream ends a stream that failed: with a status and JSON body if
 // nothing was sent yet, else with one error event and no [DONE]. When
-// nothing was sent and retry is set it writes nothing and returns err.
-func (g *Gateway) endStream(w http.ResponseWriter, r *http.Request, rec *observe.Record, out *wire.Writer, err error, retry bool) error {
+// nothing was sent and deferFail is set it writes nothing and returns err.
+func (g *Gateway) endStream(w http.ResponseWriter, r *http.Request, rec *observe.Record, out *wire.Writer, err error, deferFail bool) error {
 	if !out.Committed() {
-		if retry && r.Context().Err() == nil {
+		if deferFail && r.Context().Err() == nil {
 			return err
 		}
 		g.fail(w, r, rec, err)
@@ -642,8 +637,8 @@ func errorEvent(data string) (string, bool) {
 
 // whole relays a non-streamed response after checking it is one complete
 // JSON document that is not an error object, and judging it.
-// Like stream, it returns an error without writing only when retry is set.
-func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, retry bool) error {
+// Like stream, it returns an error without writing only when deferFail is set.
+func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Record, resp *http.Response, route *config.Route, up *config.Upstream, judge *policy.Judge, deferFail bool) error {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, up.MaxResponseBytes+1))
 	switch {
 	case err != nil:
@@ -667,7 +662,7 @@ func (g *Gateway) whole(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 		}
 	}
 	if err != nil {
-		if retry && r.Context().Err() == nil {
+		if deferFail && r.Context().Err() == nil {
 			return err
 		}
 		g.fail(w, r, rec, err)

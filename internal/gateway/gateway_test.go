@@ -311,23 +311,12 @@ func TestUpstreamError(t *testing.T) {
 	}
 }
 
-// counter sums a counter family from the registry.
+// counter sums a counter family from the registry, as a collector for
+// testutil.
 func counter(t *testing.T, g prometheus.Gatherer, name string) prometheus.Collector {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "sum"})
-	c.Add(sum)
+	c.Add(metric(t, g, name, nil))
 	return c
 }
 
