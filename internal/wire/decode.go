@@ -15,14 +15,15 @@ import (
 func DecodeRequest(b []byte) (*ChatRequest, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) {
-		return nil, &DecodeError{Offset: int64(i), Msg: "the request body is empty; send a JSON object"}
+		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "the request body is empty; send a JSON object"}
 	}
 	if b[i] != '{' {
-		return nil, &DecodeError{Offset: int64(i), Msg: "the request body must be a JSON object"}
+		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "the request body must be a JSON object"}
 	}
 	r := &ChatRequest{}
 	r.obj.members = make([]member, 0, 16)
 	var haveMessages bool
+	var keys Names
 	o := readObject(b, i)
 	for {
 		ok, err := o.more()
@@ -37,31 +38,42 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 			return nil, decodeError(err)
 		}
 		k := keyString(key, escaped)
+		if err := keys.member(k, func() string { return k }); err != nil {
+			return nil, err
+		}
 		var end int
-		if k == "messages" {
+		switch k {
+		case "messages":
 			r.Messages, end, err = decodeMessages(b, at)
 			haveMessages = true
-		} else {
+		case "tools":
+			r.Tools, end, err = decodeTools(b, at)
+		default:
 			end, err = skipValue(b, at, 1)
 		}
 		if err != nil {
 			return nil, decodeError(err)
 		}
+		if len(r.obj.members) == cap(r.obj.members) {
+			// Doubling (append grows a large slice by a quarter): an object
+			// of a million members is copied twice over, not five times.
+			r.obj.members = append(make([]member, 0, 2*cap(r.obj.members)), r.obj.members...)
+		}
 		r.obj.members = append(r.obj.members, member{key: k, rawKey: b[o.i : o.i+len(key)+2], value: b[at:end]})
 		o.i = end
 	}
 	if j := skipSpace(b, o.i); j < len(b) {
-		return nil, &DecodeError{Offset: int64(j), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte offset %d", j)}
+		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(j), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte offset %d", j)}
 	}
 	if v, ok := r.obj.Get("model"); ok {
 		if v[0] != '"' {
-			return nil, &DecodeError{Param: "model", Offset: -1, Msg: "must be a string, got " + kindAt(v, 0)}
+			return nil, &DecodeError{Kind: KindMissing, Param: "model", Offset: -1, Msg: "must be a string, got " + kindAt(v, 0)}
 		}
 		_, escaped, _ := skipString(v, 0)
 		r.Model = stringValue(v, 0, len(v), escaped)
 	}
 	if r.Model == "" {
-		return nil, &DecodeError{Param: "model", Offset: -1, Msg: "you must provide a model parameter (a non-empty string)"}
+		return nil, &DecodeError{Kind: KindMissing, Param: "model", Offset: -1, Msg: "you must provide a model parameter (a non-empty string)"}
 	}
 	if v, ok := r.obj.Get("stream"); ok {
 		switch string(v) {
@@ -69,14 +81,14 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 			r.Stream = true
 		case "false", "null":
 		default:
-			return nil, &DecodeError{Param: "stream", Offset: -1, Msg: "must be a boolean, got " + kindAt(v, 0)}
+			return nil, &DecodeError{Kind: KindValue, Param: "stream", Offset: -1, Msg: "must be a boolean, got " + kindAt(v, 0)}
 		}
 	}
 	if !haveMessages {
-		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "you must provide a messages parameter (a non-empty array of messages)"}
+		return nil, &DecodeError{Kind: KindMissing, Param: "messages", Offset: -1, Msg: "you must provide a messages parameter (a non-empty array of messages)"}
 	}
 	if len(r.Messages) == 0 {
-		return nil, &DecodeError{Param: "messages", Offset: -1, Msg: "must contain at least one message"}
+		return nil, &DecodeError{Kind: KindMissing, Param: "messages", Offset: -1, Msg: "must contain at least one message"}
 	}
 	r.raw = b
 	return r, nil
@@ -86,16 +98,16 @@ func decodeError(err error) error {
 	var se *syntaxErr
 	if errors.As(err, &se) {
 		if se.eof {
-			return &DecodeError{Offset: int64(se.off), Msg: fmt.Sprintf("invalid JSON: the body ends early (at byte offset %d)", se.off), Err: err}
+			return &DecodeError{Kind: KindSyntax, Offset: int64(se.off), Msg: fmt.Sprintf("invalid JSON: the body ends early (at byte offset %d)", se.off), Err: err}
 		}
-		return &DecodeError{Offset: int64(se.off), Msg: fmt.Sprintf("invalid JSON at byte offset %d: %s", se.off, se.msg), Err: err}
+		return &DecodeError{Kind: KindSyntax, Offset: int64(se.off), Msg: fmt.Sprintf("invalid JSON at byte offset %d: %s", se.off, se.msg), Err: err}
 	}
 	return err
 }
 
 // typeError is a value of the wrong JSON type at a parameter path.
 func typeError(param string, b []byte, at int, want string) error {
-	return &DecodeError{Param: param, Offset: -1, Msg: "must be " + want + ", got " + kindAt(b, at)}
+	return &DecodeError{Kind: KindValue, Param: param, Offset: -1, Msg: "must be " + want + ", got " + kindAt(b, at)}
 }
 
 // errWrongType marks a value of the wrong type; the caller names the
@@ -141,6 +153,7 @@ func decodeMessages(b []byte, at int) ([]Message, int, error) {
 	// Sized from the body (a transcript's messages are typically some
 	// hundreds of bytes), so a long transcript does not regrow the slice.
 	msgs := make([]Message, 0, min(max(len(b)/400, 8), 4096))
+	var sets keySets
 	r := readArray(b, at)
 	for {
 		ok, err := r.more()
@@ -151,13 +164,13 @@ func decodeMessages(b []byte, at int) ([]Message, int, error) {
 			return msgs, r.i, nil
 		}
 		msgs = append(msgs, Message{})
-		if r.i, err = decodeMessage(b, r.i, len(msgs)-1, &msgs[len(msgs)-1]); err != nil {
+		if r.i, err = decodeMessage(b, r.i, len(msgs)-1, &msgs[len(msgs)-1], &sets); err != nil {
 			return nil, 0, err
 		}
 	}
 }
 
-func decodeMessage(b []byte, at, n int, m *Message) (int, error) {
+func decodeMessage(b []byte, at, n int, m *Message, sets *keySets) (int, error) {
 	if b[at] != '{' {
 		if _, err := skipValue(b, at, 2); err != nil {
 			return 0, err
@@ -165,6 +178,8 @@ func decodeMessage(b []byte, at, n int, m *Message) (int, error) {
 		return 0, typeError(msgParam(n, ""), b, at, "a message object")
 	}
 	r := readObject(b, at)
+	keys := &sets.object
+	keys.reset()
 	for {
 		ok, err := r.more()
 		if err != nil {
@@ -177,9 +192,9 @@ func decodeMessage(b []byte, at, n int, m *Message) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		k := string(key) // no allocation: only compared
-		if escaped {
-			k = keyString(key, escaped)
+		k := keyString(key, escaped) // shares b's bytes: no allocation
+		if err := keys.member(k, func() string { return msgParam(n, "."+k) }); err != nil {
+			return 0, err
 		}
 		var end int
 		switch k {
@@ -202,7 +217,7 @@ func decodeMessage(b []byte, at, n int, m *Message) (int, error) {
 				m.Content = b[v:end]
 			}
 		case "tool_calls":
-			m.ToolCalls, end, err = decodeToolCalls(b, v, n)
+			m.ToolCalls, end, err = decodeToolCalls(b, v, n, sets)
 		default:
 			end, err = skipValue(b, v, 3)
 		}
@@ -213,7 +228,7 @@ func decodeMessage(b []byte, at, n int, m *Message) (int, error) {
 	}
 	m.Raw = b[at:r.i]
 	if m.Role == "" {
-		return 0, &DecodeError{Param: msgParam(n, ".role"), Offset: -1, Msg: "is required (system, user, assistant or tool)"}
+		return 0, &DecodeError{Kind: KindValue, Param: msgParam(n, ".role"), Offset: -1, Msg: "is required (system, user, assistant or tool)"}
 	}
 	return r.i, nil
 }
@@ -236,7 +251,7 @@ func intern(role string) string {
 	return role
 }
 
-func decodeToolCalls(b []byte, at, n int) ([]ToolCall, int, error) {
+func decodeToolCalls(b []byte, at, n int, sets *keySets) ([]ToolCall, int, error) {
 	switch b[at] {
 	case 'n':
 		end, err := skipLiteral(b, at, "null")
@@ -258,14 +273,20 @@ func decodeToolCalls(b []byte, at, n int) ([]ToolCall, int, error) {
 		if !ok {
 			return calls, r.i, nil
 		}
+		if len(calls) == MaxCalls {
+			// A response carries at most MaxCalls (the collector's bound):
+			// so may a message that repeats one.
+			return nil, 0, &DecodeError{Kind: KindValue, Param: msgParam(n, ".tool_calls"), Offset: -1,
+				Msg: fmt.Sprintf("has more than %d tool calls; a message may carry at most %d", MaxCalls, MaxCalls)}
+		}
 		calls = append(calls, ToolCall{})
-		if r.i, err = decodeToolCall(b, r.i, n, len(calls)-1, &calls[len(calls)-1]); err != nil {
+		if r.i, err = decodeToolCall(b, r.i, n, len(calls)-1, &calls[len(calls)-1], sets); err != nil {
 			return nil, 0, err
 		}
 	}
 }
 
-func decodeToolCall(b []byte, at, n, k int, c *ToolCall) (int, error) {
+func decodeToolCall(b []byte, at, n, k int, c *ToolCall, sets *keySets) (int, error) {
 	if b[at] != '{' {
 		if _, err := skipValue(b, at, 4); err != nil {
 			return 0, err
@@ -273,6 +294,8 @@ func decodeToolCall(b []byte, at, n, k int, c *ToolCall) (int, error) {
 		return 0, typeError(callParam(n, k, ""), b, at, "a tool call object")
 	}
 	r := readObject(b, at)
+	keys := &sets.call
+	keys.reset()
 	for {
 		ok, err := r.more()
 		if err != nil {
@@ -286,8 +309,12 @@ func decodeToolCall(b []byte, at, n, k int, c *ToolCall) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		name := keyString(key, escaped)
+		if err := keys.member(name, func() string { return callParam(n, k, "."+name) }); err != nil {
+			return 0, err
+		}
 		var end int
-		switch keyString(key, escaped) {
+		switch name {
 		case "id":
 			if c.ID, end, err = stringAt(b, v); err == errWrongType {
 				err = typeError(callParam(n, k, ".id"), b, v, "a string")
@@ -297,7 +324,7 @@ func decodeToolCall(b []byte, at, n, k int, c *ToolCall) (int, error) {
 				err = typeError(callParam(n, k, ".type"), b, v, "a string")
 			}
 		case "function":
-			end, err = decodeFunction(b, v, n, k, &c.Function)
+			end, err = decodeFunction(b, v, n, k, &c.Function, &sets.function)
 		default:
 			end, err = skipValue(b, v, 5)
 		}
@@ -308,7 +335,7 @@ func decodeToolCall(b []byte, at, n, k int, c *ToolCall) (int, error) {
 	}
 }
 
-func decodeFunction(b []byte, at, n, k int, f *FunctionCall) (int, error) {
+func decodeFunction(b []byte, at, n, k int, f *FunctionCall, keys *Names) (int, error) {
 	switch b[at] {
 	case 'n':
 		return skipLiteral(b, at, "null")
@@ -320,6 +347,7 @@ func decodeFunction(b []byte, at, n, k int, f *FunctionCall) (int, error) {
 		return 0, typeError(callParam(n, k, ".function"), b, at, "an object")
 	}
 	r := readObject(b, at)
+	keys.reset()
 	for {
 		ok, err := r.more()
 		if err != nil {
@@ -332,8 +360,12 @@ func decodeFunction(b []byte, at, n, k int, f *FunctionCall) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		fk := keyString(key, escaped)
+		if err := keys.member(fk, func() string { return callParam(n, k, ".function."+fk) }); err != nil {
+			return 0, err
+		}
 		var end int
-		switch keyString(key, escaped) {
+		switch fk {
 		case "name":
 			if f.Name, end, err = stringAt(b, v); err == errWrongType {
 				err = typeError(callParam(n, k, ".function.name"), b, v, "a string")
@@ -344,6 +376,231 @@ func decodeFunction(b []byte, at, n, k int, f *FunctionCall) (int, error) {
 			}
 		default:
 			end, err = skipValue(b, v, 6)
+		}
+		if err != nil {
+			return 0, err
+		}
+		r.i = end
+	}
+}
+
+// Names is a set of names (an object's member names, a message's call
+// ids) built to find a repeat: a linear scan while it is small, a map once
+// it is not, so n names cost O(n) either way and a handful allocate
+// nothing. The zero value is an empty set.
+type Names struct {
+	small [8]string
+	n     int
+	m     map[string]struct{}
+}
+
+// Add adds name and reports false when the set already had it.
+func (s *Names) Add(name string) bool {
+	if s.m != nil {
+		n := len(s.m)
+		s.m[name] = struct{}{}
+		return len(s.m) > n
+	}
+	for _, k := range s.small[:s.n] {
+		if k == name {
+			return false
+		}
+	}
+	if s.n < len(s.small) {
+		s.small[s.n] = name
+		s.n++
+		return true
+	}
+	s.m = make(map[string]struct{}, 4*len(s.small))
+	for _, k := range s.small {
+		s.m[k] = struct{}{}
+	}
+	s.m[name] = struct{}{}
+	return true
+}
+
+// Len returns how many names the set holds.
+func (s *Names) Len() int {
+	if s.m != nil {
+		return len(s.m)
+	}
+	return s.n
+}
+
+// reset empties the set, keeping its map for the next object.
+func (s *Names) reset() {
+	s.n = 0
+	if s.m != nil {
+		clear(s.m)
+	}
+}
+
+// MaxMembers is the most members the decoder takes in one object it
+// reads (the request, a message, a tool call, a function, a tool): no
+// request needs more, and a cap keeps the duplicate check's sets small.
+const MaxMembers = 1024
+
+// keySets are the decoder's duplicate checks, one per level of the
+// objects it reads, each reused from one object to the next.
+type keySets struct{ object, call, function Names }
+
+// member checks an object's next member name against set, which holds
+// the names before it: a repeat or one member too many is an error
+// naming param.
+func (set *Names) member(name string, param func() string) error {
+	if !set.Add(name) {
+		return duplicateError(param())
+	}
+	if set.Len() > MaxMembers {
+		return &DecodeError{Kind: KindValue, Param: Clip(param()), Offset: -1,
+			Msg: fmt.Sprintf("is one member too many: an object may have at most %d", MaxMembers)}
+	}
+	return nil
+}
+
+// Has reports whether name is in the set.
+func (s *Names) Has(name string) bool {
+	if s.m != nil {
+		_, ok := s.m[name]
+		return ok
+	}
+	for _, k := range s.small[:s.n] {
+		if k == name {
+			return true
+		}
+	}
+	return false
+}
+
+// duplicateError refuses a repeated member: parsers disagree on which
+// one counts (OpenAI's keeps the last, others the first), so a gateway
+// that checked one and forwarded both would forward an ambiguity.
+func duplicateError(param string) error {
+	return &DecodeError{Kind: KindDuplicate, Param: Clip(param), Offset: -1,
+		Msg: "is given more than once in the same object; send each member once"}
+}
+
+// decodeTools reads the tools array: each element an object, each
+// function (when present) an object whose name is a string. Their bytes
+// are kept; the typed view is the name and the parameters schema.
+func decodeTools(b []byte, at int) ([]Tool, int, error) {
+	switch b[at] {
+	case 'n':
+		end, err := skipLiteral(b, at, "null")
+		return nil, end, err
+	case '[':
+	default:
+		if _, err := skipValue(b, at, 1); err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, typeError("tools", b, at, "an array of tool objects")
+	}
+	var tools []Tool
+	var sets keySets
+	r := readArray(b, at)
+	for {
+		ok, err := r.more()
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
+			return tools, r.i, nil
+		}
+		tools = append(tools, Tool{})
+		if r.i, err = decodeTool(b, r.i, len(tools)-1, &tools[len(tools)-1], &sets); err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+func toolParam(k int, field string) string { return "tools[" + strconv.Itoa(k) + "]" + field }
+
+func decodeTool(b []byte, at, k int, t *Tool, sets *keySets) (int, error) {
+	if b[at] != '{' {
+		if _, err := skipValue(b, at, 2); err != nil {
+			return 0, err
+		}
+		return 0, typeError(toolParam(k, ""), b, at, "a tool object")
+	}
+	r := readObject(b, at)
+	keys := &sets.object
+	keys.reset()
+	for {
+		ok, err := r.more()
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			t.Raw = b[at:r.i]
+			return r.i, nil
+		}
+		key, escaped, v, err := r.key()
+		if err != nil {
+			return 0, err
+		}
+		name := keyString(key, escaped)
+		if err := keys.member(name, func() string { return toolParam(k, "."+name) }); err != nil {
+			return 0, err
+		}
+		var end int
+		switch name {
+		case "type":
+			if t.Type, end, err = stringAt(b, v); err == errWrongType {
+				err = typeError(toolParam(k, ".type"), b, v, "a string")
+			}
+		case "function":
+			end, err = decodeToolFunction(b, v, k, t, &sets.function)
+		default:
+			end, err = skipValue(b, v, 2)
+		}
+		if err != nil {
+			return 0, err
+		}
+		r.i = end
+	}
+}
+
+func decodeToolFunction(b []byte, at, k int, t *Tool, keys *Names) (int, error) {
+	switch b[at] {
+	case 'n':
+		return skipLiteral(b, at, "null")
+	case '{':
+	default:
+		if _, err := skipValue(b, at, 2); err != nil {
+			return 0, err
+		}
+		return 0, typeError(toolParam(k, ".function"), b, at, "an object")
+	}
+	r := readObject(b, at)
+	keys.reset()
+	for {
+		ok, err := r.more()
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return r.i, nil
+		}
+		key, escaped, v, err := r.key()
+		if err != nil {
+			return 0, err
+		}
+		name := keyString(key, escaped)
+		if err := keys.member(name, func() string { return toolParam(k, ".function."+name) }); err != nil {
+			return 0, err
+		}
+		var end int
+		switch name {
+		case "name":
+			if t.Name, end, err = stringAt(b, v); err == errWrongType {
+				err = typeError(toolParam(k, ".function.name"), b, v, "a string")
+			}
+		case "parameters":
+			if end, err = skipValue(b, v, 3); err == nil && b[v] != 'n' {
+				t.Parameters = b[v:end]
+			}
+		default:
+			end, err = skipValue(b, v, 3)
 		}
 		if err != nil {
 			return 0, err

@@ -16,8 +16,15 @@
 // unchanged request re-encodes to the same members with the same values. Only
 // the fields the gateway acts on are typed. A member the gateway replaces
 // (the model name) or adds is written in place of, or after, the original
-// ones. Duplicate keys are kept as sent; the typed view takes the last one,
-// as encoding/json does.
+// ones.
+//
+// A member name repeated in one object of a request — at the top level, in
+// a message, a tool call or its function, a tool or its function — is
+// refused ([KindDuplicate], naming the path): OpenAI's parser keeps the
+// last, others keep the first, and a gateway that checked one value and
+// forwarded both would let a client past its own checks (a key's model
+// list, for one). [ParseObject], used on upstream responses, keeps
+// duplicates as sent and reads the last.
 //
 // # Streams
 //

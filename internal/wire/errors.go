@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
 
 // ErrorBody is the OpenAI error shape, {"error":{"message","type","param","code"}}.
 // It is the only error body toolgate writes, as a JSON response and as the
@@ -69,4 +73,23 @@ func UpstreamMessage(body []byte) string {
 		return s
 	}
 	return ""
+}
+
+// MaxEcho is how much of a client's own input (a model name, a path, a
+// header value) an error message or a log field repeats.
+const MaxEcho = 256
+
+// Clip returns s unchanged when it is at most MaxEcho bytes long, else its
+// first MaxEcho bytes (cut at a character boundary) and "…(N bytes)"
+// naming its full length: a client cannot make the gateway echo a
+// megabyte into a response or a log line.
+func Clip(s string) string {
+	if len(s) <= MaxEcho {
+		return s
+	}
+	cut := MaxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }

@@ -33,7 +33,7 @@ func ParseObject(b []byte) (Object, error) {
 	var o Object
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return o, &DecodeError{Offset: int64(i), Msg: "not a JSON object"}
+		return o, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "not a JSON object"}
 	}
 	r := readObject(b, i)
 	for {
@@ -56,7 +56,7 @@ func ParseObject(b []byte) (Object, error) {
 		r.i = end
 	}
 	if skipSpace(b, r.i) != len(b) {
-		return Object{}, &DecodeError{Offset: int64(r.i), Msg: "unexpected data after the object"}
+		return Object{}, &DecodeError{Kind: KindSyntax, Offset: int64(r.i), Msg: "unexpected data after the object"}
 	}
 	return o, nil
 }
@@ -118,4 +118,81 @@ func (o *Object) JSON() json.RawMessage {
 		size += len(m.key) + len(m.value) + 4
 	}
 	return o.AppendJSON(make([]byte, 0, size))
+}
+
+// SetMember returns a copy of the JSON object raw with the member at path
+// (a member of raw, or a member of a member object, and so on) set to
+// value; every other byte is kept. A member that is missing is added at the
+// end of its object; an intermediate member that is missing or not an
+// object leaves raw as it is and reports false. It costs one pass over raw
+// and one allocation, where parsing into Objects costs one per level.
+func SetMember(raw, value json.RawMessage, path ...string) (json.RawMessage, bool) {
+	start, end, insert, ok := memberSpan(raw, path)
+	if !ok {
+		return raw, false
+	}
+	var prefix string
+	if insert {
+		// Before the closing brace: a comma unless the object is empty.
+		if j := lastNonSpace(raw, start); raw[j] != '{' {
+			prefix = ","
+		}
+		prefix += string(appendString(nil, path[len(path)-1])) + ":"
+	}
+	out := make([]byte, 0, len(raw)-(end-start)+len(prefix)+len(value))
+	out = append(out, raw[:start]...)
+	out = append(out, prefix...)
+	out = append(out, value...)
+	return append(out, raw[end:]...), true
+}
+
+// memberSpan finds the value at path in raw: its span, or (insert) the
+// position of the closing brace of the object it would be added to.
+func memberSpan(raw []byte, path []string) (start, end int, insert, ok bool) {
+	i := skipSpace(raw, 0)
+	for depth, key := range path {
+		if i >= len(raw) || raw[i] != '{' {
+			return 0, 0, false, false
+		}
+		r := readObject(raw, i)
+		found := false
+		for {
+			more, err := r.more()
+			if err != nil {
+				return 0, 0, false, false
+			}
+			if !more {
+				break
+			}
+			k, escaped, at, err := r.key()
+			if err != nil {
+				return 0, 0, false, false
+			}
+			vend, err := skipValue(raw, at, depth+1)
+			if err != nil {
+				return 0, 0, false, false
+			}
+			if keyString(k, escaped) == key {
+				start, end, found = at, vend, true
+				break
+			}
+			r.i = vend
+		}
+		if !found {
+			if depth < len(path)-1 {
+				return 0, 0, false, false
+			}
+			return r.i - 1, r.i - 1, true, true // r.i is just after '}'
+		}
+		i = start
+	}
+	return start, end, false, true
+}
+
+func lastNonSpace(b []byte, before int) int {
+	j := before - 1
+	for j > 0 && isSpace(b[j]) {
+		j--
+	}
+	return j
 }

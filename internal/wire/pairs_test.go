@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,29 @@ func TestObjectEdit(t *testing.T) {
 	}
 	if _, err := ParseObject([]byte(`{"a":1} x`)); err == nil {
 		t.Error("trailing data accepted")
+	}
+}
+
+// SetMember rewrites one member, at any depth, keeping every other byte,
+// and adds a member that is missing.
+func TestSetMember(t *testing.T) {
+	for _, tc := range []struct {
+		in, value string
+		path      []string
+		want      string
+	}{
+		{`{"id":"a", "x":1}`, `"b"`, []string{"id"}, `{"id":"b", "x":1}`},
+		{`{"x":1 }`, `"b"`, []string{"id"}, `{"x":1 ,"id":"b"}`},
+		{`{ }`, `"b"`, []string{"id"}, `{ "id":"b"}`},
+		{`{"function":{"name":"f","arguments":{"a":1}},"id":"c"}`, `"{\"a\":1}"`, []string{"function", "arguments"}, `{"function":{"name":"f","arguments":"{\"a\":1}"},"id":"c"}`},
+		{`{"function":{"name":"f"}}`, `"{}"`, []string{"function", "arguments"}, `{"function":{"name":"f","arguments":"{}"}}`},
+	} {
+		got, ok := SetMember(json.RawMessage(tc.in), json.RawMessage(tc.value), tc.path...)
+		if !ok || string(got) != tc.want {
+			t.Errorf("SetMember(%s, %v) = %s %v, want %s", tc.in, tc.path, got, ok, tc.want)
+		}
+	}
+	if _, ok := SetMember(json.RawMessage(`{"function":3}`), json.RawMessage(`1`), "function", "arguments"); ok {
+		t.Error("a path through a non-object was set")
 	}
 }

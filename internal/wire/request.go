@@ -18,6 +18,9 @@ type ChatRequest struct {
 	// Messages is the transcript. A caller that changes it must call
 	// [ChatRequest.SetMessages] so that Encode writes the new list.
 	Messages []Message
+	// Tools are the declared tools, in order (nil when the request has
+	// none).
+	Tools []Tool
 
 	obj             Object
 	messagesChanged bool
@@ -94,9 +97,37 @@ type FunctionCall struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
+// Tool is one declared tool. Raw holds its original bytes.
+type Tool struct {
+	// Type is the tool's type ("function").
+	Type string
+	// Name is function.name ("" when the tool has no function).
+	Name string
+	// Parameters is function.parameters as sent (nil when absent or null).
+	Parameters json.RawMessage
+	Raw        json.RawMessage
+}
+
+// DecodeKind classifies a [DecodeError].
+type DecodeKind int
+
+// Kinds of decode error.
+const (
+	// KindValue is a parameter of the wrong type or value.
+	KindValue DecodeKind = iota
+	// KindSyntax is a body that is not one JSON object.
+	KindSyntax
+	// KindMissing is a required parameter (model, messages) missing, empty
+	// or not of its type.
+	KindMissing
+	// KindDuplicate is a member name repeated in one object.
+	KindDuplicate
+)
+
 // DecodeError says why a request body could not be used. Param names the
 // offending parameter when there is one (for example "messages[2].role").
 type DecodeError struct {
+	Kind   DecodeKind
 	Param  string
 	Offset int64 // byte offset of a JSON syntax error, or -1
 	Msg    string

@@ -89,6 +89,18 @@ func TestDecodeErrors(t *testing.T) {
 		{"no role", `{"model":"m","messages":[{"content":"x"}]}`, "messages[0].role", "required"},
 		{"bad tool call id", `{"model":"m","messages":[{"role":"user"},{"role":"assistant","tool_calls":[{"id":7}]}]}`, "messages[1].tool_calls[0].id", "string"},
 		{"stream not bool", `{"model":"m","messages":[{"role":"user"}],"stream":"yes"}`, "stream", "boolean"},
+		{"tools not array", `{"model":"m","messages":[{"role":"user"}],"tools":{"a":1}}`, "tools", "an array of tool objects"},
+		{"tool not object", `{"model":"m","messages":[{"role":"user"}],"tools":[{"type":"function"},3]}`, "tools[1]", "a tool object"},
+		{"tool name not string", `{"model":"m","messages":[{"role":"user"}],"tools":[{"function":{"name":1}}]}`, "tools[0].function.name", "a string"},
+		// A repeated member, wherever the gateway reads one, is refused
+		// with its path (an upstream may keep the other value).
+		{"duplicate model", `{"model":"gpt-4o","model":"sim-x","messages":[{"role":"user"}]}`, "model", "more than once"},
+		{"duplicate message member", `{"model":"m","messages":[{"role":"user"},{"role":"user","content":"a","content":"b"}]}`, "messages[1].content", "more than once"},
+		{"duplicate tool call id", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","id":"b"}]}]}`, "messages[0].tool_calls[0].id", "more than once"},
+		{"duplicate function name", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","name":"g"}}]}]}`, "messages[0].tool_calls[0].function.name", "more than once"},
+		{"duplicate tool member", `{"model":"m","messages":[{"role":"user"}],"tools":[{"type":"function","type":"x"}]}`, "tools[0].type", "more than once"},
+		{"duplicate tool function member", `{"model":"m","messages":[{"role":"user"}],"tools":[{"function":{"name":"a","parameters":{},"name":"b"}}]}`, "tools[0].function.name", "more than once"},
+		{"duplicate in a large object", `{"model":"m","messages":[{"role":"user"}],"a1":1,"a2":1,"a3":1,"a4":1,"a5":1,"a6":1,"a7":1,"a8":1,"a9":1,"a3":2}`, "a3", "more than once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(tc.in))
@@ -101,6 +113,9 @@ func TestDecodeErrors(t *testing.T) {
 			}
 			if !strings.Contains(de.Error(), tc.msg) {
 				t.Errorf("message %q does not contain %q", de.Error(), tc.msg)
+			}
+			if dup := strings.Contains(tc.name, "duplicate"); dup != (de.Kind == KindDuplicate) {
+				t.Errorf("kind = %v", de.Kind)
 			}
 		})
 	}

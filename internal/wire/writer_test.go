@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // flushSink records writes and flushes.
@@ -47,5 +48,18 @@ func TestLazyWriter(t *testing.T) {
 	w2.Send("x")
 	if _, err := FlushBeforeRead(strings.NewReader("y"), w2).Read(buf); !errors.Is(err, ErrClientWrite) || !errors.Is(err, io.ErrClosedPipe) {
 		t.Errorf("failed flush: %v", err)
+	}
+}
+
+// Clip keeps short input and cuts long input at a character boundary,
+// naming its full length.
+func TestClip(t *testing.T) {
+	if got := Clip("gpt-4o"); got != "gpt-4o" {
+		t.Errorf("short: %q", got)
+	}
+	long := strings.Repeat("é", 1000) // 2000 bytes
+	got := Clip(long)
+	if !strings.HasSuffix(got, "…(2000 bytes)") || !utf8.ValidString(got) || len(got) > MaxEcho+len("…(2000 bytes)") {
+		t.Errorf("long: %q", got)
 	}
 }
