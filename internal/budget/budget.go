@@ -175,10 +175,14 @@ func Trim(msgs []wire.Message, maxChars int, trim bool) ([]wire.Message, TrimRep
 		}
 		turnOf[i] = turns
 	}
+	// Whole turns go, oldest first, until the rest fits; turnOf never
+	// decreases, so one pass over the messages finds them. The latest user
+	// turn (turns) is kept.
 	drop := make([]bool, len(msgs))
-	for t := 0; t < turns && total > maxChars; t++ { // the latest user turn (turns) is kept
-		for i := range msgs {
-			if turnOf[i] == t && !keep(&msgs[i]) {
+	for i := 0; i < len(msgs) && turnOf[i] < turns && total > maxChars; {
+		t := turnOf[i]
+		for ; i < len(msgs) && turnOf[i] == t; i++ {
+			if !keep(&msgs[i]) {
 				drop[i] = true
 				total -= messageChars(&msgs[i])
 			}

@@ -49,12 +49,13 @@ type Judge struct {
 	cfg      Config
 	schemas  *Schemas
 	params   map[string]json.RawMessage // declared function → its parameters schema
-	tools    []string                   // declared function names
-	choice   string                     // "", "auto", "none", "required" or "function"
-	function string                     // the named function when choice is "function"
-	parallel bool                       // parallel_tool_calls, true unless the request says false
-	format   json.RawMessage            // response_format json_schema's schema, or nil
-	n        int                        // the request's n, 0 when absent
+	tools    wire.Names                 // declared function names
+	nTools   int
+	choice   string          // "", "auto", "none", "required" or "function"
+	function string          // the named function when choice is "function"
+	parallel bool            // parallel_tool_calls, true unless the request says false
+	format   json.RawMessage // response_format json_schema's schema, or nil
+	n        int             // the request's n, 0 when absent
 }
 
 // Forced reports whether the request forces a tool call (tool_choice
@@ -74,40 +75,20 @@ func (j *Judge) NeedsText() bool { return j.format != nil }
 // declare, is a *RequestError.
 func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 	j := &Judge{cfg: cfg, parallel: true, schemas: cfg.Schemas}
-	if raw, ok := req.Get("tools"); ok && string(raw) != "null" {
-		// Read with the one-pass scanner: no copy of the schemas.
-		tools, ok := wire.Elements(raw)
-		if !ok {
-			return nil, &RequestError{Param: "tools", Msg: "must be an array of tool objects"}
+	if cfg.MaxTools > 0 && len(req.Tools) > cfg.MaxTools {
+		return nil, &RequestError{Param: "tools", Msg: fmt.Sprintf("declares %d tools; this gateway accepts at most %d (server.max_tools)", len(req.Tools), cfg.MaxTools)}
+	}
+	for _, t := range req.Tools {
+		if t.Name == "" {
+			continue
 		}
-		if cfg.MaxTools > 0 && len(tools) > cfg.MaxTools {
-			return nil, &RequestError{Param: "tools", Msg: fmt.Sprintf("declares %d tools; this gateway accepts at most %d (server.max_tools)", len(tools), cfg.MaxTools)}
-		}
-		for _, rt := range tools {
-			t, err := wire.ParseObject(rt)
-			if err != nil {
-				return nil, &RequestError{Param: "tools", Msg: "must be an array of tool objects"}
+		j.tools.Add(t.Name)
+		j.nTools++
+		if t.Parameters != nil {
+			if j.params == nil {
+				j.params = map[string]json.RawMessage{}
 			}
-			rf, _ := t.Get("function")
-			if len(rf) == 0 || string(rf) == "null" {
-				continue
-			}
-			fn, err := wire.ParseObject(rf)
-			if err != nil {
-				return nil, &RequestError{Param: "tools", Msg: "a tool's function must be an object"}
-			}
-			rn, _ := fn.Get("name")
-			name, _ := wire.String(rn)
-			if name == "" {
-				continue
-			}
-			j.tools = append(j.tools, name)
-			if params, ok := fn.Get("parameters"); ok && string(params) != "null" {
-				if j.params == nil {
-					j.params = map[string]json.RawMessage{}
-				}
-				j.params[name] = params
-			}
+			j.params[t.Name] = t.Parameters
 		}
 	}
 	if raw, ok := req.Get("n"); ok {
@@ -138,7 +119,7 @@ func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 			j.choice = s
 			return j, nil
 		}
-		return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice; use \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}", s)}
+		return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice; use \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}", wire.Clip(s))}
 	}
 	var obj struct {
 		Type     string `json:"type"`
@@ -150,20 +131,13 @@ func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 		return nil, &RequestError{Param: "tool_choice", Msg: "must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}"}
 	}
 	if !j.declared(obj.Function.Name) {
-		return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("names the function %q, which is not among the request's tools", obj.Function.Name)}
+		return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("names the function %q, which is not among the request's tools", wire.Clip(obj.Function.Name))}
 	}
 	j.choice, j.function = "function", obj.Function.Name
 	return j, nil
 }
 
-func (j *Judge) declared(name string) bool {
-	for _, t := range j.tools {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
+func (j *Judge) declared(name string) bool { return j.tools.Has(name) }
 
 // End is what the wire layer knows when a response has ended.
 type End struct {
@@ -215,10 +189,10 @@ func (j *Judge) Finish(e End) Outcome {
 		return Outcome{Kind: OK}
 	}
 	n := len(e.Calls)
-	if len(j.tools) > 0 {
+	if j.nTools > 0 {
 		for _, c := range e.Calls {
 			if !j.declared(c.Name) {
-				return violation("the model called %q, which is not among the request's tools", c.Name)
+				return violation("the model called %q, which is not among the request's tools", wire.Clip(c.Name))
 			}
 		}
 	}
@@ -232,7 +206,7 @@ func (j *Judge) Finish(e End) Outcome {
 	switch choice {
 	case "none":
 		if n > 0 {
-			return violation("tool_choice is \"none\" but the model called %q", e.Calls[0].Name)
+			return violation("tool_choice is \"none\" but the model called %q", wire.Clip(e.Calls[0].Name))
 		}
 	case "required":
 		if n == 0 {
@@ -247,15 +221,15 @@ func (j *Judge) Finish(e End) Outcome {
 			return violation("tool_choice names %q but the model did not call it", j.function)
 		}
 	case "":
-		if len(j.tools) == 0 && n > 0 {
-			return violation("the model called %q but the request declares no tools", e.Calls[0].Name)
+		if j.nTools == 0 && n > 0 {
+			return violation("the model called %q but the request declares no tools", wire.Clip(e.Calls[0].Name))
 		}
 	}
 	switch {
 	case e.FinishReason == "":
 		return violation("the response has no finish_reason")
 	case n > 0 && e.FinishReason != "tool_calls":
-		return violation("the model made tool calls but finished with %q", e.FinishReason)
+		return violation("the model made tool calls but finished with %q", wire.Clip(e.FinishReason))
 	case n == 0 && e.FinishReason == "tool_calls":
 		return violation("the response finished with \"tool_calls\" but carries no call")
 	}

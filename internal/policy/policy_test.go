@@ -93,8 +93,7 @@ func TestPrepareRefuses(t *testing.T) {
 		tools + `,"tool_choice":{"type":"function"}`,
 		tools + `,"tool_choice":{"type":"function","function":{"name":"nope"}}`,
 		tools + `,"tool_choice":7`,
-		`,"tools":{"a":1}`,
-	} {
+	} { // tools that are not an array of objects are the decoder's (wire.TestDecodeErrors)
 		_, err := Prepare(req(t, extra), Config{Mode: ModeSession})
 		var re *RequestError
 		if !errors.As(err, &re) {

@@ -79,7 +79,7 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (string, error) {
 		}
 		l, ok := EffortLevel(effort)
 		if !ok {
-			return "", &RequestError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q is not a reasoning effort; use none, minimal, low, medium or high", effort)}
+			return "", &RequestError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q is not a reasoning effort; use none, minimal, low, medium or high", wire.Clip(effort))}
 		}
 		level = l
 		if r.Format != FormatEffort {

@@ -27,7 +27,13 @@ func RestoreReasoning(msgs []wire.Message, field string, store ReasoningStore) (
 			continue
 		}
 		reasoning, found := "", false
-		for _, c := range m.ToolCalls {
+		for k, c := range m.ToolCalls {
+			// A turn's reasoning is stored under each of its calls' ids, so
+			// its first calls suffice: a message of 50,000 calls costs no
+			// more store lookups than one of four.
+			if k == maxLookups {
+				break
+			}
 			if reasoning, found = store.Get("call:" + c.ID); found {
 				break
 			}
@@ -54,6 +60,9 @@ func RestoreReasoning(msgs []wire.Message, field string, store ReasoningStore) (
 	}
 	return out, restored, missed
 }
+
+// maxLookups bounds the store lookups for one assistant turn.
+const maxLookups = 4
 
 // RememberReasoning stores a finished turn's reasoning under each of its
 // call ids, or under its content when it made no call.

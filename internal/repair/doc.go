@@ -17,9 +17,10 @@
 //   - [StringifyArguments]: arguments sent as a JSON object become the
 //     string of that object's bytes (QUIRKS C26).
 //   - [SynthesizeIDs]: a call with an empty or missing id gets
-//     "call_tg" + 16 hex digits of a SHA-256 over the message's bytes and the
-//     call's position: deterministic, so every replay of the same transcript
-//     gets the same id, and Repair then seals the call. With the step off,
+//     "call_tg" + 16 hex digits of a SHA-256 over the SHA-256 of the
+//     message's bytes and the call's position: deterministic, so every
+//     replay of the same transcript gets the same id, and Repair then seals
+//     the call (the message is hashed once, however many calls lack an id). With the step off,
 //     the seed's behaviour stands: such a call is ignored.
 //   - [DedupeCallIDs]: an id made twice in one message (QUIRKS C03, C11,
 //     C23): an exact repeat (same name and arguments) is removed; a

@@ -2,9 +2,9 @@ package repair
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"github.com/toolgate/toolgate/internal/wire"
@@ -132,6 +132,7 @@ func StringifyArguments(msgs []wire.Message) ([]wire.Message, int) {
 func SynthesizeIDs(msgs []wire.Message) ([]wire.Message, int) {
 	return editCalls(msgs, func(_ int, m *wire.Message) ([]wire.ToolCall, int) {
 		var calls []wire.ToolCall
+		var msgHash [sha256.Size]byte // of the message's bytes, taken once
 		n := 0
 		for k, c := range m.ToolCalls {
 			if c.ID != "" {
@@ -139,15 +140,15 @@ func SynthesizeIDs(msgs []wire.Message) ([]wire.Message, int) {
 			}
 			if calls == nil {
 				calls = append([]wire.ToolCall(nil), m.ToolCalls...)
+				raw := m.Raw
+				if raw == nil {
+					raw, _ = json.Marshal(m)
+				}
+				msgHash = sha256.Sum256(raw)
 			}
-			raw := m.Raw
-			if raw == nil {
-				raw, _ = json.Marshal(m)
-			}
-			h := sha256.New()
-			h.Write(raw)
-			fmt.Fprintf(h, "\x00%d", k)
-			calls[k] = withCallFields(c, "call_tg"+hex.EncodeToString(h.Sum(nil))[:16], nil)
+			buf := binary.BigEndian.AppendUint64(msgHash[:], uint64(k))
+			sum := sha256.Sum256(buf)
+			calls[k] = withCallFields(c, "call_tg"+hex.EncodeToString(sum[:8]), nil)
 			n++
 		}
 		return calls, n
@@ -158,37 +159,49 @@ func SynthesizeIDs(msgs []wire.Message) ([]wire.Message, int) {
 // renames a different call that reuses an id (see the package doc).
 func DedupeCallIDs(msgs []wire.Message) ([]wire.Message, int) {
 	return editCalls(msgs, func(_ int, m *wire.Message) ([]wire.ToolCall, int) {
+		var ids wire.Names
 		dup := false
-		for a := range m.ToolCalls {
-			for b := range a {
-				if m.ToolCalls[a].ID != "" && m.ToolCalls[a].ID == m.ToolCalls[b].ID {
-					dup = true
-				}
+		for _, c := range m.ToolCalls {
+			if c.ID != "" && !ids.Add(c.ID) {
+				dup = true
+				break
 			}
 		}
 		if !dup {
 			return nil, 0
 		}
-		used := map[string]bool{}
+		used := make(map[string]bool, len(m.ToolCalls))
 		for _, c := range m.ToolCalls {
 			used[c.ID] = true
 		}
-		first := map[string]wire.ToolCall{}
+		// The first call made with each id, and its arguments' text
+		// (computed once: comparing a repeat costs the repeat's size).
+		type made struct {
+			call wire.ToolCall
+			args string
+		}
+		first := map[string]made{}
+		// next is, per reused id, the smallest suffix that may still be
+		// free: every smaller one is taken, so renaming n calls costs O(n).
+		next := map[string]int{}
 		calls := make([]wire.ToolCall, 0, len(m.ToolCalls))
 		n := 0
 		for _, c := range m.ToolCalls {
 			orig, seen := first[c.ID]
 			switch {
 			case c.ID == "" || !seen:
-				first[c.ID] = c
+				first[c.ID] = made{c, c.Function.ArgumentsText()}
 				calls = append(calls, c)
-			case orig.Function.Name == c.Function.Name && orig.Function.ArgumentsText() == c.Function.ArgumentsText():
+			case orig.call.Function.Name == c.Function.Name && orig.args == c.Function.ArgumentsText():
 				n++ // an exact repeat: one call, one reply
 			default:
-				id := c.ID
-				for k := 2; used[id]; k++ {
+				k := max(next[c.ID], 2)
+				id := c.ID + "_" + strconv.Itoa(k)
+				for used[id] {
+					k++
 					id = c.ID + "_" + strconv.Itoa(k)
 				}
+				next[c.ID] = k + 1
 				used[id] = true
 				calls = append(calls, withCallFields(c, id, nil))
 				n++
@@ -230,7 +243,12 @@ func ToolCallContent(msgs []wire.Message, mode ContentMode) ([]wire.Message, int
 // withCalls returns m with its calls replaced; Raw is rewritten with only
 // the tool_calls member changed.
 func withCalls(m wire.Message, calls []wire.ToolCall) wire.Message {
-	arr := []byte{'['}
+	size := 2
+	for k := range calls {
+		size += len(calls[k].Raw) + 1
+	}
+	arr := make([]byte, 1, size)
+	arr[0] = '['
 	for k := range calls {
 		if k > 0 {
 			arr = append(arr, ',')
@@ -251,15 +269,9 @@ func withCalls(m wire.Message, calls []wire.ToolCall) wire.Message {
 // withMember returns m with one member of its Raw replaced (m.Raw stays
 // nil for a message the gateway built).
 func withMember(m wire.Message, key string, value json.RawMessage) wire.Message {
-	if m.Raw == nil {
-		return m
+	if m.Raw != nil {
+		m.Raw, _ = wire.SetMember(m.Raw, value, key) // Raw came from a decoded request: an object
 	}
-	obj, err := wire.ParseObject(m.Raw)
-	if err != nil {
-		return m // Raw came from a decoded request: it is an object
-	}
-	obj.Set(key, value)
-	m.Raw = obj.JSON()
 	return m
 }
 
@@ -275,24 +287,19 @@ func withCallFields(c wire.ToolCall, id string, args json.RawMessage) wire.ToolC
 	if c.Raw == nil {
 		return c
 	}
-	obj, err := wire.ParseObject(c.Raw)
-	if err != nil {
-		c.Raw = nil
-		return c
-	}
+	raw, ok := c.Raw, true
 	if id != "" {
 		idJSON, _ := json.Marshal(id)
-		obj.Set("id", idJSON)
+		raw, ok = wire.SetMember(raw, idJSON, "id")
 	}
-	if args != nil {
-		fn, _ := obj.Get("function")
-		fobj, err := wire.ParseObject(fn)
-		if err != nil {
-			fobj = wire.Object{}
+	if args != nil && ok {
+		if raw, ok = wire.SetMember(raw, args, "function", "arguments"); !ok {
+			// No function object to put them in: the call is rebuilt
+			// from its typed fields.
+			c.Raw = nil
+			return c
 		}
-		fobj.Set("arguments", args)
-		obj.Set("function", fobj.JSON())
 	}
-	c.Raw = obj.JSON()
+	c.Raw = raw
 	return c
 }

@@ -35,7 +35,7 @@ func TestNormalizations(t *testing.T) {
 			Fixes{}},
 		{"missing and empty ids synthesized", Steps{SynthesizeIDs: true},
 			`[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}},{"id":"","function":{"name":"g"}},{"id":"ok","function":{"name":"h"}}]}]`,
-			`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"},"id":"call_tg164f1518901a5941"},{"id":"call_tg241d74e1e65eb5d9","function":{"name":"g"}},{"id":"ok","function":{"name":"h"}}]}`,
+			`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"},"id":"call_tg37131bf3f77e3a8f"},{"id":"call_tg7c7884ded96bddc9","function":{"name":"g"}},{"id":"ok","function":{"name":"h"}}]}`,
 			Fixes{SynthesizedIDs: 2}},
 		{"exact duplicate call removed, different call renamed", Steps{DedupeCallIDs: true},
 			`[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"a","function":{"name":"g","arguments":"{}"}},{"id":"a_2","function":{"name":"h"}}]}]`,

@@ -116,7 +116,11 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 	}
 	callArena := make([]*wire.ToolCall, 0, nCalls)
 	answeredArena := make([]bool, nCalls)
-	requesters := make(map[string][]int, nCalls) // call id → requesting messages, oldest first
+	// open holds, per call id, the calls with that id nothing has answered yet, oldest
+	// first: a reply's owner (the closest earlier unanswered call) is the
+	// last one, taken in O(1) however many messages reuse the id.
+	type slot struct{ msg, call int }
+	open := make(map[string][]slot, nCalls)
 	var rep Report
 	for i := range msgs {
 		m := &msgs[i]
@@ -129,32 +133,29 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 				continue
 			}
 			requests[i] = request{calls: calls, answered: answeredArena[start:len(callArena):len(callArena)]}
-			for _, c := range calls {
-				requesters[c.ID] = append(requesters[c.ID], i)
+			for s, c := range calls {
+				open[c.ID] = append(open[c.ID], slot{i, s})
 			}
 		case "tool":
 			id := m.ToolCallID
-			owner, slot := -1, -1
-			ats := requesters[id]
-			for k := len(ats) - 1; k >= 0 && owner < 0; k-- {
-				req := &requests[ats[k]]
-				for s, c := range req.calls {
-					if c.ID == id && !req.answered[s] {
-						owner, slot = ats[k], s
-						break
-					}
-				}
-			}
-			if owner < 0 {
+			calls := open[id]
+			if len(calls) == 0 {
 				rep.Dropped = append(rep.Dropped, Reply{Index: i, CallID: id})
 				continue
 			}
-			requests[owner].answered[slot] = true
-			requests[owner].owned = append(requests[owner].owned, i)
+			owner := calls[len(calls)-1]
+			open[id] = calls[:len(calls)-1]
+			requests[owner.msg].answered[owner.call] = true
+			requests[owner.msg].owned = append(requests[owner.msg].owned, i)
 		}
 	}
 
-	out := make([]wire.Message, 0, len(msgs)+4)
+	// Every kept message, plus a seal for each call left unanswered.
+	unanswered := 0
+	for _, open := range open {
+		unanswered += len(open)
+	}
+	out := make([]wire.Message, 0, len(msgs)+unanswered)
 	for i := range msgs {
 		m := msgs[i]
 		if m.Role == "tool" {
@@ -195,19 +196,12 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 // made. A call with an empty id cannot be answered, so nothing seals it
 // either.
 func appendCalls(dst []*wire.ToolCall, m *wire.Message) []*wire.ToolCall {
-	start := len(dst)
-next:
+	var ids wire.Names
 	for k := range m.ToolCalls {
 		c := &m.ToolCalls[k]
-		if c.ID == "" {
-			continue
+		if c.ID != "" && ids.Add(c.ID) {
+			dst = append(dst, c)
 		}
-		for _, seen := range dst[start:] {
-			if seen.ID == c.ID {
-				continue next
-			}
-		}
-		dst = append(dst, c)
 	}
 	return dst
 }
@@ -241,15 +235,10 @@ func paired(msgs []wire.Message) bool {
 		if m.Role != "assistant" || len(m.ToolCalls) == 0 {
 			continue
 		}
-		calls := m.ToolCalls
-		for a := range calls {
-			if calls[a].ID == "" {
+		var ids wire.Names
+		for a := range m.ToolCalls {
+			if id := m.ToolCalls[a].ID; id == "" || !ids.Add(id) {
 				return false
-			}
-			for b := range a {
-				if calls[b].ID == calls[a].ID {
-					return false
-				}
 			}
 		}
 		j := i + 1
@@ -257,25 +246,13 @@ func paired(msgs []wire.Message) bool {
 			j++
 		}
 		run := msgs[i+1 : j]
-		if len(run) != len(calls) {
+		if len(run) != len(m.ToolCalls) {
 			return false
 		}
+		var answered wire.Names
 		for a := range run {
-			id := run[a].ToolCallID
-			found := false
-			for c := range calls {
-				if calls[c].ID == id {
-					found = true
-					break
-				}
-			}
-			if !found {
+			if id := run[a].ToolCallID; !ids.Has(id) || !answered.Add(id) {
 				return false
-			}
-			for b := range a {
-				if run[b].ToolCallID == id {
-					return false
-				}
 			}
 		}
 		i = j - 1
