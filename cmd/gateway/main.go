@@ -110,7 +110,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 
-	g, handler, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics})
+	// The pending-request guard belongs to the server: it outlives reloads.
+	pending := gateway.NewPending(cfg.Server, metrics)
+	g, handler, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics, Pending: pending})
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -130,14 +132,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("admin_listen: %w", err)
 	}
 	errLog, _ := zap.NewStdLogAt(log.Named("http"), zap.WarnLevel)
-	srv := &http.Server{
-		Handler:           live,
-		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
-		IdleTimeout:       cfg.Server.IdleTimeout,
-		ErrorLog:          errLog,
-		// No WriteTimeout: it would cut long streams; each stream write
-		// gets its own deadline instead.
-	}
+	srv := gateway.NewServer(cfg.Server, live, pending, errLog)
 	var ready atomic.Bool
 	admin := &http.Server{
 		Handler:           gateway.NewAdmin(reg, ready.Load, cfg.Server.Pprof),
@@ -176,7 +171,7 @@ wait:
 		case serveErr = <-errc:
 			break wait
 		case <-hup:
-			cfg = reload(*configPath, getenv, cfg, live, startSims, log, metrics)
+			cfg = reload(*configPath, getenv, cfg, live, startSims, log, metrics, pending)
 		}
 	}
 	ready.Store(false)
@@ -244,7 +239,7 @@ func (l *liveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // its reason logged, and the running one stays. Listener addresses, the
 // log settings and server.* (timeouts, pprof) need a restart.
 func reload(path string, getenv func(string) string, running *config.Config, live *liveHandler,
-	startSims func(*config.Config) error, log *zap.Logger, metrics *observe.Metrics) *config.Config {
+	startSims func(*config.Config) error, log *zap.Logger, metrics *observe.Metrics, pending *gateway.Pending) *config.Config {
 	cfg, err := config.Load(path, getenv)
 	if err == nil {
 		err = startSims(cfg)
@@ -259,7 +254,7 @@ func reload(path string, getenv func(string) string, running *config.Config, liv
 	// The server keeps the settings it started with.
 	cfg.Listen, cfg.AdminListen, cfg.Server, cfg.Log = running.Listen, running.AdminListen, running.Server, running.Log
 	old := live.current()
-	opts := gateway.Options{Config: cfg, Logger: log, Metrics: metrics}
+	opts := gateway.Options{Config: cfg, Logger: log, Metrics: metrics, Pending: pending}
 	sameState := cfg.State == running.State
 	if sameState {
 		opts.Counters, opts.Store, opts.CloseState = old.g.HandOverState()

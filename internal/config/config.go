@@ -20,6 +20,9 @@ const (
 	DefaultDrainTimeout      = 30 * time.Second
 	DefaultWriteIdleTimeout  = 60 * time.Second
 	DefaultMaxBodyBytes      = 10 << 20
+	DefaultReadBodyTimeout   = 30 * time.Second
+	DefaultMaxPending        = 1024
+	DefaultMaxPendingPerIP   = 256
 	DefaultConnectTimeout    = 10 * time.Second
 	DefaultHeaderTimeout     = 5 * time.Minute
 	DefaultMaxErrorBodyBytes = 64 << 10
@@ -142,8 +145,19 @@ type Server struct {
 	// during one write; a stream that is merely paused is never cut.
 	// Default 60s.
 	WriteIdleTimeout time.Duration `yaml:"write_idle_timeout"`
-	// MaxBodyBytes caps a request body (413 beyond). Default 10 MiB.
+	// MaxBodyBytes caps a request body, measured after decoding a
+	// Content-Encoding (413 beyond). Default 10 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ReadBodyTimeout bounds reading a request's body once its headers
+	// are in (408 beyond). Default 30s.
+	ReadBodyTimeout time.Duration `yaml:"read_body_timeout"`
+	// MaxPendingRequests caps the connections that have not finished
+	// sending their request (headers and body) at once; beyond it a new
+	// connection is closed at once, and a keep-alive connection's next
+	// request gets 503. Default 1024.
+	MaxPendingRequests int `yaml:"max_pending_requests"`
+	// MaxPendingPerIP is the same cap per client IP address. Default 256.
+	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
 	// MaxMessages caps a request's messages (400 beyond). Default 10,000.
 	MaxMessages int `yaml:"max_messages"`
 	// MaxTools caps the tools a request declares (400 beyond). Default 512.
@@ -482,6 +496,13 @@ func (c *Config) applyDefaults() {
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	setDur(&s.ReadBodyTimeout, DefaultReadBodyTimeout)
+	if s.MaxPendingRequests == 0 {
+		s.MaxPendingRequests = DefaultMaxPending
+	}
+	if s.MaxPendingPerIP == 0 {
+		s.MaxPendingPerIP = DefaultMaxPendingPerIP
+	}
 	if s.MaxMessages == 0 {
 		s.MaxMessages = 10000
 	}
@@ -587,6 +608,7 @@ func (c *Config) Validate() error {
 		{"server.idle_timeout", c.Server.IdleTimeout},
 		{"server.drain_timeout", c.Server.DrainTimeout},
 		{"server.write_idle_timeout", c.Server.WriteIdleTimeout},
+		{"server.read_body_timeout", c.Server.ReadBodyTimeout},
 	} {
 		if f.d < 0 {
 			add(f.path, "must be a positive duration such as 30s, got %s", f.d)
@@ -634,6 +656,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxMessages < 0 || c.Server.MaxTools < 0 {
 		add("server", "max_messages and max_tools must be positive")
+	}
+	if c.Server.MaxPendingRequests < 0 || c.Server.MaxPendingPerIP < 0 {
+		add("server", "max_pending_requests and max_pending_per_ip must be positive")
 	}
 	if len(c.Upstreams) == 0 {
 		add("upstreams", "at least one upstream is required")

@@ -29,8 +29,11 @@ import (
 // stages' results.
 func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
 	ctx := r.Context()
+	// The key is checked before a byte of the body is read: a request
+	// without one costs no more than its headers.
 	key, err := g.authenticate(r)
 	if err != nil {
+		leaveBody(w)
 		g.fail(w, r, rec, err)
 		return
 	}
@@ -39,7 +42,8 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	}
 	defer g.metrics.KeyStarted(rec.Key)()
 	defer g.settle(ctx, key, rec)
-	body, err := readBody(w, r, g.cfg.Server.MaxBodyBytes)
+	body, err := g.readBody(w, r)
+	g.pending.received(r)
 	rec.BytesIn = int64(len(body))
 	if err != nil {
 		g.fail(w, r, rec, err)
@@ -52,7 +56,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	}
 	rec.Stream = req.Stream
 	if n := len(req.Messages); n > g.cfg.Server.MaxMessages {
-		g.fail(w, r, rec, &wire.DecodeError{Param: "messages", Offset: -1,
+		g.fail(w, r, rec, &wire.DecodeError{Kind: wire.KindMissing, Param: "messages", Offset: -1,
 			Msg: fmt.Sprintf("has %d messages; this gateway accepts at most %d (server.max_messages)", n, g.cfg.Server.MaxMessages)})
 		return
 	}
@@ -62,7 +66,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		return
 	}
 	if key != nil && !key.cfg.Allows(req.Model) {
-		g.fail(w, r, rec, &AuthError{Status: http.StatusForbidden, Msg: "The key " + key.cfg.Name + " may not use the model `" + req.Model + "`; ask your gateway operator for access."})
+		g.fail(w, r, rec, &AuthError{Status: http.StatusForbidden, Msg: "The key " + key.cfg.Name + " may not use the model `" + wire.Clip(req.Model) + "`; ask your gateway operator for access."})
 		return
 	}
 	// The route, then its fallbacks in order, each with the request as the
@@ -99,7 +103,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 	ctx := r.Context()
 	up := g.upstreams[route.Upstream]
 	upCfg, _ := g.cfg.Upstream(route.Upstream)
-	rec.Route, rec.Upstream, rec.Model = route.Name, route.Upstream, route.TargetModel(req.Model)
+	rec.Route, rec.Upstream, rec.Model = route.Name, route.Upstream, wire.Clip(route.TargetModel(req.Model))
 
 	limits := g.limits[route.Name]
 	if key != nil {
@@ -108,7 +112,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 	msgs := req.Messages
 	if limits.MaxInputChars != budget.Unlimited {
 		// Trimming runs before repair, so repair seals what it broke.
-		trimmed, rep, err := budget.Trim(msgs, limits.MaxInputChars, route.Budget.OnInputOver == "trim")
+		trim := route.Budget != nil && route.Budget.OnInputOver == "trim" // a key's budget alone refuses
+		trimmed, rep, err := budget.Trim(msgs, limits.MaxInputChars, trim)
 		if err != nil {
 			return err
 		}
@@ -128,7 +133,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 	}
 	g.recordRepair(w, rec, fixes, rep)
 	if len(msgs) == 0 {
-		return &wire.DecodeError{Param: "messages", Offset: -1,
+		return &wire.DecodeError{Kind: wire.KindMissing, Param: "messages", Offset: -1,
 			Msg: "has no message left once the tool messages that answer no call are dropped; send the conversation that the tool messages belong to"}
 	}
 	if fixes.Any() || !rep.Empty() {
@@ -179,7 +184,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rec *observe.Rec
 	}
 
 	clientUsage := req.Stream && streamUsage(req, upCfg)
-	out, err := req.Encode(rec.Model)
+	out, err := req.Encode(route.TargetModel(req.Model))
 	if err != nil {
 		return err
 	}
@@ -278,19 +283,6 @@ func (w *idleWatch) stop() { w.t.Stop() }
 
 // errUpstreamIdle ends a response whose upstream fell silent.
 var errUpstreamIdle = errors.New("the upstream sent nothing for read_idle_timeout")
-
-// readBody reads a request body of at most limit bytes, in one buffer of
-// its Content-Length when it has one (io.ReadAll would grow and copy a
-// large transcript several times).
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, limit)
-	if n := r.ContentLength; n > 0 && n <= limit {
-		buf := make([]byte, n) // the server ends the body at its Content-Length
-		read, err := io.ReadFull(body, buf)
-		return buf[:read], err
-	}
-	return io.ReadAll(body)
-}
 
 // streamUsage reports whether a streamed request asked for usage
 // (stream_options.include_usage), and makes sure the upstream is asked for
@@ -397,7 +389,9 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if _, ok := errors.AsType[*ViolationError](err); ok {
 		rec.Outcome, rec.ErrorKind = outcomeOf(err)
 	}
-	if r.Context().Err() != nil {
+	// A body read that failed cancels the request's context (net/http
+	// does): an intake error is answered all the same.
+	if _, intake := errors.AsType[*IntakeError](err); r.Context().Err() != nil && !intake {
 		rec.Status, rec.Outcome, rec.ClientGone = 499, observe.OutcomeClientGone, true
 		return
 	}

@@ -28,7 +28,7 @@
 //   - Each write to a stream gets a fresh deadline (server.write_idle_timeout)
 //     so a stalled client is cut while a paused stream is not; there is no
 //     server WriteTimeout.
-//   - GET /v1/models lists every route: exact routes by their model name,
+//   - GET /v1/models lists the routes: exact routes by their model name,
 //     pattern routes by their pattern (e.g. "gpt-*"), owned_by the upstream.
 //   - The upstream's response headers are passed on except hop-by-hop,
 //     framing and cookie headers; its X-Request-Id becomes
@@ -41,4 +41,20 @@
 //     answers 503; both log a warning and count it.
 //   - Every stream asks the upstream for usage; the usage chunk reaches
 //     only a client that asked for it, once, last.
+//   - The front door costs an unauthenticated client no more than its
+//     headers: the key is checked before the body is read, and a request
+//     refused before or while its body arrives (no key, a Content-Type
+//     that is not JSON, an unknown Content-Encoding, a Content-Length
+//     over the limit, a body slower than server.read_body_timeout, too
+//     many connections still sending) is answered at once and its
+//     connection closed, the rest of its body never waited for. Bodies
+//     in gzip, deflate or zstd are decoded, the limit applying to the
+//     decoded bytes. Connections still sending their request are capped
+//     in all and per client IP ([Pending], served by [NewServer]).
+//   - A client that leaves stops its request at the first step that waits
+//     (admission, the upstream call, each bound to the request's context);
+//     every step before them is linear in the request's size
+//     (internal/faults' TestHostileCPU), so none runs long enough to need
+//     a check of its own.
+//   - GET /v1/models lists what the caller's key may use.
 package gateway

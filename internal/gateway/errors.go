@@ -19,7 +19,7 @@ type RouteError struct {
 	Model string
 }
 
-func (e *RouteError) Error() string { return fmt.Sprintf("no route for model %q", e.Model) }
+func (e *RouteError) Error() string { return fmt.Sprintf("no route for model %q", wire.Clip(e.Model)) }
 
 // IncompleteError is an upstream response that broke off or could not be
 // used: a stream without its end marker, a cut or oversized body, an
@@ -56,17 +56,33 @@ func (e *ViolationError) Error() string {
 // event of a started stream alike. Messages say what was wrong and what to
 // change; they carry no secret and no internal detail.
 func errorFor(err error) (int, wire.ErrorBody) {
-	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return http.StatusRequestEntityTooLarge, wire.NewError("invalid_request_error", "request_too_large", "",
-			fmt.Sprintf("The request body is larger than this gateway's limit of %d bytes; send a shorter transcript.", mbe.Limit))
+	if ie, ok := errors.AsType[*IntakeError](err); ok {
+		status, code := http.StatusBadRequest, "invalid_request_body"
+		switch ie.Kind {
+		case IntakeMediaType:
+			status, code = http.StatusUnsupportedMediaType, "unsupported_media_type"
+		case IntakeEncoding:
+			status, code = http.StatusUnsupportedMediaType, "unsupported_content_encoding"
+		case IntakeBadEncoding:
+			code = "invalid_content_encoding"
+		case IntakeTooLarge:
+			status, code = http.StatusRequestEntityTooLarge, "request_too_large"
+		case IntakeTimeout:
+			status, code = http.StatusRequestTimeout, "request_timeout"
+		case IntakePending:
+			return http.StatusServiceUnavailable, wire.NewError("server_error", "too_many_pending_requests", "", ie.Msg)
+		}
+		return status, wire.NewError("invalid_request_error", code, "", ie.Msg)
 	}
 	if de, ok := errors.AsType[*wire.DecodeError](err); ok {
 		code := "invalid_value"
-		if de.Offset >= 0 {
+		switch de.Kind {
+		case wire.KindSyntax:
 			code = "invalid_json"
-		}
-		if de.Param == "model" || de.Param == "messages" {
+		case wire.KindMissing:
 			code = "missing_required_parameter"
+		case wire.KindDuplicate:
+			code = "duplicate_key"
 		}
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, de.Param, de.Error())
 	}
@@ -104,7 +120,7 @@ func errorFor(err error) (int, wire.ErrorBody) {
 	}
 	if re, ok := errors.AsType[*RouteError](err); ok {
 		return http.StatusNotFound, wire.NewError("invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("The model `%s` does not exist or is not served by this gateway; GET /v1/models lists the models it serves.", re.Model))
+			fmt.Sprintf("The model `%s` does not exist or is not served by this gateway; GET /v1/models lists the models it serves.", wire.Clip(re.Model)))
 	}
 	if ue, ok := errors.AsType[*upstream.Error](err); ok {
 		return upstreamError(ue)

@@ -33,6 +33,9 @@ type Options struct {
 	// CloseState releases Store and Counters when the gateway closes
 	// (given with them by HandOverState); nil releases nothing.
 	CloseState func()
+	// Pending is the server's guard on connections still sending their
+	// request (see NewServer); nil means none.
+	Pending *Pending
 }
 
 // Gateway serves the main listener. It is safe for concurrent use.
@@ -48,6 +51,7 @@ type Gateway struct {
 	limits    map[string]budget.Limits // by route name, resolved once
 	counters  budget.Store
 	keys      []clientKey
+	pending   *Pending
 	close     func() // releases the state store
 }
 
@@ -63,6 +67,7 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 		schemas:   policy.NewSchemas(0),
 		store:     opts.Store,
 		counters:  opts.Counters,
+		pending:   opts.Pending,
 		close:     func() {},
 	}
 	if opts.CloseState != nil {
@@ -94,7 +99,7 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 			ErrorBodyTimeout: config.DefaultErrorBodyTimeout,
 		})
 	}
-	g.models = modelList(g.cfg)
+	g.models = modelList(g.cfg, nil)
 	g.keys = resolveKeys(g.cfg)
 	g.reasoning = map[string]policy.Reasoning{}
 	g.limits = map[string]budget.Limits{}
@@ -109,7 +114,7 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 	r.Get("/v1/models", g.instrument(g.listModels))
 	r.NotFound(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
 		g.writeError(w, rec, http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
-			fmt.Sprintf("Unknown request URL: %s %s. This gateway serves POST /v1/chat/completions and GET /v1/models.", r.Method, r.URL.Path)))
+			fmt.Sprintf("Unknown request URL: %s %s. This gateway serves POST /v1/chat/completions and GET /v1/models.", wire.Clip(r.Method), wire.Clip(r.URL.Path))))
 	}))
 	r.MethodNotAllowed(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
 		allow := "POST"
@@ -118,7 +123,7 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 		}
 		w.Header().Set("Allow", allow)
 		g.writeError(w, rec, http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
-			fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, allow)))
+			fmt.Sprintf("%s is not allowed on %s; use %s.", wire.Clip(r.Method), wire.Clip(r.URL.Path), allow)))
 	}))
 	return g, r, nil
 }
@@ -158,7 +163,7 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 		rec := &observe.Record{
 			RequestID: observe.RequestIDFrom(r.Context()),
 			Method:    r.Method,
-			Path:      r.URL.Path,
+			Path:      wire.Clip(r.URL.Path),
 			Start:     time.Now(),
 		}
 		defer func() {
@@ -187,6 +192,13 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 			g.metrics.Observe(rec)
 			rec.Log(g.log)
 		}()
+		defer g.pending.received(r)
+		if !g.pending.begin(r) {
+			leaveBody(w)
+			g.fail(cw, r, rec, &IntakeError{Kind: IntakePending,
+				Msg: "The gateway is receiving too many requests at once; retry shortly."})
+			return
+		}
 		h(cw, r, rec)
 	}
 }
@@ -208,16 +220,28 @@ func (g *Gateway) writeError(w http.ResponseWriter, rec *observe.Record, status 
 }
 
 func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	if _, err := g.authenticate(r); err != nil {
+	key, err := g.authenticate(r)
+	if err != nil {
 		g.fail(w, r, rec, err)
 		return
 	}
+	list := g.models
+	if key != nil {
+		rec.Key = key.cfg.Name
+		list = key.models
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(g.models)
+	w.Write(list)
 	rec.Status, rec.Outcome = http.StatusOK, observe.OutcomeOK
 }
 
-func modelList(cfg *config.Config) []byte {
+// modelList is GET /v1/models' body for a key (nil: every route). A route
+// is listed when the key may use its model as written; a pattern route
+// the key may use only in part is listed by the key's own names and
+// patterns that the route serves (a key limited to "sim-*" sees "sim-*",
+// not the route's "*"). Each id is listed once, owned by the upstream of
+// the route that serves it.
+func modelList(cfg *config.Config, key *config.Key) []byte {
 	type model struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -228,8 +252,24 @@ func modelList(cfg *config.Config) []byte {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
-	for _, r := range cfg.Routes {
-		list.Data = append(list.Data, model{ID: r.Model, Object: "model", OwnedBy: r.Upstream})
+	var listed wire.Names
+	add := func(id, upstream string) {
+		if listed.Add(id) {
+			list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: upstream})
+		}
+	}
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
+		switch {
+		case key == nil || key.Allows(r.Model):
+			add(r.Model, r.Upstream)
+		case r.IsPattern():
+			for _, m := range key.Models {
+				if served, ok := cfg.Match(m); ok && served == r {
+					add(m, r.Upstream)
+				}
+			}
+		}
 	}
 	b, _ := json.Marshal(list)
 	return b

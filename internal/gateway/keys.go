@@ -16,6 +16,7 @@ type clientKey struct {
 	cfg    *config.Key
 	hash   []byte
 	limits budget.Limits
+	models []byte // GET /v1/models' body for this key
 }
 
 // AuthError is a request refused for its client key: 401 without a valid
@@ -32,7 +33,7 @@ func resolveKeys(cfg *config.Config) []clientKey {
 	for i := range cfg.Keys {
 		k := &cfg.Keys[i]
 		h, _ := hex.DecodeString(strings.ToLower(k.SHA256)) // validated at load
-		keys = append(keys, clientKey{cfg: k, hash: h, limits: resolveBudget(k.Budget)})
+		keys = append(keys, clientKey{cfg: k, hash: h, limits: resolveBudget(k.Budget), models: modelList(cfg, k)})
 	}
 	return keys
 }

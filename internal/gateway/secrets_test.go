@@ -51,7 +51,7 @@ func (r recording) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // Secrets the tests use: the upstream key, the client keys presented
 // (all start with sk-), as bare values and as bearer credentials.
-var secrets = []string{"upstream-secret", "sk-team-a", "sk-team-b", "sk-wrong", "sk-a\"", "sk-b\"", "sk-30", "sk-31", "sk-ops-example", "Bearer sk-"}
+var secrets = []string{"upstream-secret", "sk-team-a", "sk-team-b", "sk-wrong", "sk-a\"", "sk-b\"", "sk-30", "sk-31", "sk-combo", "sk-fuzz-a", "sk-fuzz-b", "sk-ops-example", "Bearer sk-"}
 
 // TestMain runs the package's tests, then greps everything the gateways
 // logged and answered for a secret: none may appear.

@@ -27,6 +27,8 @@ type Metrics struct {
 	keyInFlight      *prometheus.GaugeVec
 	stateErrors      *prometheus.CounterVec
 	attempts         *prometheus.CounterVec
+	pending          prometheus.Gauge
+	pendingRefused   *prometheus.CounterVec
 }
 
 // latencyBuckets span a fast local proxy hop to a long model answer.
@@ -112,7 +114,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "toolgate_upstream_attempts_total",
 		Help: "Upstream attempts by route, upstream and outcome (ok, connect, timeout, status_429, status_5xx, status_4xx, incomplete, violation, canceled; reconnected: resent once on a fresh connection).",
 	}, []string{"route", "upstream", "outcome"})
-	reg.MustRegister(m.attempts, m.rejections, m.tokens, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+	m.pending = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolgate_pending_requests",
+		Help: "Connections that have not finished sending their request (headers and body).",
+	})
+	m.pendingRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_pending_refused_total",
+		Help: "Connections or requests refused because too many were still sending their request, by the cap reached (global: server.max_pending_requests, ip: server.max_pending_per_ip).",
+	}, []string{"scope"})
+	reg.MustRegister(m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -164,6 +174,14 @@ func (m *Metrics) KeyStarted(key string) (done func()) {
 func (m *Metrics) Attempt(route, upstream, outcome string) {
 	m.attempts.WithLabelValues(routeLabel(route), upstream, outcome).Inc()
 }
+
+// PendingRequests sets how many connections are still sending their
+// request.
+func (m *Metrics) PendingRequests(n int) { m.pending.Set(float64(n)) }
+
+// PendingRefused counts one connection or request refused by a pending
+// cap (scope global or ip).
+func (m *Metrics) PendingRefused(scope string) { m.pendingRefused.WithLabelValues(scope).Inc() }
 
 // StateError counts one failed state-store operation.
 func (m *Metrics) StateError(operation, mode string) {

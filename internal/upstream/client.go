@@ -265,7 +265,7 @@ var dropRequest = map[string]bool{
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Authorization": true, "Api-Key": true, "X-Api-Key": true, "Cookie": true,
 	"Openai-Organization": true, "Openai-Project": true,
-	"Host": true, "Content-Length": true, "Content-Type": true, "Accept": true, "Accept-Encoding": true,
+	"Host": true, "Content-Length": true, "Content-Type": true, "Content-Encoding": true, "Accept": true, "Accept-Encoding": true,
 	"X-Forwarded-For": true, "Forwarded": true,
 }
 

@@ -1,0 +1,79 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testredis"
+)
+
+// Every documented combination of a key's budget and limits, a route's
+// budget and a state store resolves to a usable gateway: one request each,
+// streamed or not, and none answers 500 (a key's budget on a route without
+// one used to reach a nil and panic).
+func TestConfigCombinations(t *testing.T) {
+	redis := testredis.Start(t)
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	defer up.Close()
+	keys := map[string]string{
+		"open gateway":            "",
+		"key":                     `{name: k, sha256: ` + keyHash("sk-combo") + `}`,
+		"key budget input":        `{name: k, sha256: ` + keyHash("sk-combo") + `, budget: {max_input_chars: 1000}}`,
+		"key budget preset":       `{name: k, sha256: ` + keyHash("sk-combo") + `, budget: {preset: small}}`,
+		"key budget unlimited":    `{name: k, sha256: ` + keyHash("sk-combo") + `, budget: {max_calls: unlimited, max_input_chars: unlimited, max_output_chars: unlimited, max_output_tokens: unlimited, call_timeout_ms: unlimited}}`,
+		"key budget zero":         `{name: k, sha256: ` + keyHash("sk-combo") + `, budget: {max_output_chars: 0}}`,
+		"key rate limits":         `{name: k, sha256: ` + keyHash("sk-combo") + `, rate_limit: {requests_per_minute: 100, tokens_per_minute: 100000}}`,
+		"key budget, limits, all": `{name: k, sha256: ` + keyHash("sk-combo") + `, models: ["sim-*"], budget: {preset: large, max_calls: 3}, rate_limit: {requests_per_minute: 100}}`,
+	}
+	routes := map[string]string{
+		"no budget":     ``,
+		"preset":        `, budget: {preset: small}`,
+		"trim":          `, budget: {max_input_chars: 5000, on_input_over: trim}`,
+		"refuse":        `, budget: {max_input_chars: 5000, on_input_over: refuse}`,
+		"max calls":     `, budget: {max_calls: 1}`,
+		"exact values":  `, budget: {max_output_chars: 10, max_output_tokens: 0, call_timeout_ms: 5000}`,
+		"reasoning":     `, reasoning: {format: thinking-budget, level: low}, budget: {max_output_tokens: 4096}`,
+		"reject repair": `, repair: reject, policy: default, validate_arguments: reject, tool_calls: buffer`,
+	}
+	states := map[string]string{
+		"memory":            ``,
+		"redis fail_open":   `state: {store: redis, redis_url: "` + redis.URL() + `"}`,
+		"redis fail_closed": `state: {store: redis, redis_url: "` + redis.URL() + `", on_error: fail_closed}`,
+	}
+	n := 0
+	for kn, key := range keys {
+		for rn, route := range routes {
+			for sn, state := range states {
+				n++
+				stream := n%2 == 0
+				name := fmt.Sprintf("%s/%s/%s/stream=%v", kn, rn, sn, stream)
+				t.Run(name, func(t *testing.T) {
+					yaml := state + "\nupstreams: [{name: sim, url: \"" + up.URL + "/v1\"}]\nroutes: [{model: \"*\", upstream: sim" + route + "}]\n"
+					if key != "" {
+						yaml += "keys: [" + key + "]\n"
+					}
+					e := startGateway(t, up.URL, yaml)
+					resp := e.post(t, fmt.Sprintf(`{"model":"sim-text","stream":%v,"user":"u1","messages":[{"role":"user","content":"%s"}]}`,
+						stream, strings.Repeat("x", 100)), "Authorization", "Bearer sk-combo")
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode >= 500 || strings.Contains(string(b), "internal_error") {
+						t.Errorf("%d %s", resp.StatusCode, b)
+					}
+					if resp.StatusCode != 200 {
+						t.Logf("%d %.200s", resp.StatusCode, b) // a refusal is fine; a 500 is not
+					}
+					e.waitAccess(t, 1)
+					if n := e.logs.FilterMessage("panic serving request").Len(); n > 0 {
+						t.Errorf("%d panics", n)
+					}
+				})
+			}
+		}
+	}
+}
