@@ -42,9 +42,9 @@ bench-full: build
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/gateway/ ./internal/wire/ ./internal/repair/
 
-## faults: the fault suite at full size (500 requests per fault, 2,000 streams for 60 s with 5% faulted) and reloads under load
+## faults: the fault suite at full size (500 requests per fault, 2,000 streams for 60 s with 5% faulted, the hostile-input suite with 3,000 held connections and 10 MB bodies) and reloads under load
 faults:
-	$(GO) test -count=1 -timeout 15m -v -run 'TestFaults|TestClientsLeave|TestLoad' ./internal/faults/ -faults.full
+	$(GO) test -count=1 -timeout 15m -v -run 'TestFaults|TestClientsLeave|TestLoad|TestHostile' ./internal/faults/ -faults.full
 	$(GO) test -count=1 -run 'TestReload' ./cmd/gateway/
 
 ## lint: gofmt, vet and staticcheck
@@ -63,3 +63,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRestream$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRepair$$' -fuzztime $(FUZZTIME) ./internal/repair/
+	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./internal/gateway/
