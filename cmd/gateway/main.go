@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/gateway"
@@ -30,6 +32,10 @@ import (
 )
 
 func main() {
+	// go-redis logs through one process-wide logger: main, which owns the
+	// process, sends its lines to stderr as JSON like the gateway's own.
+	redis.SetLogger(redisLog{zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+		zapcore.Lock(os.Stderr), zapcore.WarnLevel)).Named("redis")})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -112,14 +118,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	// The pending-request guard belongs to the server: it outlives reloads.
 	pending := gateway.NewPending(cfg.Server, metrics)
-	g, handler, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics, Pending: pending})
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics, Pending: pending})
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
 	// The live gateway is swapped on SIGHUP; a request keeps the one it
 	// started with until it ends.
 	live := &liveHandler{}
-	live.set(g, handler)
+	live.set(g)
 	defer live.closeAll()
 
 	mainLn, err := net.Listen("tcp", cfg.Listen)
@@ -157,11 +163,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	} else {
 		log.Info("client keys configured", zap.Int("keys", len(cfg.Keys)))
 	}
-	fmt.Fprintf(stdout, "toolgate listening on %s (admin %s)\n", mainLn.Addr(), adminLn.Addr())
-
+	if g.Simulated() {
+		log.Warn("every upstream is the built-in simulator: no real provider is reached (no config file given? pass --config or set TOOLGATE_CONFIG); responses say X-Toolgate-Upstream: sim")
+	}
+	// Signals are handled before the gateway says it is listening: a
+	// SIGHUP sent as soon as it does reloads, rather than ending, it.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	fmt.Fprintf(stdout, "toolgate listening on %s (admin %s)\n", mainLn.Addr(), adminLn.Addr())
 	var serveErr error
 wait:
 	for {
@@ -192,7 +202,7 @@ wait:
 
 // liveHandler serves with the current gateway; a reload swaps it.
 type liveHandler struct {
-	p       atomic.Pointer[liveGateway]
+	p       atomic.Pointer[gateway.Gateway]
 	mu      sync.Mutex
 	retired []retiredGateway
 }
@@ -219,18 +229,13 @@ func (l *liveHandler) closeAll() {
 			r.g.Close()
 		}
 	}
-	l.current().g.Close()
+	l.current().Close()
 }
 
-type liveGateway struct {
-	g *gateway.Gateway
-	h http.Handler
-}
-
-func (l *liveHandler) set(g *gateway.Gateway, h http.Handler) { l.p.Store(&liveGateway{g, h}) }
-func (l *liveHandler) current() *liveGateway                  { return l.p.Load() }
+func (l *liveHandler) set(g *gateway.Gateway)    { l.p.Store(g) }
+func (l *liveHandler) current() *gateway.Gateway { return l.p.Load() }
 func (l *liveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	l.current().h.ServeHTTP(w, r)
+	l.current().ServeHTTP(w, r)
 }
 
 // reload loads the config file again and, if it is valid, swaps in a
@@ -257,20 +262,20 @@ func reload(path string, getenv func(string) string, running *config.Config, liv
 	opts := gateway.Options{Config: cfg, Logger: log, Metrics: metrics, Pending: pending}
 	sameState := cfg.State == running.State
 	if sameState {
-		opts.Counters, opts.Store, opts.CloseState = old.g.HandOverState()
+		opts.Counters, opts.Store, opts.CloseState = old.HandOverState()
 	}
-	g, h, err := gateway.New(opts)
+	g, err := gateway.New(opts)
 	if err != nil {
 		log.Error("config reload refused; the running config stays", zap.String("config", configName(path)), zap.Error(err))
 		if sameState {
-			old.g.TakeBackState(opts.Counters, opts.Store, opts.CloseState)
+			old.TakeBackState(opts.Counters, opts.Store, opts.CloseState)
 		}
 		return running
 	}
-	live.set(g, h)
+	live.set(g)
 	// Requests in flight finish on the old gateway; its idle connections
 	// are closed once they have had time to (or when the process stops).
-	live.retire(old.g, running.Server.DrainTimeout)
+	live.retire(old, running.Server.DrainTimeout)
 	log.Info("config reloaded", zap.String("config", configName(path)), zap.Int("routes", len(cfg.Routes)), zap.Int("keys", len(cfg.Keys)))
 	return cfg
 }
@@ -280,4 +285,11 @@ func configName(path string) string {
 		return "embedded default"
 	}
 	return path
+}
+
+// redisLog writes go-redis's log lines through zap.
+type redisLog struct{ log *zap.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, args ...any) {
+	r.log.Warn(fmt.Sprintf(format, args...))
 }

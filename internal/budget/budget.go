@@ -26,11 +26,18 @@ type Limits struct {
 // NoLimits is the budget of an unbudgeted route.
 var NoLimits = Limits{MaxCalls: Unlimited, MaxInputChars: Unlimited, MaxOutputChars: Unlimited, MaxOutputTokens: Unlimited, CallTimeout: Unlimited}
 
-// Presets are SPEC §5's table, exactly.
-var Presets = map[string]Limits{
-	"small":  {MaxCalls: 2, MaxInputChars: 8000, MaxOutputChars: 4000, MaxOutputTokens: 512, CallTimeout: 15000 * time.Millisecond},
-	"medium": {MaxCalls: 8, MaxInputChars: 32000, MaxOutputChars: 16000, MaxOutputTokens: 1024, CallTimeout: 30000 * time.Millisecond},
-	"large":  {MaxCalls: 16, MaxInputChars: 64000, MaxOutputChars: 32000, MaxOutputTokens: 4096, CallTimeout: 60000 * time.Millisecond},
+// Preset returns a preset of SPEC §5's table, exactly: small, medium or
+// large.
+func Preset(name string) (Limits, bool) {
+	switch name {
+	case "small":
+		return Limits{MaxCalls: 2, MaxInputChars: 8000, MaxOutputChars: 4000, MaxOutputTokens: 512, CallTimeout: 15000 * time.Millisecond}, true
+	case "medium":
+		return Limits{MaxCalls: 8, MaxInputChars: 32000, MaxOutputChars: 16000, MaxOutputTokens: 1024, CallTimeout: 30000 * time.Millisecond}, true
+	case "large":
+		return Limits{MaxCalls: 16, MaxInputChars: 64000, MaxOutputChars: 32000, MaxOutputTokens: 4096, CallTimeout: 60000 * time.Millisecond}, true
+	}
+	return Limits{}, false
 }
 
 // Object is a budget as configured: a preset and exact values, each nil
@@ -51,7 +58,7 @@ func Resolve(o Object) (Limits, error) {
 	if preset == "" {
 		preset = "medium"
 	}
-	l, ok := Presets[preset]
+	l, ok := Preset(preset)
 	if !ok {
 		return Limits{}, fmt.Errorf("unknown budget preset %q; use small, medium or large", preset)
 	}
@@ -103,18 +110,50 @@ func minInt(x, y int) int {
 // ErrCallTimeout is the cause of a context whose call deadline passed.
 var ErrCallTimeout = errors.New("budget: the call timeout passed")
 
+// Limit names a limit a request can be refused or cut by.
+type Limit uint8
+
+// The limits. Their names are the access log's "limited" and the reason
+// label of toolgate_budget_rejections_total.
+const (
+	MaxCalls          Limit = iota + 1 // a session's model calls (429)
+	MaxInputChars                      // the transcript's characters (400)
+	MaxOutputChars                     // the answer's characters (cut: finish_reason "length")
+	CallTimeout                        // the upstream call's deadline (504)
+	RequestsPerMinute                  // a key's requests a minute (429)
+	TokensPerMinute                    // a key's tokens a minute (429)
+	StateUnavailable                   // the counter store unreachable with fail_closed (503)
+)
+
+var limitNames = [...]string{"", "maxCalls", "maxInputChars", "maxOutputChars", "callTimeoutMs", "requests_per_minute", "tokens_per_minute", "state_unavailable"}
+
+func (l Limit) String() string {
+	if int(l) < len(limitNames) {
+		return limitNames[l]
+	}
+	return "limit(" + strconv.Itoa(int(l)) + ")"
+}
+
 // LimitError is a request over one of its limits.
 type LimitError struct {
-	Limit string // the limit's name, e.g. "maxInputChars"
+	Limit Limit
 	Max   int
 	Got   int
-	// RetryAfter is when a window limit (maxCalls) allows again; 0 if none.
+	// RetryAfter is when a window limit (maxCalls, a rate) allows again;
+	// 0 if none.
 	RetryAfter time.Duration
 }
 
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("%s: the request has %d, the limit is %d", e.Limit, e.Got, e.Max)
 }
+
+// StateError is a request refused because the counter store could not be
+// reached and the state's on_error is fail_closed.
+type StateError struct{ Err error }
+
+func (e *StateError) Error() string { return "state store unavailable: " + e.Err.Error() }
+func (e *StateError) Unwrap() error { return e.Err }
 
 // InputChars counts the characters of a transcript's text (see the package doc).
 func InputChars(msgs []wire.Message) int {
@@ -163,7 +202,7 @@ func Trim(msgs []wire.Message, maxChars int, trim bool) ([]wire.Message, TrimRep
 		return msgs, TrimReport{}, nil
 	}
 	if !trim {
-		return nil, TrimReport{}, &LimitError{Limit: "maxInputChars", Max: maxChars, Got: total}
+		return nil, TrimReport{}, &LimitError{Limit: MaxInputChars, Max: maxChars, Got: total}
 	}
 	// turnOf numbers the turns: messages before the first user message are
 	// turn 0, and each user message starts the next one.
@@ -189,7 +228,7 @@ func Trim(msgs []wire.Message, maxChars int, trim bool) ([]wire.Message, TrimRep
 		}
 	}
 	if total > maxChars {
-		return nil, TrimReport{}, &LimitError{Limit: "maxInputChars", Max: maxChars, Got: total}
+		return nil, TrimReport{}, &LimitError{Limit: MaxInputChars, Max: maxChars, Got: total}
 	}
 	out := make([]wire.Message, 0, len(msgs))
 	for i := range msgs {

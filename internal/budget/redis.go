@@ -2,9 +2,9 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,7 +27,6 @@ type Redis struct {
 // rediss:// for TLS). timeout bounds each operation (dial, read, write and
 // the whole call); prefix starts every key. It does not dial: Ping does.
 func NewRedis(url, prefix string, timeout time.Duration) (*Redis, error) {
-	quietRedis.Do(func() { redis.SetLogger(silent{}) })
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("state.redis_url: %w", err)
@@ -37,14 +36,6 @@ func NewRedis(url, prefix string, timeout time.Duration) (*Redis, error) {
 	opts.ContextTimeoutEnabled = true
 	return &Redis{c: redis.NewClient(opts), prefix: prefix, timeout: timeout}, nil
 }
-
-// The client's own log lines (dial failures, on stderr) are dropped: the
-// gateway logs and counts every failed operation itself.
-var quietRedis sync.Once
-
-type silent struct{}
-
-func (silent) Printf(context.Context, string, ...any) {}
 
 // Client is the underlying client, for other state kept in the same Redis.
 func (r *Redis) Client() *redis.Client { return r.c }
@@ -156,4 +147,44 @@ func (r *Redis) Add(ctx context.Context, key string, n int64, window time.Durati
 
 func windowMs(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}
+
+// Strings is a store of strings with an expiry in the same Redis, each
+// under prefix+key: remembered reasoning lives there (it implements
+// policy.ReasoningStore). A Redis error is returned, never taken for a
+// miss.
+type Strings struct {
+	r   *Redis
+	key string
+	ttl time.Duration
+}
+
+// Strings returns a store of strings under Prefix()+prefix that expire
+// after ttl.
+func (r *Redis) Strings(prefix string, ttl time.Duration) *Strings {
+	return &Strings{r: r, key: r.prefix + prefix, ttl: ttl}
+}
+
+// Get returns the string stored under key.
+func (s *Strings) Get(ctx context.Context, key string) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
+	defer cancel()
+	v, err := s.r.c.Get(ctx, s.key+key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("redis get: %w", err)
+	}
+	return v, true, nil
+}
+
+// Put stores v under key.
+func (s *Strings) Put(ctx context.Context, key, v string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
+	defer cancel()
+	if err := s.r.c.Set(ctx, s.key+key, v, s.ttl).Err(); err != nil {
+		return fmt.Errorf("redis set: %w", err)
+	}
+	return nil
 }

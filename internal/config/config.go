@@ -21,8 +21,8 @@ const (
 	DefaultWriteIdleTimeout  = 60 * time.Second
 	DefaultMaxBodyBytes      = 10 << 20
 	DefaultReadBodyTimeout   = 30 * time.Second
-	DefaultMaxPending        = 1024
-	DefaultMaxPendingPerIP   = 256
+	DefaultMaxPending        = 4096
+	DefaultMaxPendingPerIP   = 1024
 	DefaultConnectTimeout    = 10 * time.Second
 	DefaultHeaderTimeout     = 5 * time.Minute
 	DefaultMaxErrorBodyBytes = 64 << 10
@@ -154,9 +154,9 @@ type Server struct {
 	// MaxPendingRequests caps the connections that have not finished
 	// sending their request (headers and body) at once; beyond it a new
 	// connection is closed at once, and a keep-alive connection's next
-	// request gets 503. Default 1024.
+	// request gets 503. Default 4096.
 	MaxPendingRequests int `yaml:"max_pending_requests"`
-	// MaxPendingPerIP is the same cap per client IP address. Default 256.
+	// MaxPendingPerIP is the same cap per client IP address. Default 1024.
 	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
 	// MaxMessages caps a request's messages (400 beyond). Default 10,000.
 	MaxMessages int `yaml:"max_messages"`

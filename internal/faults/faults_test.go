@@ -18,13 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
-
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/observe"
 )
 
 var full = flag.Bool("faults.full", false, "run the full-size suite (make faults)")
@@ -102,36 +98,19 @@ func upstream(t *testing.T) *httptest.Server {
 }
 
 type env struct {
-	url    string
-	reg    *prometheus.Registry
-	client *http.Client
-	close  func()
+	*gatewaytest.Env
+	close func()
 }
 
 func start(t testing.TB) *env {
 	up := upstream(t.(*testing.T))
-	cfg, err := config.Parse([]byte(`
+	e := gatewaytest.Start(t, up.URL, `
 upstreams:
-  - {name: up, url: "`+up.URL+`/v1", header_timeout: 1s, read_idle_timeout: 1s, max_event_bytes: 1048576}
+  - {name: up, url: "UPSTREAM_URL/v1", header_timeout: 1s, read_idle_timeout: 1s, max_event_bytes: 1048576}
 routes:
   - {model: "*", upstream: up, retries: 1, retry_backoff: 10ms}
-`), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	g, h, err := gateway.New(gateway.Options{Config: cfg, Logger: zap.NewNop(), Metrics: observe.NewMetrics(reg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(h)
-	tr := &http.Transport{MaxIdleConnsPerHost: 256}
-	return &env{url: gw.URL + "/v1/chat/completions", reg: reg, client: &http.Client{Transport: tr}, close: func() {
-		tr.CloseIdleConnections()
-		gw.Close()
-		g.Close()
-		up.Close()
-	}}
+`)
+	return &env{Env: e, close: func() { e.Close(); up.Close() }}
 }
 
 // result is what a client saw.
@@ -142,11 +121,11 @@ type result struct {
 }
 
 func (e *env) post(ctx context.Context, model string, id int) result {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url,
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.URL+"/chat/completions",
 		strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Test-Id", strconv.Itoa(id))
-	resp, err := e.client.Do(req)
+	resp, err := e.HTTP.Do(req)
 	if err != nil {
 		return result{err: err}
 	}
@@ -155,22 +134,8 @@ func (e *env) post(ctx context.Context, model string, id int) result {
 	return result{status: resp.StatusCode, body: string(b), err: err}
 }
 
-func (e *env) metric(name, label, value string) float64 {
-	mfs, _ := e.reg.Gather()
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+func (e *env) metric(t testing.TB, name, label, value string) float64 {
+	return observetest.Value(t, e.Reg, name, map[string]string{label: value})
 }
 
 func heap() uint64 {
@@ -246,7 +211,7 @@ func TestFaults(t *testing.T) {
 			if f.model == "huge" {
 				want = float64(2 * n)
 			}
-			if got := e.metric(f.metric[0], f.metric[1], f.metric[2]); got != want {
+			if got := e.metric(t, f.metric[0], f.metric[1], f.metric[2]); got != want {
 				t.Errorf("%s{%s=%q} = %v, want %v", f.metric[0], f.metric[1], f.metric[2], got, want)
 			}
 			e.close()
@@ -272,9 +237,9 @@ func TestClientsLeave(t *testing.T) {
 			defer func() { <-sem }()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url,
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.URL+"/chat/completions",
 				strings.NewReader(`{"model":"healthy","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-			resp, err := e.client.Do(req)
+			resp, err := e.HTTP.Do(req)
 			if err != nil {
 				return
 			}
@@ -291,10 +256,10 @@ func TestClientsLeave(t *testing.T) {
 	}
 	wg.Wait()
 	deadline := time.Now().Add(5 * time.Second)
-	for e.metric("toolgate_requests_total", "code", "499")+e.metric("toolgate_requests_total", "code", "200") < float64(n) && time.Now().Before(deadline) {
+	for e.metric(t, "toolgate_requests_total", "code", "499")+e.metric(t, "toolgate_requests_total", "code", "200") < float64(n) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := e.metric("toolgate_client_disconnects_total", "route", "*"); got == 0 {
+	if got := e.metric(t, "toolgate_client_disconnects_total", "route", "*"); got == 0 {
 		t.Error("no client disconnect counted")
 	}
 	e.close()
@@ -327,7 +292,7 @@ func TestLoad(t *testing.T) {
 	}
 	g0 := runtime.NumGoroutine()
 	e := start(t)
-	e.client.Transport.(*http.Transport).MaxIdleConnsPerHost = streams
+
 	faults := []string{"reset", "stall-stream", "malformed"}
 	var completed, errored, unexpected atomic.Int64
 	var wg sync.WaitGroup

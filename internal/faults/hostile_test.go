@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net"
@@ -22,14 +20,10 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -40,11 +34,7 @@ const hostileKey = "sk-hostile-client"
 // with the pending-request guard) in front of an upstream that reads and
 // discards each body and answers a short completion.
 type hostileEnv struct {
-	addr      string // host:port of the gateway
-	url       string
-	reg       *prometheus.Registry
-	logs      *observer.ObservedLogs
-	client    *http.Client
+	*gatewaytest.Env
 	upstreamN atomic.Int64
 	close     func()
 }
@@ -57,53 +47,30 @@ func startHostile(t testing.TB) *hostileEnv {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 	}))
-	sum := sha256.Sum256([]byte(hostileKey))
-	cfg, err := config.Parse([]byte(`
+	e.Env = gatewaytest.Start(t, up.URL, `
 server: {read_body_timeout: 1s, max_pending_requests: 64, max_pending_per_ip: 32, max_body_bytes: 12582912}
 keys:
-  - {name: team, sha256: `+hex.EncodeToString(sum[:])+`, models: ["sim-*"]}
+  - {name: team, sha256: `+gatewaytest.KeyHash(hostileKey)+`, models: ["sim-*"]}
 upstreams:
-  - {name: up, url: "`+up.URL+`/v1"}
+  - {name: up, url: "UPSTREAM_URL/v1"}
 routes:
   - {model: "sim-x-trim", upstream: up, budget: {max_input_chars: 5000, on_input_over: trim}}
   - {model: "*", upstream: up}
-`), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.reg = prometheus.NewRegistry()
-	metrics := observe.NewMetrics(e.reg)
-	core, logs := observer.New(zapcore.DebugLevel)
-	e.logs = logs
-	pending := gateway.NewPending(cfg.Server, metrics)
-	g, h, err := gateway.New(gateway.Options{Config: cfg, Logger: zap.New(core), Metrics: metrics, Pending: pending})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = gateway.NewServer(cfg.Server, h, pending, nil)
-	srv.Start()
-	tr := &http.Transport{MaxIdleConnsPerHost: 16}
-	e.addr, e.url, e.client = srv.Listener.Addr().String(), srv.URL, &http.Client{Transport: tr}
-	e.close = func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-		g.Close()
-		up.Close()
-	}
+`, gatewaytest.Options{Level: zapcore.DebugLevel})
+	e.close = func() { e.Env.Close(); up.Close() }
 	return e
 }
 
 // post sends body with the client key and the given headers.
 func (e *hostileEnv) post(t testing.TB, body []byte, hdr ...string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/chat/completions", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, e.URL+"/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+hostileKey)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := e.client.Do(req)
+	resp, err := e.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +83,7 @@ func (e *hostileEnv) post(t testing.TB, body []byte, hdr ...string) (int, string
 // the response the gateway sends before the request is complete.
 func (e *hostileEnv) raw(t testing.TB, head string) (*http.Response, net.Conn) {
 	t.Helper()
-	c, err := net.Dial("tcp", e.addr)
+	c, err := net.Dial("tcp", e.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,30 +99,17 @@ func (e *hostileEnv) raw(t testing.TB, head string) (*http.Response, net.Conn) {
 	return resp, c
 }
 
-func (e *hostileEnv) metric(name, label, value string) float64 {
-	mfs, _ := e.reg.Gather()
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, l := range m.GetLabel() {
-				match = match || l.GetName() == label && l.GetValue() == value
-			}
-			if match {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
+func (e *hostileEnv) metric(t testing.TB, name, label, value string) float64 {
+	if label == "" {
+		return observetest.Value(t, e.Reg, name, nil)
 	}
-	return sum
+	return observetest.Value(t, e.Reg, name, map[string]string{label: value})
 }
 
 // noPanics fails when the gateway logged a panic.
 func (e *hostileEnv) noPanics(t testing.TB) {
 	t.Helper()
-	if n := e.logs.FilterMessage("panic serving request").Len(); n > 0 {
+	if n := e.Logs.FilterMessage("panic serving request").Len(); n > 0 {
 		t.Errorf("the gateway panicked %d times", n)
 	}
 }
@@ -259,7 +213,7 @@ func TestHostile(t *testing.T) {
 				}
 			}()
 			for range 40 { // the cap is 32 per IP
-				c, err := net.Dial("tcp", e.addr)
+				c, err := net.Dial("tcp", e.Addr)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -276,17 +230,17 @@ func TestHostile(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if closed := closed.Load(); closed != 8 || e.metric("toolgate_pending_refused_total", "scope", "ip") != 8 {
-				t.Errorf("%d connections closed, %v refusals counted; want 8", closed, e.metric("toolgate_pending_refused_total", "scope", "ip"))
+			if closed := closed.Load(); closed != 8 || e.metric(t, "toolgate_pending_refused_total", "scope", "ip") != 8 {
+				t.Errorf("%d connections closed, %v refusals counted; want 8", closed, e.metric(t, "toolgate_pending_refused_total", "scope", "ip"))
 			}
 			for _, c := range conns {
 				c.Close()
 			}
 			deadline := time.Now().Add(5 * time.Second)
-			for e.metric("toolgate_pending_requests", "", "") != 0 && time.Now().Before(deadline) {
+			for e.metric(t, "toolgate_pending_requests", "", "") != 0 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if n := e.metric("toolgate_pending_requests", "", ""); n != 0 {
+			if n := e.metric(t, "toolgate_pending_requests", "", ""); n != 0 {
 				t.Errorf("toolgate_pending_requests = %v once every connection closed", n)
 			}
 		}},
@@ -304,7 +258,7 @@ func TestHostile(t *testing.T) {
 			if code != 403 || errorCode(t, body) != "model_not_allowed" || len(body) > 1024 || !strings.Contains(body, "(1048576 bytes)") {
 				t.Errorf("%d, %d bytes: %.300s", code, len(body), body)
 			}
-			for _, l := range e.logs.All() {
+			for _, l := range e.Logs.All() {
 				if b, _ := json.Marshal(l.ContextMap()); len(b) > 4096 {
 					t.Errorf("a log line of %d bytes: %.300s", len(b), b)
 				}
@@ -347,9 +301,9 @@ func TestHostile(t *testing.T) {
 			}
 		}},
 		{"/v1/models lists only what the key may use", func(t *testing.T, e *hostileEnv) {
-			req, _ := http.NewRequest(http.MethodGet, e.url+"/v1/models", nil)
+			req, _ := http.NewRequest(http.MethodGet, e.URL+"/models", nil)
 			req.Header.Set("Authorization", "Bearer "+hostileKey)
-			resp, err := e.client.Do(req)
+			resp, err := e.HTTP.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

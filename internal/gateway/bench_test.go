@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
 )
@@ -45,11 +46,11 @@ routes: [{model: "*", upstream: sim}]
 		b.Fatal(err)
 	}
 	log, _, _ := observe.NewLogger(io.Discard, "info", 0)
-	g, h, err := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := httptest.NewServer(h)
+	gw := httptest.NewServer(g)
 	b.Cleanup(func() { gw.Close(); g.Close() })
 	return gw.URL
 }

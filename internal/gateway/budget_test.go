@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -16,7 +18,7 @@ import (
 // oldest turns; maxOutputTokens clamps; callTimeoutMs ends the call with
 // 504 or a timeout error event.
 func TestBudgets(t *testing.T) {
-	e, s := startSim(t, sim.Options{SlowDelay: 300 * time.Millisecond}, `
+	e, s := gatewaytest.StartSim(t, sim.Options{SlowDelay: 300 * time.Millisecond}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes:
   - {model: refuse, upstream: sim, upstream_model: sim-text, budget: {preset: small, max_input_chars: 8}}
@@ -29,7 +31,7 @@ routes:
   - {model: over-by-one, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: `+fmt.Sprint(len(simAnswer)-1)+`}}
 `)
 	post := func(model, msgs, extra string) (int, string) {
-		resp := e.post(t, `{"model":"`+model+`","messages":`+msgs+extra+`}`)
+		resp := e.Post(t, `{"model":"`+model+`","messages":`+msgs+extra+`}`)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode, string(b)
@@ -88,13 +90,13 @@ routes:
 			t.Errorf("%s: %d, text %q, finish %q\n%s", tc.model, code, text, finish, body)
 		}
 	}
-	e.waitAccess(t, 13)
+	e.WaitAccess(t, 13)
 	for reason, want := range map[string]float64{"maxInputChars": 1, "callTimeoutMs": 2, "maxOutputChars": 2} {
-		if n := metric(t, e.reg, "toolgate_budget_rejections_total", map[string]string{"reason": reason, "key": "none"}); n != want {
+		if n := observetest.Value(t, e.Reg, "toolgate_budget_rejections_total", map[string]string{"reason": reason, "key": "none"}); n != want {
 			t.Errorf("rejections{%s} = %v, want %v", reason, n, want)
 		}
 	}
-	if a := withField(e.access(), "trimmed", int64(2)); a == nil {
+	if a := gatewaytest.WithField(e.Access(), "trimmed", int64(2)); a == nil {
 		t.Error("no access line says trimmed=2")
 	}
 }
@@ -102,12 +104,12 @@ routes:
 // maxCalls: a session (header, else the request's user) makes exactly
 // max_calls calls; the next is a 429 with Retry-After, and nothing is sent.
 func TestMaxCalls(t *testing.T) {
-	e, s := startSim(t, sim.Options{}, `
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 `)
 	call := func(hdr ...string) (int, string) {
-		resp := e.post(t, `{"model":"sim-text","user":"u1","messages":[{"role":"user","content":"x"}]}`, hdr...)
+		resp := e.Post(t, `{"model":"sim-text","user":"u1","messages":[{"role":"user","content":"x"}]}`, hdr...)
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode, resp.Header.Get("Retry-After")
@@ -121,8 +123,8 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 	if code, after := call(); code != 429 || after == "" || s.Requests() != before {
 		t.Fatalf("third call: %d, Retry-After %q", code, after)
 	}
-	e.waitAccess(t, 3)
-	if n := metric(t, e.reg, "toolgate_budget_rejections_total", map[string]string{"reason": "maxCalls"}); n != 1 {
+	e.WaitAccess(t, 3)
+	if n := observetest.Value(t, e.Reg, "toolgate_budget_rejections_total", map[string]string{"reason": "maxCalls"}); n != 1 {
 		t.Errorf("rejections{maxCalls} = %v", n)
 	}
 	if code, _ := call("X-Session-Id", "other"); code != 200 {
@@ -130,7 +132,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 	}
 	// The request's metadata.session_id, when there is no header or user.
 	for i, want := range []int{200, 200, 429} {
-		resp := e.post(t, `{"model":"sim-text","metadata":{"session_id":"m1"},"messages":[{"role":"user","content":"x"}]}`)
+		resp := e.Post(t, `{"model":"sim-text","metadata":{"session_id":"m1"},"messages":[{"role":"user","content":"x"}]}`)
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("metadata session, call %d: %d", i+1, resp.StatusCode)
@@ -138,7 +140,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 	}
 	// A request with neither a session header nor a user is not counted.
 	for i := range 3 {
-		resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`)
+		resp := e.Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`)
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Fatalf("anonymous call %d: %d", i+1, resp.StatusCode)

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testredis"
 )
@@ -22,13 +23,13 @@ func TestConfigCombinations(t *testing.T) {
 	defer up.Close()
 	keys := map[string]string{
 		"open gateway":            "",
-		"key":                     `{name: k, sha256: ` + keyHash("sk-combo") + `}`,
-		"key budget input":        `{name: k, sha256: ` + keyHash("sk-combo") + `, budget: {max_input_chars: 1000}}`,
-		"key budget preset":       `{name: k, sha256: ` + keyHash("sk-combo") + `, budget: {preset: small}}`,
-		"key budget unlimited":    `{name: k, sha256: ` + keyHash("sk-combo") + `, budget: {max_calls: unlimited, max_input_chars: unlimited, max_output_chars: unlimited, max_output_tokens: unlimited, call_timeout_ms: unlimited}}`,
-		"key budget zero":         `{name: k, sha256: ` + keyHash("sk-combo") + `, budget: {max_output_chars: 0}}`,
-		"key rate limits":         `{name: k, sha256: ` + keyHash("sk-combo") + `, rate_limit: {requests_per_minute: 100, tokens_per_minute: 100000}}`,
-		"key budget, limits, all": `{name: k, sha256: ` + keyHash("sk-combo") + `, models: ["sim-*"], budget: {preset: large, max_calls: 3}, rate_limit: {requests_per_minute: 100}}`,
+		"key":                     `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `}`,
+		"key budget input":        `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, budget: {max_input_chars: 1000}}`,
+		"key budget preset":       `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, budget: {preset: small}}`,
+		"key budget unlimited":    `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, budget: {max_calls: unlimited, max_input_chars: unlimited, max_output_chars: unlimited, max_output_tokens: unlimited, call_timeout_ms: unlimited}}`,
+		"key budget zero":         `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, budget: {max_output_chars: 0}}`,
+		"key rate limits":         `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, rate_limit: {requests_per_minute: 100, tokens_per_minute: 100000}}`,
+		"key budget, limits, all": `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, models: ["sim-*"], budget: {preset: large, max_calls: 3}, rate_limit: {requests_per_minute: 100}}`,
 	}
 	routes := map[string]string{
 		"no budget":     ``,
@@ -57,8 +58,8 @@ func TestConfigCombinations(t *testing.T) {
 					if key != "" {
 						yaml += "keys: [" + key + "]\n"
 					}
-					e := startGateway(t, up.URL, yaml)
-					resp := e.post(t, fmt.Sprintf(`{"model":"sim-text","stream":%v,"user":"u1","messages":[{"role":"user","content":"%s"}]}`,
+					e := gatewaytest.Start(t, up.URL, yaml)
+					resp := e.Post(t, fmt.Sprintf(`{"model":"sim-text","stream":%v,"user":"u1","messages":[{"role":"user","content":"%s"}]}`,
 						stream, strings.Repeat("x", 100)), "Authorization", "Bearer sk-combo")
 					b, _ := io.ReadAll(resp.Body)
 					resp.Body.Close()
@@ -68,8 +69,8 @@ func TestConfigCombinations(t *testing.T) {
 					if resp.StatusCode != 200 {
 						t.Logf("%d %.200s", resp.StatusCode, b) // a refusal is fine; a 500 is not
 					}
-					e.waitAccess(t, 1)
-					if n := e.logs.FilterMessage("panic serving request").Len(); n > 0 {
+					e.WaitAccess(t, 1)
+					if n := e.Logs.FilterMessage("panic serving request").Len(); n > 0 {
 						t.Errorf("%d panics", n)
 					}
 				})

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
@@ -21,126 +23,140 @@ type RouteError struct {
 
 func (e *RouteError) Error() string { return fmt.Sprintf("no route for model %q", wire.Clip(e.Model)) }
 
-// IncompleteError is an upstream response that broke off or could not be
-// used: a stream without its end marker, a cut or oversized body, an
-// unparseable response, or an error object sent mid-stream.
-type IncompleteError struct {
-	Upstream string
-	// Message is the upstream's own message when it sent an error object.
-	Message string
-	Err     error
-}
-
-func (e *IncompleteError) Error() string {
-	if e.Message != "" {
-		return fmt.Sprintf("upstream %s sent an error mid-response: %s", e.Upstream, e.Message)
+// fail answers a request that has not committed anything yet: 499 in the
+// record when the client is gone (nothing is written), otherwise the mapped
+// status and OpenAI error body.
+func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Record, err error) {
+	rec.Error = err.Error()
+	noteLimit(rec, err)
+	if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Kind != upstream.KindCanceled {
+		rec.ErrorKind, rec.Outcome = string(ue.Kind), observe.OutcomeUpstream
 	}
-	return fmt.Sprintf("upstream %s: response incomplete: %v", e.Upstream, e.Err)
+	if _, ok := errors.AsType[*wire.IncompleteError](err); ok {
+		rec.Outcome, rec.ErrorKind = observe.OutcomeIncomplete, "stream"
+	}
+	if _, ok := errors.AsType[*policy.ViolationError](err); ok {
+		rec.Outcome, rec.ErrorKind = observe.OutcomeViolation, "protocol"
+	}
+	if _, ok := errors.AsType[*repair.RejectError](err); ok {
+		rec.Repairs = append(rec.Repairs, observe.Count{Name: "rejected", N: 1})
+	}
+	// A body read that failed cancels the request's context (net/http
+	// does): an intake error is answered all the same.
+	if _, intake := errors.AsType[*IntakeError](err); r.Context().Err() != nil && !intake {
+		rec.Status, rec.Outcome, rec.ClientGone = 499, observe.OutcomeClientGone, true
+		return
+	}
+	status, body := errorFor(err)
+	g.writeError(w, rec, status, body)
 }
 
-func (e *IncompleteError) Unwrap() error { return e.Err }
-
-// ViolationError is a response that does not satisfy its request under the
-// route's completion policy (SPEC §3), including malformed tool calls.
-type ViolationError struct {
-	Upstream string
-	Msg      string
+// noteLimit records which budget refused or cut a request, for the access
+// log and toolgate_budget_rejections_total.
+func noteLimit(rec *observe.Record, err error) {
+	if le, ok := errors.AsType[*budget.LimitError](err); ok {
+		rec.Limited = le.Limit.String()
+	} else if _, ok := errors.AsType[*budget.StateError](err); ok {
+		rec.Limited = budget.StateUnavailable.String()
+	} else if errors.Is(err, budget.ErrCallTimeout) {
+		rec.Limited = budget.CallTimeout.String()
+	}
 }
 
-func (e *ViolationError) Error() string {
-	return fmt.Sprintf("upstream %s: the response does not satisfy the request: %s", e.Upstream, e.Msg)
-}
-
-// errorFor is the only mapping from an error to the status and OpenAI error
-// body the client sees (SPEC §7), used for JSON responses and for the error
-// event of a started stream alike. Messages say what was wrong and what to
-// change; they carry no secret and no internal detail.
+// errorFor is the only mapping from an error to the status and OpenAI
+// error body the client sees (SPEC §7), used for JSON responses and for
+// the error event of a started stream alike: each package's error type,
+// by its kind. Messages say what was wrong and what to change; they carry
+// no secret and no internal detail.
 func errorFor(err error) (int, wire.ErrorBody) {
-	if ie, ok := errors.AsType[*IntakeError](err); ok {
-		status, code := http.StatusBadRequest, "invalid_request_body"
-		switch ie.Kind {
-		case IntakeMediaType:
-			status, code = http.StatusUnsupportedMediaType, "unsupported_media_type"
-		case IntakeEncoding:
-			status, code = http.StatusUnsupportedMediaType, "unsupported_content_encoding"
-		case IntakeBadEncoding:
-			code = "invalid_content_encoding"
-		case IntakeTooLarge:
-			status, code = http.StatusRequestEntityTooLarge, "request_too_large"
-		case IntakeTimeout:
-			status, code = http.StatusRequestTimeout, "request_timeout"
-		case IntakePending:
-			return http.StatusServiceUnavailable, wire.NewError("server_error", "too_many_pending_requests", "", ie.Msg)
+	switch e := firstKnown(err).(type) {
+	case *IntakeError:
+		return intakeError(e)
+	case *wire.DecodeError:
+		code := [...]string{wire.KindValue: "invalid_value", wire.KindSyntax: "invalid_json",
+			wire.KindMissing: "missing_required_parameter", wire.KindDuplicate: "duplicate_key"}[e.Kind]
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, e.Param, e.Error())
+	case *auth.Error:
+		if e.Kind == auth.ModelNotAllowed {
+			return http.StatusForbidden, wire.NewError("invalid_request_error", "model_not_allowed", "", e.Msg)
 		}
-		return status, wire.NewError("invalid_request_error", code, "", ie.Msg)
-	}
-	if de, ok := errors.AsType[*wire.DecodeError](err); ok {
-		code := "invalid_value"
-		switch de.Kind {
-		case wire.KindSyntax:
-			code = "invalid_json"
-		case wire.KindMissing:
-			code = "missing_required_parameter"
-		case wire.KindDuplicate:
-			code = "duplicate_key"
-		}
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, de.Param, de.Error())
-	}
-	if ae, ok := errors.AsType[*AuthError](err); ok {
-		code := "invalid_api_key"
-		if ae.Status == http.StatusForbidden {
-			code = "model_not_allowed"
-		}
-		return ae.Status, wire.NewError("invalid_request_error", code, "", ae.Msg)
-	}
-	if le, ok := errors.AsType[*budget.LimitError](err); ok && (le.Limit == limitRequests || le.Limit == limitTokens) {
-		// OpenAI's shape: type "requests" or "tokens", code rate_limit_exceeded.
-		unit, short := "requests", "RPM"
-		if le.Limit == limitTokens {
-			unit, short = "tokens", "TPM"
-		}
-		return http.StatusTooManyRequests, wire.NewError(unit, "rate_limit_exceeded", "",
-			fmt.Sprintf("Rate limit reached for this key on %s per min (%s): Limit %d, Used %d. Please try again in %ds.", unit, short, le.Max, le.Got, retrySeconds(le.RetryAfter)))
-	}
-	if _, ok := errors.AsType[*StateError](err); ok {
+		return http.StatusUnauthorized, wire.NewError("invalid_request_error", "invalid_api_key", "", e.Msg)
+	case *budget.LimitError:
+		return limitError(e)
+	case *budget.StateError:
 		return http.StatusServiceUnavailable, wire.NewError("server_error", "state_unavailable", "",
 			"The gateway cannot reach its budget store, and refuses requests until it can (state.on_error: fail_closed); retry shortly.")
-	}
-	if le, ok := errors.AsType[*budget.LimitError](err); ok && le.Limit == "maxCalls" {
-		return http.StatusTooManyRequests, wire.NewError("rate_limit_error", "max_calls_exceeded", "",
-			fmt.Sprintf("This session has made its %d model calls for now (maxCalls); retry after %d seconds or start a new session.", le.Max, retrySeconds(le.RetryAfter)))
-	}
-	if le, ok := errors.AsType[*budget.LimitError](err); ok {
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", "budget_exceeded", "messages",
-			fmt.Sprintf("The transcript has %d characters and this route's budget allows %d (%s); send a shorter transcript.", le.Got, le.Max, le.Limit))
-	}
-	if re, ok := errors.AsType[*repair.RejectError](err); ok {
+	case *repair.RejectError:
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", "unpaired_tool_calls", "messages",
-			"This route refuses transcripts whose tool calls and replies are not paired: "+re.Error())
-	}
-	if re, ok := errors.AsType[*RouteError](err); ok {
+			"This route refuses transcripts whose tool calls and replies are not paired: "+e.Error())
+	case *RouteError:
 		return http.StatusNotFound, wire.NewError("invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("The model `%s` does not exist or is not served by this gateway; GET /v1/models lists the models it serves.", wire.Clip(re.Model)))
-	}
-	if ue, ok := errors.AsType[*upstream.Error](err); ok {
-		return upstreamError(ue)
-	}
-	if ve, ok := errors.AsType[*ViolationError](err); ok {
+			fmt.Sprintf("The model `%s` does not exist or is not served by this gateway; GET /v1/models lists the models it serves.", wire.Clip(e.Model)))
+	case *upstream.Error:
+		return upstreamError(e)
+	case *policy.ViolationError:
 		return http.StatusBadGateway, wire.NewError("upstream_error", "completion_policy_violation", "",
-			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", ve.Upstream, ve.Msg))
-	}
-	if pe, ok := errors.AsType[*policy.RequestError](err); ok {
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_value", pe.Param, pe.Error())
-	}
-	if ie, ok := errors.AsType[*IncompleteError](err); ok {
-		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", ie.Upstream)
-		if ie.Message != "" {
-			msg = fmt.Sprintf("The upstream %s reported an error: %s", ie.Upstream, ie.Message)
+			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", e.Upstream, e.Msg))
+	case *policy.RequestError:
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_value", e.Param, e.Error())
+	case *wire.IncompleteError:
+		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", e.Upstream)
+		if e.Message != "" {
+			msg = fmt.Sprintf("The upstream %s reported an error: %s", e.Upstream, e.Message)
 		}
 		return http.StatusBadGateway, wire.NewError("upstream_error", "upstream_stream_incomplete", "", msg)
 	}
 	return http.StatusInternalServerError, wire.NewError("server_error", "internal_error", "",
 		"The gateway failed to handle this request; the request id in X-Request-Id identifies it in the gateway's log.")
+}
+
+// firstKnown returns the first error in err's chain that errorFor maps.
+func firstKnown(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch e.(type) {
+		case *IntakeError, *wire.DecodeError, *auth.Error, *budget.LimitError, *budget.StateError, *repair.RejectError,
+			*RouteError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *wire.IncompleteError:
+			return e
+		}
+	}
+	return err
+}
+
+func intakeError(e *IntakeError) (int, wire.ErrorBody) {
+	status, code := http.StatusBadRequest, "invalid_request_body"
+	switch e.Kind {
+	case IntakeMediaType:
+		status, code = http.StatusUnsupportedMediaType, "unsupported_media_type"
+	case IntakeEncoding:
+		status, code = http.StatusUnsupportedMediaType, "unsupported_content_encoding"
+	case IntakeBadEncoding:
+		code = "invalid_content_encoding"
+	case IntakeTooLarge:
+		status, code = http.StatusRequestEntityTooLarge, "request_too_large"
+	case IntakeTimeout:
+		status, code = http.StatusRequestTimeout, "request_timeout"
+	case IntakePending:
+		return http.StatusServiceUnavailable, wire.NewError("server_error", "too_many_pending_requests", "", e.Msg)
+	}
+	return status, wire.NewError("invalid_request_error", code, "", e.Msg)
+}
+
+func limitError(e *budget.LimitError) (int, wire.ErrorBody) {
+	switch e.Limit {
+	case budget.RequestsPerMinute, budget.TokensPerMinute:
+		// OpenAI's shape: type "requests" or "tokens", code rate_limit_exceeded.
+		unit, short := "requests", "RPM"
+		if e.Limit == budget.TokensPerMinute {
+			unit, short = "tokens", "TPM"
+		}
+		return http.StatusTooManyRequests, wire.NewError(unit, "rate_limit_exceeded", "",
+			fmt.Sprintf("Rate limit reached for this key on %s per min (%s): Limit %d, Used %d. Please try again in %ds.", unit, short, e.Max, e.Got, retrySeconds(e.RetryAfter)))
+	case budget.MaxCalls:
+		return http.StatusTooManyRequests, wire.NewError("rate_limit_error", "max_calls_exceeded", "",
+			fmt.Sprintf("This session has made its %d model calls for now (maxCalls); retry after %d seconds or start a new session.", e.Max, retrySeconds(e.RetryAfter)))
+	}
+	return http.StatusBadRequest, wire.NewError("invalid_request_error", "budget_exceeded", "messages",
+		fmt.Sprintf("The transcript has %d characters and this route's budget allows %d (%s); send a shorter transcript.", e.Got, e.Max, e.Limit))
 }
 
 func upstreamError(e *upstream.Error) (int, wire.ErrorBody) {

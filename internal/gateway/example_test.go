@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"io"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testredis"
 )
@@ -27,10 +28,10 @@ func TestWorkedExample(t *testing.T) {
 	up := httptest.NewServer(s)
 	t.Cleanup(up.Close)
 	yaml = strings.NewReplacer("https://api.openai.com/v1", up.URL+"/v1", "${REDIS_URL}", srv.URL(), "${OPENAI_API_KEY}", "upstream-secret").Replace(yaml)
-	e := startGateway(t, "", yaml)
+	e := gatewaytest.Start(t, "", yaml)
 
 	call := func(model, key, session string) (int, string) {
-		resp := e.post(t, `{"model":"`+model+`","messages":[{"role":"user","content":"x"}]}`,
+		resp := e.Post(t, `{"model":"`+model+`","messages":[{"role":"user","content":"x"}]}`,
 			"Authorization", "Bearer "+key, "X-Session-Id", session)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
 )
@@ -41,8 +43,8 @@ func FuzzRequest(f *testing.F) {
 	cfg, err := config.Parse([]byte(`
 server: {max_body_bytes: 100000}
 keys:
-  - {name: a, sha256: `+keyHash("sk-fuzz-a")+`, models: ["sim-*"], budget: {max_input_chars: 2000}, rate_limit: {requests_per_minute: 1000000, tokens_per_minute: 100000000}}
-  - {name: b, sha256: `+keyHash("sk-fuzz-b")+`}
+  - {name: a, sha256: `+gatewaytest.KeyHash("sk-fuzz-a")+`, models: ["sim-*"], budget: {max_input_chars: 2000}, rate_limit: {requests_per_minute: 1000000, tokens_per_minute: 100000000}}
+  - {name: b, sha256: `+gatewaytest.KeyHash("sk-fuzz-b")+`}
 upstreams: [{name: sim, url: "`+up.URL+`/v1"}]
 routes:
   - {name: trim, model: "sim-text", upstream: sim, budget: {max_input_chars: 1000, on_input_over: trim, max_calls: 1000000}, reasoning: {format: reasoning-effort, client_effort: true}}
@@ -53,7 +55,7 @@ routes:
 		f.Fatal(err)
 	}
 	core, logs := observer.New(zap.WarnLevel)
-	g, h, err := New(Options{Config: cfg, Logger: zap.New(core), Metrics: observe.NewMetrics(prometheus.NewRegistry())})
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: zap.New(core), Metrics: observe.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -70,7 +72,7 @@ routes:
 			req.Header.Set("Content-Encoding", "gzip")
 		}
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
+		g.ServeHTTP(w, req)
 		if w.Code >= 500 && w.Code != http.StatusBadGateway && w.Code != http.StatusServiceUnavailable && w.Code != http.StatusGatewayTimeout {
 			t.Fatalf("status %d for %q: %s", w.Code, body, w.Body.Bytes())
 		}

@@ -1,8 +1,9 @@
 package gateway
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
@@ -36,47 +38,77 @@ type Options struct {
 	// Pending is the server's guard on connections still sending their
 	// request (see NewServer); nil means none.
 	Pending *Pending
+	// Now and Rand are the clock and the random source of retry backoff;
+	// nil means time.Now and a random jitter.
+	Now  func() time.Time
+	Rand func() float64
+	// Sleep waits d or until ctx ends, reporting whether it waited d; nil
+	// means a timer.
+	Sleep func(ctx context.Context, d time.Duration) bool
 }
 
-// Gateway serves the main listener. It is safe for concurrent use.
+// Gateway serves the main listener's API: POST /v1/chat/completions and
+// GET /v1/models. It is an http.Handler, safe for concurrent use; every
+// value it reads per request was resolved from the config when it was
+// built (plans), so a reload builds a new Gateway.
 type Gateway struct {
-	cfg       *config.Config
-	log       *zap.Logger
-	metrics   *observe.Metrics
-	upstreams map[string]*upstream.Client
-	models    []byte
-	schemas   *policy.Schemas
-	reasoning map[string]policy.Reasoning // by route name, resolved once
+	cfg     *config.Config
+	log     *zap.Logger
+	metrics *observe.Metrics
+	router  http.Handler
+	plans   map[string]*plan // by route name
+	clients map[string]*upstream.Client
+	keys    auth.Keys
+	// keyLimits are the client keys' budgets, by key name.
+	keyLimits map[string]budget.Limits
+	models    modelLists
 	store     policy.ReasoningStore
-	limits    map[string]budget.Limits // by route name, resolved once
 	counters  budget.Store
-	keys      []clientKey
 	pending   *Pending
+	clock     clock
+	// simulated: every upstream is a built-in simulator.
+	simulated bool
 	close     func() // releases the state store
 }
 
-// New returns the gateway for opts and its main listener's handler. It
-// fails only when the configured state store cannot be set up (a Redis
-// that does not answer yet is not a failure: state.on_error applies).
-func New(opts Options) (*Gateway, http.Handler, error) {
+// clock is the time and randomness backoff uses.
+type clock struct {
+	now   func() time.Time
+	rand  func() float64
+	sleep func(ctx context.Context, d time.Duration) bool
+}
+
+// New returns the gateway for opts. It fails only when the configured
+// state store cannot be set up (a Redis that does not answer yet is not a
+// failure: state.on_error applies).
+func New(opts Options) (*Gateway, error) {
 	g := &Gateway{
-		cfg:       opts.Config,
-		log:       opts.Logger,
-		metrics:   opts.Metrics,
-		upstreams: map[string]*upstream.Client{},
-		schemas:   policy.NewSchemas(0),
-		store:     opts.Store,
-		counters:  opts.Counters,
-		pending:   opts.Pending,
-		close:     func() {},
+		cfg:      opts.Config,
+		log:      opts.Logger,
+		metrics:  opts.Metrics,
+		clients:  map[string]*upstream.Client{},
+		store:    opts.Store,
+		counters: opts.Counters,
+		pending:  opts.Pending,
+		close:    func() {},
+		clock:    clock{now: opts.Now, rand: opts.Rand, sleep: opts.Sleep},
+	}
+	if g.clock.now == nil {
+		g.clock.now = time.Now
+	}
+	if g.clock.rand == nil {
+		g.clock.rand = rand.Float64
+	}
+	if g.clock.sleep == nil {
+		g.clock.sleep = sleep
 	}
 	if opts.CloseState != nil {
 		g.close = opts.CloseState
 	}
 	if g.store == nil || g.counters == nil {
-		counters, store, closeState, err := openState(g.cfg, g.log, g.metrics)
+		counters, store, closeState, err := openState(g.cfg, g.log)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		g.close = closeState
 		if g.store == nil {
@@ -87,7 +119,7 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 		}
 	}
 	for _, u := range g.cfg.Upstreams {
-		g.upstreams[u.Name] = upstream.New(upstream.Target{
+		g.clients[u.Name] = upstream.New(upstream.Target{
 			Name:             u.Name,
 			URL:              u.URL,
 			APIKey:           u.APIKey,
@@ -99,15 +131,25 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 			ErrorBodyTimeout: config.DefaultErrorBodyTimeout,
 		})
 	}
-	g.models = modelList(g.cfg, nil)
-	g.keys = resolveKeys(g.cfg)
-	g.reasoning = map[string]policy.Reasoning{}
-	g.limits = map[string]budget.Limits{}
-	for _, r := range g.cfg.Routes {
-		g.reasoning[r.Name] = resolveReasoning(r.Reasoning)
-		g.limits[r.Name] = resolveBudget(r.Budget)
+	g.plans = plans(g.cfg, g.clients, policy.NewSchemas(0))
+	g.simulated = true
+	for _, u := range g.cfg.Upstreams {
+		g.simulated = g.simulated && u.Simulator
 	}
+	g.keys = auth.New(g.cfg.Keys)
+	g.keyLimits = map[string]budget.Limits{}
+	for _, k := range g.keys.All() {
+		g.keyLimits[k.Name] = resolveBudget(k.Budget)
+	}
+	g.models = newModelLists(g.cfg, g.keys)
+	g.router = g.routes()
+	return g, nil
+}
 
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.router.ServeHTTP(w, r) }
+
+func (g *Gateway) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(observe.RequestID)
 	r.Post("/v1/chat/completions", g.instrument(g.chat))
@@ -125,7 +167,7 @@ func New(opts Options) (*Gateway, http.Handler, error) {
 		g.writeError(w, rec, http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
 			fmt.Sprintf("%s is not allowed on %s; use %s.", wire.Clip(r.Method), wire.Clip(r.URL.Path), allow)))
 	}))
-	return g, r, nil
+	return r
 }
 
 // HandOverState gives this gateway's state (counters, remembered
@@ -145,11 +187,20 @@ func (g *Gateway) TakeBackState(_ budget.Store, _ policy.ReasoningStore, closeSt
 // Close releases the upstream clients' idle connections and the state
 // store's.
 func (g *Gateway) Close() {
-	for _, c := range g.upstreams {
+	for _, c := range g.clients {
 		c.CloseIdleConnections()
 	}
 	g.close()
 }
+
+// SimulatedHeader is set, to "sim", on every response a built-in
+// simulator served, and on every response of a gateway whose upstreams are
+// all simulated (the embedded default config): a deployment started
+// without its config is noticed at once.
+const SimulatedHeader = "X-Toolgate-Upstream"
+
+// Simulated reports whether every upstream is a built-in simulator.
+func (g *Gateway) Simulated() bool { return g.simulated }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Record)
 
@@ -165,6 +216,7 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 			Method:    r.Method,
 			Path:      wire.Clip(r.URL.Path),
 			Start:     time.Now(),
+			StateMode: g.cfg.State.OnError,
 		}
 		defer func() {
 			if p := recover(); p != nil {
@@ -192,6 +244,9 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 			g.metrics.Observe(rec)
 			rec.Log(g.log)
 		}()
+		if g.simulated {
+			w.Header().Set(SimulatedHeader, "sim")
+		}
 		defer g.pending.received(r)
 		if !g.pending.begin(r) {
 			leaveBody(w)
@@ -217,62 +272,6 @@ func (g *Gateway) writeError(w http.ResponseWriter, rec *observe.Record, status 
 	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
 	w.WriteHeader(status)
 	w.Write(b)
-}
-
-func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	key, err := g.authenticate(r)
-	if err != nil {
-		g.fail(w, r, rec, err)
-		return
-	}
-	list := g.models
-	if key != nil {
-		rec.Key = key.cfg.Name
-		list = key.models
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(list)
-	rec.Status, rec.Outcome = http.StatusOK, observe.OutcomeOK
-}
-
-// modelList is GET /v1/models' body for a key (nil: every route). A route
-// is listed when the key may use its model as written; a pattern route
-// the key may use only in part is listed by the key's own names and
-// patterns that the route serves (a key limited to "sim-*" sees "sim-*",
-// not the route's "*"). Each id is listed once, owned by the upstream of
-// the route that serves it.
-func modelList(cfg *config.Config, key *config.Key) []byte {
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	list := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list", Data: []model{}}
-	var listed wire.Names
-	add := func(id, upstream string) {
-		if listed.Add(id) {
-			list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: upstream})
-		}
-	}
-	for i := range cfg.Routes {
-		r := &cfg.Routes[i]
-		switch {
-		case key == nil || key.Allows(r.Model):
-			add(r.Model, r.Upstream)
-		case r.IsPattern():
-			for _, m := range key.Models {
-				if served, ok := cfg.Match(m); ok && served == r {
-					add(m, r.Upstream)
-				}
-			}
-		}
-	}
-	b, _ := json.Marshal(list)
-	return b
 }
 
 // countingWriter counts the bytes and remembers the status written through
@@ -310,41 +309,14 @@ func (c *countingWriter) FlushError() error {
 
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
-// resolveReasoning turns a route's reasoning config into the policy's form,
-// encoding configured values as JSON once.
-func resolveReasoning(c config.Reasoning) policy.Reasoning {
-	encode := func(m map[string]any) map[string]json.RawMessage {
-		out := make(map[string]json.RawMessage, len(m))
-		for k, v := range m {
-			b, _ := json.Marshal(v) // YAML-decoded values always marshal
-			out[k] = b
-		}
-		return out
+// sleep waits d, or until ctx ends: it reports whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
-	r := policy.Reasoning{Format: c.Format, Level: c.Level, ClientEffort: c.ClientEffort, Budgets: c.Budgets, Fields: encode(c.Fields)}
-	if len(c.Custom) > 0 {
-		r.Custom = map[string]map[string]json.RawMessage{}
-		for level, fields := range c.Custom {
-			r.Custom[level] = encode(fields)
-		}
-	}
-	return r
-}
-
-// resolveBudget resolves a route's budget block (config validation has
-// checked the preset); no block means no limits.
-func resolveBudget(b *config.Budget) budget.Limits {
-	if b == nil {
-		return budget.NoLimits
-	}
-	val := func(l *config.Limit) *int {
-		if l == nil {
-			return nil
-		}
-		n := int(*l)
-		return &n
-	}
-	l, _ := budget.Resolve(budget.Object{Preset: b.Preset, MaxCalls: val(b.MaxCalls), MaxInputChars: val(b.MaxInputChars),
-		MaxOutputChars: val(b.MaxOutputChars), MaxOutputTokens: val(b.MaxOutputTokens), CallTimeoutMs: val(b.CallTimeoutMs)})
-	return l
 }

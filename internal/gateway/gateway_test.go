@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -14,158 +14,25 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
-	"github.com/toolgate/toolgate/internal/wire"
 )
-
-// env is a running gateway in front of one upstream.
-type env struct {
-	url  string // the gateway's base URL, ending in /v1
-	logs *observer.ObservedLogs
-	reg  *prometheus.Registry
-	http *http.Client
-}
-
-// startGateway runs the gateway (httptest) with config yaml, where UPSTREAM_URL
-// stands for upstreamURL.
-func startGateway(t *testing.T, upstreamURL, yaml string) *env {
-	t.Helper()
-	cfg, err := config.Parse([]byte(strings.ReplaceAll(yaml, "UPSTREAM_URL", upstreamURL)), func(k string) string {
-		return map[string]string{"UPSTREAM_KEY": "upstream-secret"}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core, logs := observer.New(zap.InfoLevel)
-	reg := prometheus.NewPedanticRegistry()
-	log := zap.New(zapcore.NewTee(core, seenCore()))
-	g, h, err := New(Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(reg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	tr := &http.Transport{}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-		g.Close()
-	})
-	return &env{url: srv.URL + "/v1", logs: logs, reg: reg, http: &http.Client{Transport: recording{tr}}}
-}
-
-const simConfig = `
-upstreams: [{name: sim, url: "UPSTREAM_URL/v1", api_key: "${UPSTREAM_KEY}"}]
-routes:
-  - {name: alias, model: "my-alias", upstream: sim, upstream_model: "sim-text"}
-  - {name: default, model: "*", upstream: sim}
-`
-
-// startSim runs the simulator on loopback and the gateway in front of it,
-// with simConfig or the given config.
-func startSim(t *testing.T, opts sim.Options, yaml ...string) (*env, *sim.Sim) {
-	t.Helper()
-	s := sim.New(opts)
-	up := httptest.NewServer(s)
-	t.Cleanup(up.Close)
-	cfg := simConfig
-	if len(yaml) > 0 {
-		cfg = yaml[0]
-	}
-	return startGateway(t, up.URL, cfg), s
-}
-
-func (e *env) client(key string) *openai.Client {
-	c := openai.NewClient(option.WithBaseURL(e.url+"/"), option.WithAPIKey(key),
-		option.WithMaxRetries(0), option.WithHTTPClient(e.http))
-	return &c
-}
-
-// access returns the access-log lines as field maps.
-func (e *env) access() []map[string]any {
-	var out []map[string]any
-	for _, l := range e.logs.FilterMessage("access").All() {
-		out = append(out, l.ContextMap())
-	}
-	return out
-}
-
-// waitAccess polls until n access lines were written (the line is written
-// after the response, so a client can finish first).
-func (e *env) waitAccess(t *testing.T, n int) []map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		a := e.access()
-		if len(a) >= n {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d access lines after 5s, want %d", len(a), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// withField returns the first access line whose field key equals want, or
-// nil. Lines of concurrent or back-to-back requests can be written in
-// either order.
-func withField(lines []map[string]any, key string, want any) map[string]any {
-	for _, l := range lines {
-		if l[key] == want {
-			return l
-		}
-	}
-	return nil
-}
-
-func (e *env) post(t *testing.T, body string, hdr ...string) *http.Response {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.url+"/chat/completions", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := e.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
-}
-
-// readError reads and closes resp's body, which must be an OpenAI error body.
-func readError(t *testing.T, resp *http.Response) (wire.ErrorBody, []byte) {
-	t.Helper()
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var body wire.ErrorBody
-	if err := json.Unmarshal(b, &body); err != nil {
-		t.Fatalf("the body is not an OpenAI error body: %s", b)
-	}
-	return body, b
-}
-
-func userMsg(s string) []openai.ChatCompletionMessageParamUnion {
-	return []openai.ChatCompletionMessageParamUnion{openai.UserMessage(s)}
-}
 
 const simAnswer = "Hello from the toolgate simulator. This answer was streamed in small pieces, the way a real model sends its tokens."
 
 // A streamed answer reaches an openai-go client whole, with finish_reason
 // stop, and the access log records the route, upstream and TTFB.
 func TestStreamText(t *testing.T) {
-	e, _ := startSim(t, sim.Options{Chunks: 12})
-	stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model: "sim-text", Messages: userMsg("hi"),
+	e, _ := gatewaytest.StartSim(t, sim.Options{Chunks: 12})
+	stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: "sim-text", Messages: gatewaytest.UserMsg("hi"),
 	})
 	var text strings.Builder
 	chunks, finish := 0, ""
@@ -185,7 +52,7 @@ func TestStreamText(t *testing.T) {
 	if text.String() != simAnswer || finish != "stop" || chunks != 14 {
 		t.Fatalf("got %d chunks, finish %q, text %q", chunks, finish, text.String())
 	}
-	a := e.waitAccess(t, 1)[0]
+	a := e.WaitAccess(t, 1)[0]
 	if a["route"] != "default" || a["upstream"] != "sim" || a["status"] != int64(200) || a["outcome"] != "ok" || a["stream"] != true {
 		t.Errorf("access line %v", a)
 	}
@@ -196,9 +63,9 @@ func TestStreamText(t *testing.T) {
 
 // A streamed tool call reaches the client as one complete call.
 func TestStreamToolCall(t *testing.T) {
-	e, _ := startSim(t, sim.Options{})
-	stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model: "sim-tool", Messages: userMsg("weather?"),
+	e, _ := gatewaytest.StartSim(t, sim.Options{})
+	stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: "sim-tool", Messages: gatewaytest.UserMsg("weather?"),
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "lookup"})},
 	})
 	acc := openai.ChatCompletionAccumulator{}
@@ -218,9 +85,9 @@ func TestStreamToolCall(t *testing.T) {
 // A non-streamed request is answered with the upstream's completion, and a
 // route's upstream_model replaces the client's model name upstream.
 func TestNonStreamAndModelRewrite(t *testing.T) {
-	e, s := startSim(t, sim.Options{})
-	res, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: "my-alias", Messages: userMsg("hi"),
+	e, s := gatewaytest.StartSim(t, sim.Options{})
+	res, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "my-alias", Messages: gatewaytest.UserMsg("hi"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +100,7 @@ func TestNonStreamAndModelRewrite(t *testing.T) {
 	if sent.Model != "sim-text" {
 		t.Errorf("upstream got model %q", sent.Model)
 	}
-	if a := e.waitAccess(t, 1)[0]; a["route"] != "alias" || a["model"] != "sim-text" {
+	if a := e.WaitAccess(t, 1)[0]; a["route"] != "alias" || a["model"] != "sim-text" {
 		t.Errorf("access line %v", a)
 	}
 }
@@ -241,11 +108,11 @@ func TestNonStreamAndModelRewrite(t *testing.T) {
 // Fields the gateway does not know, at the top level and inside messages,
 // reach the upstream byte-for-byte (faithful proxy).
 func TestUnknownFieldsReachUpstream(t *testing.T) {
-	e, s := startSim(t, sim.Options{})
+	e, s := gatewaytest.StartSim(t, sim.Options{})
 	body := `{"model":"sim-text","messages":[{"role":"system","content":"be brief","cache_control":{"type":"ephemeral"}},` +
 		`{"role":"assistant","content":"","reasoning_content":"thought  here","x_vendor":[1,2.50]},{"role":"user","content":"hi"}],` +
 		`"response_format":{"type":"json_object"},"logprobs":true,"top_logprobs":3,"seed":7,"metadata":{"k":"v"}}`
-	resp := e.post(t, body)
+	resp := e.Post(t, body)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
@@ -259,8 +126,8 @@ func TestUnknownFieldsReachUpstream(t *testing.T) {
 // The client's credentials never reach the upstream; the configured key
 // does, and hop-by-hop headers are stripped while others pass.
 func TestCredentialsNotForwarded(t *testing.T) {
-	e, s := startSim(t, sim.Options{})
-	resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"hi"}]}`,
+	e, s := gatewaytest.StartSim(t, sim.Options{})
+	resp := e.Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"hi"}]}`,
 		"Authorization", "Bearer client-secret", "X-Api-Key", "client-secret", "Api-Key", "client-secret",
 		"Cookie", "session=client-secret", "OpenAI-Organization", "org-client", "Connection", "close, X-Hop",
 		"X-Hop", "hop", "X-Custom", "kept")
@@ -285,9 +152,9 @@ func TestCredentialsNotForwarded(t *testing.T) {
 // An upstream 500 reaches openai-go as an error, streamed or not, with the
 // upstream's message kept (SPEC §7).
 func TestUpstreamError(t *testing.T) {
-	e, _ := startSim(t, sim.Options{})
-	c := e.client("k")
-	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "sim-error", Messages: userMsg("hi")})
+	e, _ := gatewaytest.StartSim(t, sim.Options{})
+	c := e.Client("k")
+	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "sim-error", Messages: gatewaytest.UserMsg("hi")})
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || !strings.Contains(apiErr.Message, "The simulator was asked to fail") {
 		t.Fatalf("err = %v", err)
@@ -295,29 +162,20 @@ func TestUpstreamError(t *testing.T) {
 	if apiErr.Code != "upstream_error" || apiErr.Type != "upstream_error" {
 		t.Errorf("code %q type %q", apiErr.Code, apiErr.Type)
 	}
-	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "sim-error", Messages: userMsg("hi")})
+	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "sim-error", Messages: gatewaytest.UserMsg("hi")})
 	for stream.Next() {
 		t.Fatal("a chunk arrived from a failed upstream")
 	}
 	if !errors.As(stream.Err(), &apiErr) || apiErr.StatusCode != 502 {
 		t.Fatalf("stream err = %v", stream.Err())
 	}
-	a := e.waitAccess(t, 2)
+	a := e.WaitAccess(t, 2)
 	if a[0]["error_kind"] != "status" || a[0]["outcome"] != "upstream" {
 		t.Errorf("access %v", a[0])
 	}
-	if got := testutil.ToFloat64(counter(t, e.reg, "toolgate_upstream_errors_total")); got != 2 {
+	if got := observetest.Value(t, e.Reg, "toolgate_upstream_errors_total", nil); got != 2 {
 		t.Errorf("toolgate_upstream_errors_total = %v", got)
 	}
-}
-
-// counter sums a counter family from the registry, as a collector for
-// testutil.
-func counter(t *testing.T, g prometheus.Gatherer, name string) prometheus.Collector {
-	t.Helper()
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "sum"})
-	c.Add(metric(t, g, name, nil))
-	return c
 }
 
 // Upstream statuses map to fitting client statuses: request errors pass
@@ -344,9 +202,9 @@ func TestUpstreamStatusMapping(t *testing.T) {
 				io.WriteString(w, tc.body)
 			}))
 			defer up.Close()
-			e := startGateway(t, up.URL, simConfig)
-			resp := e.post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
-			body, b := readError(t, resp)
+			e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig)
+			resp := e.Post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+			body, b := gatewaytest.ReadError(t, resp)
 			if resp.StatusCode != tc.wantStatus || !strings.Contains(body.Error.Message, tc.wantMsg) || body.Error.Type == "" {
 				t.Fatalf("status %d body %s", resp.StatusCode, b)
 			}
@@ -362,14 +220,14 @@ func TestUpstreamUnreachable(t *testing.T) {
 	up := httptest.NewServer(http.NotFoundHandler())
 	addr := up.URL
 	up.Close()
-	e := startGateway(t, addr, simConfig)
-	resp := e.post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	e := gatewaytest.Start(t, addr, gatewaytest.SimConfig)
+	resp := e.Post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 502 || !strings.Contains(string(b), "upstream_unreachable") {
 		t.Fatalf("status %d body %s", resp.StatusCode, b)
 	}
-	if a := e.waitAccess(t, 1)[0]; a["error_kind"] != "connect" {
+	if a := e.WaitAccess(t, 1)[0]; a["error_kind"] != "connect" {
 		t.Errorf("access %v", a)
 	}
 }
@@ -402,8 +260,8 @@ func TestBrokenStreams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := httptest.NewServer(tc.handler)
 			defer up.Close()
-			e := startGateway(t, up.URL, simConfig)
-			stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "m", Messages: userMsg("hi")})
+			e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig)
+			stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "m", Messages: gatewaytest.UserMsg("hi")})
 			n := 0
 			for stream.Next() {
 				n++
@@ -411,7 +269,7 @@ func TestBrokenStreams(t *testing.T) {
 			if n != 1 || stream.Err() == nil || !strings.Contains(stream.Err().Error(), tc.wantMsg) {
 				t.Fatalf("chunks %d, err %v", n, stream.Err())
 			}
-			if a := e.waitAccess(t, 1)[0]; a["outcome"] != "incomplete" || a["error_kind"] != "stream" {
+			if a := e.WaitAccess(t, 1)[0]; a["outcome"] != "incomplete" || a["error_kind"] != "stream" {
 				t.Errorf("access %v", a)
 			}
 		})
@@ -426,8 +284,8 @@ func TestStreamBrokenBeforeFirstEvent(t *testing.T) {
 		w.WriteHeader(200)
 	}))
 	defer up.Close()
-	e := startGateway(t, up.URL, simConfig)
-	resp := e.post(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig)
+	resp := e.Post(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 502 || !strings.Contains(string(b), "upstream_stream_incomplete") ||
@@ -438,8 +296,8 @@ func TestStreamBrokenBeforeFirstEvent(t *testing.T) {
 
 // A cut non-streamed body and one that is not JSON are errors too.
 func TestBrokenNonStream(t *testing.T) {
-	e, _ := startSim(t, sim.Options{})
-	_, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "sim-cut", Messages: userMsg("hi")})
+	e, _ := gatewaytest.StartSim(t, sim.Options{})
+	_, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "sim-cut", Messages: gatewaytest.UserMsg("hi")})
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 {
 		t.Fatalf("err = %v", err)
@@ -459,9 +317,9 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		close(upstreamDone)
 	}))
 	defer up.Close()
-	e := startGateway(t, up.URL, simConfig)
+	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig)
 	ctx, cancel := context.WithCancel(context.Background())
-	stream := e.client("k").Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "m", Messages: userMsg("hi")})
+	stream := e.Client("k").Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "m", Messages: gatewaytest.UserMsg("hi")})
 	if !stream.Next() {
 		t.Fatalf("no first chunk: %v", stream.Err())
 	}
@@ -472,7 +330,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		t.Fatal("the upstream call was not cancelled within 2s of the client leaving")
 	}
 	stream.Close()
-	a := e.waitAccess(t, 1)[0]
+	a := e.WaitAccess(t, 1)[0]
 	if a["client_gone"] != true || a["outcome"] != "client_gone" {
 		t.Errorf("access %v", a)
 	}
@@ -487,7 +345,7 @@ func TestBadInput(t *testing.T) {
 	s := sim.New(sim.Options{})
 	up := httptest.NewServer(s)
 	defer up.Close()
-	e := startGateway(t, up.URL, `
+	e := gatewaytest.Start(t, up.URL, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: m, upstream: sim}]
 `)
@@ -508,12 +366,12 @@ routes: [{model: m, upstream: sim}]
 		{"oversize", "POST", "/v1/chat/completions", big, 413, "request_too_large", "10485760 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tc.method, strings.TrimSuffix(e.url, "/v1")+tc.path, strings.NewReader(tc.body))
-			resp, err := e.http.Do(req)
+			req, _ := http.NewRequest(tc.method, strings.TrimSuffix(e.URL, "/v1")+tc.path, strings.NewReader(tc.body))
+			resp, err := e.HTTP.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, b := readError(t, resp)
+			body, b := gatewaytest.ReadError(t, resp)
 			if resp.StatusCode != tc.status || body.Error.Code == nil || *body.Error.Code != tc.code ||
 				!strings.Contains(body.Error.Message, tc.msg) || resp.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("status %d body %s", resp.StatusCode, b)
@@ -523,34 +381,34 @@ routes: [{model: m, upstream: sim}]
 	if s.Requests() != 0 {
 		t.Errorf("%d requests reached the upstream", s.Requests())
 	}
-	_ = e.waitAccess(t, 9)
+	_ = e.WaitAccess(t, 9)
 }
 
 // X-Request-Id is taken from the client when given, generated otherwise,
 // returned, and written in the access log.
 func TestRequestID(t *testing.T) {
-	e, _ := startSim(t, sim.Options{})
-	resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, "X-Request-Id", "client-id-1")
+	e, _ := gatewaytest.StartSim(t, sim.Options{})
+	resp := e.Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, "X-Request-Id", "client-id-1")
 	resp.Body.Close()
 	if resp.Header.Get("X-Request-Id") != "client-id-1" {
 		t.Errorf("X-Request-Id = %q", resp.Header.Get("X-Request-Id"))
 	}
-	resp = e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, "X-Request-Id", "bad id\twith spaces")
+	resp = e.Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, "X-Request-Id", "bad id\twith spaces")
 	resp.Body.Close()
 	gen := resp.Header.Get("X-Request-Id")
 	if len(gen) != 24 {
 		t.Errorf("generated id %q", gen)
 	}
-	a := e.waitAccess(t, 2)
-	if withField(a, "request_id", "client-id-1") == nil || withField(a, "request_id", gen) == nil {
+	a := e.WaitAccess(t, 2)
+	if gatewaytest.WithField(a, "request_id", "client-id-1") == nil || gatewaytest.WithField(a, "request_id", gen) == nil {
 		t.Errorf("access ids %v %v", a[0]["request_id"], a[1]["request_id"])
 	}
 }
 
 // GET /v1/models lists every route in OpenAI's shape.
 func TestModels(t *testing.T) {
-	e, _ := startSim(t, sim.Options{})
-	page, err := e.client("k").Models.List(context.Background())
+	e, _ := gatewaytest.StartSim(t, sim.Options{})
+	page, err := e.Client("k").Models.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,14 +423,14 @@ func TestModels(t *testing.T) {
 
 // The metrics pass the Prometheus linter and count what happened.
 func TestMetrics(t *testing.T) {
-	e, _ := startSim(t, sim.Options{})
+	e, _ := gatewaytest.StartSim(t, sim.Options{})
 	for _, model := range []string{"sim-text", "sim-error"} {
-		resp := e.post(t, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+		resp := e.Post(t, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	e.waitAccess(t, 2)
-	problems, err := testutil.GatherAndLint(e.reg)
+	e.WaitAccess(t, 2)
+	problems, err := testutil.GatherAndLint(e.Reg)
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", err, problems)
 	}
@@ -582,11 +440,18 @@ func TestMetrics(t *testing.T) {
 toolgate_requests_total{code="200",route="default"} 1
 toolgate_requests_total{code="502",route="default"} 1
 `
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "toolgate_requests_total"); err != nil {
+	if err := testutil.GatherAndCompare(e.Reg, strings.NewReader(want), "toolgate_requests_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(counter(t, e.reg, "toolgate_time_to_first_token_seconds")); n != 1 {
-		t.Error("no ttft")
+	// One streamed request (sim-text) reached its first token, whose time
+	// is within the request's own duration.
+	if n := observetest.Value(t, e.Reg, "toolgate_time_to_first_token_seconds", map[string]string{"route": "default"}); n != 1 {
+		t.Errorf("%v time-to-first-token samples, want 1", n)
+	}
+	ttft := observetest.Sum(t, e.Reg, "toolgate_time_to_first_token_seconds", nil)
+	total := observetest.Sum(t, e.Reg, "toolgate_request_duration_seconds", map[string]string{"stream": "true"})
+	if ttft <= 0 || ttft > total {
+		t.Errorf("time to first token %vs, streamed requests took %vs", ttft, total)
 	}
 }
 
@@ -595,9 +460,9 @@ func TestAdmin(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	observe.NewMetrics(reg)
 	ready := false
-	srv := httptest.NewServer(NewAdmin(reg, func() bool { return ready }, false))
+	srv := httptest.NewServer(gateway.NewAdmin(reg, func() bool { return ready }, false))
 	defer srv.Close()
-	prof := httptest.NewServer(NewAdmin(reg, func() bool { return ready }, true))
+	prof := httptest.NewServer(gateway.NewAdmin(reg, func() bool { return ready }, true))
 	defer prof.Close()
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.URL + path)

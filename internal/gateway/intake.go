@@ -59,7 +59,7 @@ func (e *IntakeError) Unwrap() error { return e.Err }
 // sending would hold the connection with.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit, timeout := g.cfg.Server.MaxBodyBytes, g.cfg.Server.ReadBodyTimeout
-	body, err := g.receive(w, r, limit, timeout)
+	body, err := g.receiveBody(w, r, limit, timeout)
 	if err != nil {
 		leaveBody(w)
 	}
@@ -78,7 +78,7 @@ func leaveBody(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // unsupported by test recorders
 }
 
-func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) (_ []byte, err error) {
+func (g *Gateway) receiveBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) (_ []byte, err error) {
 	if err := jsonMediaType(r.Header.Get("Content-Type")); err != nil {
 		return nil, err
 	}

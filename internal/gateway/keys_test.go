@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -15,7 +16,7 @@ import (
 // route's (the stricter wins), and the key never forwarded upstream.
 func TestClientKeys(t *testing.T) {
 	hash := func(k string) string { h := sha256.Sum256([]byte(k)); return hex.EncodeToString(h[:]) }
-	e, s := startSim(t, sim.Options{}, `
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 keys:
   - {name: team-a, sha256: `+hash("sk-team-a")+`, models: ["sim-*"], budget: {max_calls: 1}}
   - {name: team-b, sha256: `+hash("sk-team-b")+`}
@@ -23,7 +24,7 @@ upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 `)
 	post := func(model string, hdr ...string) (int, string) {
-		resp := e.post(t, `{"model":"`+model+`","user":"u","messages":[{"role":"user","content":"x"}]}`, hdr...)
+		resp := e.Post(t, `{"model":"`+model+`","user":"u","messages":[{"role":"user","content":"x"}]}`, hdr...)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode, string(b)
@@ -49,7 +50,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 	if code, _ := post("gpt-4o", "X-Api-Key", "sk-team-b"); code != 200 {
 		t.Errorf("x-api-key, every model: %d", code)
 	}
-	resp, err := e.http.Get(e.url + "/models")
+	resp, err := e.HTTP.Get(e.URL + "/models")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 	if resp.StatusCode != 401 {
 		t.Errorf("GET /v1/models without a key: %d", resp.StatusCode)
 	}
-	if withField(e.waitAccess(t, 7), "key", "team-a") == nil {
+	if gatewaytest.WithField(e.WaitAccess(t, 7), "key", "team-a") == nil {
 		t.Error("the access log does not name the key")
 	}
 }

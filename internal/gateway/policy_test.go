@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 )
 
 // cannedUpstream answers by model name, streamed or not, with shapes the
@@ -79,7 +81,7 @@ func cannedUpstream(t *testing.T) *httptest.Server {
 // nothing is normalized away.
 func TestPolicyForms(t *testing.T) {
 	up := cannedUpstream(t)
-	e := startGateway(t, up.URL, `
+	e := gatewaytest.Start(t, up.URL, `
 upstreams: [{name: u, url: "UPSTREAM_URL/v1", quirks: strict}]
 routes:
   - {name: par, model: "par-*", upstream: u, enforce_parallel_tool_calls: true}
@@ -109,7 +111,7 @@ routes:
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
 				body := fmt.Sprintf(`{"model":%q,"stream":%v,"messages":[{"role":"user","content":"x"}],%s}`, tc.model, stream, tc.extra)
-				resp := e.post(t, body)
+				resp := e.Post(t, body)
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				got := string(b)
@@ -126,7 +128,7 @@ routes:
 		}
 	}
 	// A stream that ends without [DONE] is incomplete, whatever it said.
-	resp := e.post(t, `{"model":"nodone","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	resp := e.Post(t, `{"model":"nodone","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(b), "upstream_stream_incomplete") {

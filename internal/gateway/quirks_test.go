@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -12,18 +12,19 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
 // streamTools runs one streamed request with a declared get_weather tool
 // through openai-go's accumulator and returns the calls, the finish reason
 // and the stream's error. refused counts chunks the accumulator refused.
-func streamTools(t *testing.T, e *env, model string, refused ...*int) ([]openai.ChatCompletionMessageToolCallUnion, string, error) {
+func streamTools(t *testing.T, e *gatewaytest.Env, model string, refused ...*int) ([]openai.ChatCompletionMessageToolCallUnion, string, error) {
 	t.Helper()
-	stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model: model, Messages: userMsg("weather in Paris?"),
+	stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: model, Messages: gatewaytest.UserMsg("weather in Paris?"),
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
 	})
 	acc := openai.ChatCompletionAccumulator{}
@@ -47,7 +48,7 @@ func streamTools(t *testing.T, e *env, model string, refused ...*int) ([]openai.
 // string arguments and finish_reason "tool_calls" — or, for the ones that
 // cannot be fixed without guessing, as an error (SPEC §2).
 func TestQuirksNormalized(t *testing.T) {
-	e, _ := startSim(t, sim.Options{}, `
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim}]
 `)
@@ -91,7 +92,7 @@ routes: [{model: "*", upstream: sim}]
 				t.Errorf("%d calls, want 2", len(calls))
 			}
 			if name == "extracontent" {
-				resp := e.post(t, `{"model":"sim-q-extracontent","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+				resp := e.Post(t, `{"model":"sim-q-extracontent","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if !strings.Contains(string(b), `"extra_content":{"google":{"thought_signature":"sig=="}}`) {
@@ -100,8 +101,21 @@ routes: [{model: "*", upstream: sim}]
 			}
 		})
 	}
-	if n := testutil.CollectAndCount(counter(t, e.reg, "toolgate_normalizations_total")); n == 0 {
-		t.Error("no normalization counted")
+	// Each script's normalization is counted, once per time it was
+	// applied, against the upstream.
+	for kind, want := range map[string]float64{
+		"index_reuse":           2, // sameindex (the second call at index 0), placeholderid (a second id at index 0)
+		"arguments_object":      1, // argsobject
+		"second_finish_reason":  1, // twofinish
+		"missing_finish_reason": 1, // nofinish
+		"no_done":               1, // nodone
+		"placeholder_chunk":     1, // chunkids
+		"missing_index":         2, // noindex: both fragments
+		"choice_index":          3, // choiceindex: every chunk
+	} {
+		if n := observetest.Value(t, e.Reg, "toolgate_normalizations_total", map[string]string{"kind": kind, "upstream": "sim"}); n != want {
+			t.Errorf("toolgate_normalizations_total{kind=%q} = %v, want %v", kind, n, want)
+		}
 	}
 }
 
@@ -109,7 +123,7 @@ routes: [{model: "*", upstream: sim}]
 // violations, never a silently altered stream; conforming variations
 // (sparse indexes, a late name, keep-alives) still pass.
 func TestQuirksStrict(t *testing.T) {
-	e, _ := startSim(t, sim.Options{}, `
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1", quirks: strict}]
 routes: [{model: "*", upstream: sim}]
 `)
@@ -133,9 +147,9 @@ routes: [{model: "*", upstream: sim}]
 // answered with text is a violation the client sees as an error; an
 // unknown tool_choice is refused before anything is sent (SPEC §3).
 func TestPolicyThroughGateway(t *testing.T) {
-	e, s := startSim(t, sim.Options{})
-	stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model: "sim-text", Messages: userMsg("hi"),
+	e, s := gatewaytest.StartSim(t, sim.Options{})
+	stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model: "sim-text", Messages: gatewaytest.UserMsg("hi"),
 		Tools:      []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
 		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
 	})
@@ -147,12 +161,12 @@ func TestPolicyThroughGateway(t *testing.T) {
 		t.Fatalf("chunks %d, err %v", n, stream.Err())
 	}
 	before := s.Requests()
-	resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}],"tool_choice":"any"}`)
-	body, raw := readError(t, resp)
+	resp := e.Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}],"tool_choice":"any"}`)
+	body, raw := gatewaytest.ReadError(t, resp)
 	if resp.StatusCode != 400 || body.Error.Param == nil || *body.Error.Param != "tool_choice" || s.Requests() != before {
 		t.Fatalf("status %d body %s", resp.StatusCode, raw)
 	}
-	if withField(e.waitAccess(t, 2), "outcome", "violation") == nil {
+	if gatewaytest.WithField(e.WaitAccess(t, 2), "outcome", "violation") == nil {
 		t.Error("no access line with outcome violation")
 	}
 }
@@ -161,7 +175,7 @@ func TestPolicyThroughGateway(t *testing.T) {
 // the declared schema ends the stream as a violation on a reject route,
 // and passes, logged and counted, on an annotate route (SPEC §2).
 func TestArgumentValidationThroughGateway(t *testing.T) {
-	e, _ := startSim(t, sim.Options{}, `
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes:
   - {model: strict-args, upstream: sim, upstream_model: sim-tool, validate_arguments: reject}
@@ -169,8 +183,8 @@ routes:
 `)
 	params := shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "integer"}}}
 	run := func(model string) error {
-		stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-			Model: model, Messages: userMsg("weather?"),
+		stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model: model, Messages: gatewaytest.UserMsg("weather?"),
 			Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather", Parameters: params})},
 		})
 		for stream.Next() {
@@ -183,7 +197,7 @@ routes:
 	if err := run("loose-args"); err != nil {
 		t.Fatalf("annotate route: %v", err)
 	}
-	a := withField(e.waitAccess(t, 2), "route", "loose-args")
+	a := gatewaytest.WithField(e.WaitAccess(t, 2), "route", "loose-args")
 	if s, _ := a["invalid_arguments"].(string); !strings.Contains(s, "call_sim_1") {
 		t.Errorf("access %v", a)
 	}
@@ -193,7 +207,7 @@ routes:
 // and judged: the client gets each call whole, in one chunk; with reject
 // validation an invalid call never reaches the client at all.
 func TestBufferedToolCalls(t *testing.T) {
-	e, _ := startSim(t, sim.Options{}, `
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes:
   - {model: buffered, upstream: sim, upstream_model: sim-tool, tool_calls: buffer}
@@ -201,7 +215,7 @@ routes:
 `)
 	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"integer"}}}}}]`
 	read := func(model string) string {
-		resp := e.post(t, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"x"}],`+tools+`}`)
+		resp := e.Post(t, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"x"}],`+tools+`}`)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return string(b)
@@ -220,8 +234,8 @@ routes:
 // response_format json_schema through the gateway: the simulator's prose
 // answer does not match, and the stream ends with an error, not [DONE].
 func TestResponseFormatThroughGateway(t *testing.T) {
-	e, _ := startSim(t, sim.Options{})
-	resp := e.post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}],`+
+	e, _ := gatewaytest.StartSim(t, sim.Options{})
+	resp := e.Post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}],`+
 		`"response_format":{"type":"json_schema","json_schema":{"name":"r","schema":{"type":"object"}}}}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -253,32 +267,32 @@ func TestRetryBeforeCommit(t *testing.T) {
 		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
 	}))
 	defer up.Close()
-	e := startGateway(t, up.URL, `
+	e := gatewaytest.Start(t, up.URL, `
 upstreams: [{name: u, url: "UPSTREAM_URL/v1"}]
 routes:
   - {model: again, upstream: u, retries: 1}
   - {model: once, upstream: u}
 `)
 	tools := `"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"`
-	resp := e.post(t, `{"model":"again","messages":[{"role":"user","content":"x"}],`+tools+`}`)
+	resp := e.Post(t, `{"model":"again","messages":[{"role":"user","content":"x"}],`+tools+`}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || hits.Load() != 2 {
 		t.Fatalf("status %d after %d upstream calls: %s", resp.StatusCode, hits.Load(), b)
 	}
-	resp = e.post(t, `{"model":"again","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	resp = e.Post(t, `{"model":"again","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.HasSuffix(string(b), "data: [DONE]\n\n") || hits.Load() != 4 {
 		t.Fatalf("stream after %d calls: %s", hits.Load(), b)
 	}
-	resp = e.post(t, `{"model":"once","messages":[{"role":"user","content":"x"}],`+tools+`}`)
-	body, raw := readError(t, resp)
+	resp = e.Post(t, `{"model":"once","messages":[{"role":"user","content":"x"}],`+tools+`}`)
+	body, raw := gatewaytest.ReadError(t, resp)
 	if resp.StatusCode != 502 || body.Error.Code == nil || *body.Error.Code != "completion_policy_violation" || hits.Load() != 5 {
 		t.Fatalf("status %d: %s", resp.StatusCode, raw)
 	}
 	retried := 0
-	for _, l := range e.waitAccess(t, 3) {
+	for _, l := range e.WaitAccess(t, 3) {
 		if l["attempts"] == int64(2) {
 			retried++
 		}
@@ -298,9 +312,9 @@ func TestNonStreamQuirks(t *testing.T) {
 			`"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris"}},"extra_content":{"k":1}}]},"finish_reason":"stop"}]}`)
 	}))
 	defer up.Close()
-	e := startGateway(t, up.URL, simConfig)
-	res, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: "m", Messages: userMsg("weather?"),
+	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig)
+	res, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "m", Messages: gatewaytest.UserMsg("weather?"),
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
 	})
 	if err != nil {
@@ -326,9 +340,9 @@ func TestMergedChoices(t *testing.T) {
 		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[`+call("a", "Paris")+`,`+strings.Replace(call("b", "Rome"), `"index":0`, `"index":1`, 1)+`]}`)
 	}))
 	defer up.Close()
-	e := startGateway(t, up.URL, simConfig)
-	res, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model: "m", Messages: userMsg("weather?"),
+	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig)
+	res, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "m", Messages: gatewaytest.UserMsg("weather?"),
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
 	})
 	if err != nil {

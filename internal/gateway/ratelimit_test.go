@@ -1,9 +1,7 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,42 +14,11 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
-	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
-
-func keyHash(k string) string { h := sha256.Sum256([]byte(k)); return hex.EncodeToString(h[:]) }
-
-// metric returns the value of the series of a counter or gauge family whose
-// labels include want (0 when there is none).
-func metric(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue series
-				}
-			}
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
-}
 
 // usageUpstream answers every chat request with a short completion whose
 // usage totals 10 tokens (7 in, 3 out), and its own x-ratelimit header. A
@@ -92,15 +59,15 @@ func usageUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // sent. Another key is not affected.
 func TestRateLimitRequests(t *testing.T) {
 	up, calls := usageUpstream(t)
-	e := startGateway(t, up.URL, `
+	e := gatewaytest.Start(t, up.URL, `
 keys:
-  - {name: team-a, sha256: `+keyHash("sk-a")+`, rate_limit: {requests_per_minute: 3}}
-  - {name: team-b, sha256: `+keyHash("sk-b")+`}
+  - {name: team-a, sha256: `+gatewaytest.KeyHash("sk-a")+`, rate_limit: {requests_per_minute: 3}}
+  - {name: team-b, sha256: `+gatewaytest.KeyHash("sk-b")+`}
 upstreams: [{name: up, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: up}]
 `)
 	post := func(key string) *http.Response {
-		resp := e.post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`, "Authorization", "Bearer "+key)
+		resp := e.Post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`, "Authorization", "Bearer "+key)
 		return resp
 	}
 	for i := range 3 {
@@ -117,7 +84,7 @@ routes: [{model: "*", upstream: up}]
 	}
 	before := calls.Load()
 	resp := post("sk-a")
-	body, raw := readError(t, resp)
+	body, raw := gatewaytest.ReadError(t, resp)
 	if resp.StatusCode != 429 || body.Error.Type != "requests" || body.Error.Code == nil || *body.Error.Code != "rate_limit_exceeded" ||
 		!strings.Contains(body.Error.Message, "Limit 3, Used 3") || resp.Header.Get("Retry-After") == "" ||
 		resp.Header.Get("X-Ratelimit-Remaining-Requests") != "0" || calls.Load() != before {
@@ -129,11 +96,11 @@ routes: [{model: "*", upstream: up}]
 	if resp.StatusCode != 200 || resp.Header.Get("X-Ratelimit-Limit-Requests") != "10000" {
 		t.Errorf("a key without limits: %d, the upstream's header %q passed on", resp.StatusCode, resp.Header.Get("X-Ratelimit-Limit-Requests"))
 	}
-	e.waitAccess(t, 5)
-	if n := metric(t, e.reg, "toolgate_budget_rejections_total", map[string]string{"key": "team-a", "reason": "requests_per_minute", "route": "*"}); n != 1 {
+	e.WaitAccess(t, 5)
+	if n := observetest.Value(t, e.Reg, "toolgate_budget_rejections_total", map[string]string{"key": "team-a", "reason": "requests_per_minute", "route": "*"}); n != 1 {
 		t.Errorf("rejections{team-a, requests_per_minute} = %v", n)
 	}
-	if withField(e.access(), "limited", "requests_per_minute") == nil {
+	if gatewaytest.WithField(e.Access(), "limited", "requests_per_minute") == nil {
 		t.Error("no access line says limited=requests_per_minute")
 	}
 }
@@ -145,15 +112,15 @@ routes: [{model: "*", upstream: up}]
 // refuses the fourth; a limit of 31 admits the fourth and refuses the fifth.
 func TestRateLimitTokens(t *testing.T) {
 	up, _ := usageUpstream(t)
-	e := startGateway(t, up.URL, `
+	e := gatewaytest.Start(t, up.URL, `
 keys:
-  - {name: exact, sha256: `+keyHash("sk-30")+`, rate_limit: {tokens_per_minute: 30}}
-  - {name: over, sha256: `+keyHash("sk-31")+`, rate_limit: {tokens_per_minute: 31}}
+  - {name: exact, sha256: `+gatewaytest.KeyHash("sk-30")+`, rate_limit: {tokens_per_minute: 30}}
+  - {name: over, sha256: `+gatewaytest.KeyHash("sk-31")+`, rate_limit: {tokens_per_minute: 31}}
 upstreams: [{name: up, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: up}]
 `)
 	post := func(key string, stream bool) *http.Response {
-		resp := e.post(t, fmt.Sprintf(`{"model":"m","stream":%v,"messages":[{"role":"user","content":"x"}]}`, stream), "Authorization", "Bearer "+key)
+		resp := e.Post(t, fmt.Sprintf(`{"model":"m","stream":%v,"messages":[{"role":"user","content":"x"}]}`, stream), "Authorization", "Bearer "+key)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if stream && strings.Contains(string(b), `"usage"`) {
@@ -170,7 +137,7 @@ routes: [{model: "*", upstream: up}]
 			// Tokens are added once the response ends; wait for the access line.
 			resp := post(tc.key, i%2 == 1)
 			n++
-			e.waitAccess(t, n)
+			e.WaitAccess(t, n)
 			if resp.StatusCode != 200 || resp.Header.Get("X-Ratelimit-Limit-Tokens") == "" {
 				t.Fatalf("%s request %d: %d", tc.key, i+1, resp.StatusCode)
 			}
@@ -181,17 +148,17 @@ routes: [{model: "*", upstream: up}]
 			t.Errorf("%s request %d: %d, headers %v", tc.key, tc.admitted+1, resp.StatusCode, resp.Header)
 		}
 	}
-	e.waitAccess(t, n)
-	if got := metric(t, e.reg, "toolgate_tokens_total", map[string]string{"key": "exact", "direction": "input"}); got != 21 {
+	e.WaitAccess(t, n)
+	if got := observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"key": "exact", "direction": "input"}); got != 21 {
 		t.Errorf("input tokens of key exact = %v, want 21", got)
 	}
-	if got := metric(t, e.reg, "toolgate_tokens_total", map[string]string{"key": "over", "direction": "output"}); got != 12 {
+	if got := observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"key": "over", "direction": "output"}); got != 12 {
 		t.Errorf("output tokens of key over = %v, want 12", got)
 	}
-	if got := metric(t, e.reg, "toolgate_budget_rejections_total", map[string]string{"reason": "tokens_per_minute"}); got != 2 {
+	if got := observetest.Value(t, e.Reg, "toolgate_budget_rejections_total", map[string]string{"reason": "tokens_per_minute"}); got != 2 {
 		t.Errorf("tokens_per_minute rejections = %v, want 2", got)
 	}
-	if withField(e.access(), "tokens_in", int64(7)) == nil {
+	if gatewaytest.WithField(e.Access(), "tokens_in", int64(7)) == nil {
 		t.Error("no access line has tokens_in")
 	}
 }
@@ -202,7 +169,7 @@ routes: [{model: "*", upstream: up}]
 // on every chunk, QUIRKS A25, is not summed by openai-go's accumulator).
 // An upstream that refuses stream_options gets none.
 func TestStreamUsage(t *testing.T) {
-	e, s := startSim(t, sim.Options{}, `
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:
   - {name: sim, url: "UPSTREAM_URL/v1"}
   - {name: plain, url: "UPSTREAM_URL/v1", no_stream_options: true}
@@ -211,7 +178,7 @@ routes:
   - {model: "*", upstream: sim}
 `)
 	read := func(body string) string {
-		resp := e.post(t, body)
+		resp := e.Post(t, body)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return string(b)
@@ -220,15 +187,15 @@ routes:
 	if !strings.Contains(string(s.LastRequest()), `"stream_options":{"include_usage":true}`) || strings.Contains(got, `"usage":{`) || !strings.HasSuffix(got, "[DONE]\n\n") {
 		t.Errorf("client without include_usage: upstream got %s\nclient got %s", s.LastRequest(), got)
 	}
-	e.waitAccess(t, 1)
-	if in, out := metric(t, e.reg, "toolgate_tokens_total", map[string]string{"direction": "input", "key": "none"}),
-		metric(t, e.reg, "toolgate_tokens_total", map[string]string{"direction": "output"}); in != 20 || out != 20 {
+	e.WaitAccess(t, 1)
+	if in, out := observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"direction": "input", "key": "none"}),
+		observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"direction": "output"}); in != 20 || out != 20 {
 		t.Errorf("tokens counted in=%v out=%v, want 20 and 20", in, out)
 	}
 
 	for model, want := range map[string]int64{"sim-text": 40, "sim-q-cumulativeusage": 13} {
-		stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-			Model: model, Messages: userMsg("x"), StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+		stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model: model, Messages: gatewaytest.UserMsg("x"), StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 			Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
 		})
 		acc := openai.ChatCompletionAccumulator{}
@@ -262,21 +229,21 @@ routes:
 
 // toolgate_key_requests_in_flight counts a key's requests while they run.
 func TestKeyInFlight(t *testing.T) {
-	e, _ := startSim(t, sim.Options{SlowDelay: 100 * time.Millisecond}, `
-keys: [{name: team-a, sha256: `+keyHash("sk-a")+`}]
+	e, _ := gatewaytest.StartSim(t, sim.Options{SlowDelay: 100 * time.Millisecond}, `
+keys: [{name: team-a, sha256: `+gatewaytest.KeyHash("sk-a")+`}]
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim}]
 `)
-	resp := e.post(t, `{"model":"sim-slow","stream":true,"messages":[{"role":"user","content":"x"}]}`, "Authorization", "Bearer sk-a")
+	resp := e.Post(t, `{"model":"sim-slow","stream":true,"messages":[{"role":"user","content":"x"}]}`, "Authorization", "Bearer sk-a")
 	line := make([]byte, 1)
 	_, _ = resp.Body.Read(line) // the stream has started
-	if n := metric(t, e.reg, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 1 {
+	if n := observetest.Value(t, e.Reg, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 1 {
 		t.Errorf("in flight during the stream: %v", n)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	e.waitAccess(t, 1)
-	if n := metric(t, e.reg, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 0 {
+	e.WaitAccess(t, 1)
+	if n := observetest.Value(t, e.Reg, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 0 {
 		t.Errorf("in flight after the stream: %v", n)
 	}
 }
@@ -284,9 +251,9 @@ routes: [{model: "*", upstream: sim}]
 // Events are never held while the upstream is quiet: each chunk of a
 // slow stream reaches the client before the upstream sends the next.
 func TestStreamNotHeld(t *testing.T) {
-	e, _ := startSim(t, sim.Options{Chunks: 4, ChunkDelay: 400 * time.Millisecond})
+	e, _ := gatewaytest.StartSim(t, sim.Options{Chunks: 4, ChunkDelay: 400 * time.Millisecond})
 	start := time.Now()
-	resp := e.post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	resp := e.Post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	defer resp.Body.Close()
 	buf := make([]byte, 4096)
 	got := ""

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -22,7 +23,7 @@ import (
 // the client's reasoning_effort where allowed; a thinking budget that does
 // not fit the output limit is refused before sending (SPEC §4).
 func TestReasoningThroughGateway(t *testing.T) {
-	e, s := startSim(t, sim.Options{}, `
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes:
   - model: claude-like
@@ -30,7 +31,7 @@ routes:
     upstream_model: sim-text
     reasoning: {format: thinking-budget, level: low, client_effort: true, fields: {metadata: {via: toolgate}}}
 `)
-	resp := e.post(t, `{"model":"claude-like","max_tokens":16000,"reasoning_effort":"high","messages":[{"role":"user","content":"x"}]}`)
+	resp := e.Post(t, `{"model":"claude-like","max_tokens":16000,"reasoning_effort":"high","messages":[{"role":"user","content":"x"}]}`)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	sent := string(s.LastRequest())
@@ -39,13 +40,13 @@ routes:
 		t.Fatalf("status %d, upstream got %s", resp.StatusCode, sent)
 	}
 	before := s.Requests()
-	resp = e.post(t, `{"model":"claude-like","max_tokens":1000,"messages":[{"role":"user","content":"x"}]}`)
-	body, raw := readError(t, resp)
+	resp = e.Post(t, `{"model":"claude-like","max_tokens":1000,"messages":[{"role":"user","content":"x"}]}`)
+	body, raw := gatewaytest.ReadError(t, resp)
 	if resp.StatusCode != 400 || !strings.Contains(body.Error.Message, "(1024 tokens)") || !strings.Contains(body.Error.Message, "max_tokens = 1000") ||
 		s.Requests() != before {
 		t.Fatalf("status %d: %s", resp.StatusCode, raw)
 	}
-	if a := e.waitAccess(t, 1)[0]; a["reasoning"] != "high" {
+	if a := e.WaitAccess(t, 1)[0]; a["reasoning"] != "high" {
 		t.Errorf("access %v", a)
 	}
 }
@@ -55,7 +56,7 @@ routes:
 // <think> text split across chunks (A30), streamed and not; the text never
 // carries the tags.
 func TestReasoningResponse(t *testing.T) {
-	e, _ := startSim(t, sim.Options{}, `
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:
   - {name: field, url: "UPSTREAM_URL/v1", reasoning_field: reasoning}
   - {name: inline, url: "UPSTREAM_URL/v1", reasoning_field: think}
@@ -64,7 +65,7 @@ routes:
   - {model: sim-q-thinkinline, upstream: inline}
 `)
 	read := func(model string) string {
-		resp := e.post(t, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}]}`)
+		resp := e.Post(t, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}]}`)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return string(b)
@@ -102,11 +103,11 @@ func TestReasoningResponseWhole(t *testing.T) {
 		io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"<think>Think first.</think>The answer."},"finish_reason":"stop"}]}`)
 	}))
 	defer up.Close()
-	e := startGateway(t, up.URL, `
+	e := gatewaytest.Start(t, up.URL, `
 upstreams: [{name: u, url: "UPSTREAM_URL/v1", reasoning_field: think}]
 routes: [{model: "*", upstream: u}]
 `)
-	resp := e.post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	resp := e.Post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(b), `"content":"The answer.","reasoning_content":"Think first."`) {
@@ -119,7 +120,7 @@ routes: [{model: "*", upstream: u}]
 // the gateway puts it back, and every turn succeeds; with restore off the
 // upstream's own 400 reaches the client (SPEC §4, QUIRKS C15).
 func TestReasoningRestore(t *testing.T) {
-	e, s := startSim(t, sim.Options{}, `
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:
   - {name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}
   - {name: plain, url: "UPSTREAM_URL/v1"}
@@ -128,10 +129,10 @@ routes:
   - {model: deepseek-plain, upstream: plain}
 `)
 	converse := func(model string) error {
-		msgs := userMsg("Weather in Paris, twice please.")
+		msgs := gatewaytest.UserMsg("Weather in Paris, twice please.")
 		tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})}
 		for turn := 0; turn < 3; turn++ {
-			stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: model, Messages: msgs, Tools: tools})
+			stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: model, Messages: msgs, Tools: tools})
 			acc := openai.ChatCompletionAccumulator{}
 			for stream.Next() {
 				acc.AddChunk(stream.Current())
@@ -161,7 +162,7 @@ routes:
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "must be passed back to the API") {
 		t.Fatalf("without restore: err = %v", err)
 	}
-	if n := testutil.ToFloat64(counter(t, e.reg, "toolgate_reasoning_restores_total")); n != 3 {
+	if n := observetest.Value(t, e.Reg, "toolgate_reasoning_restores_total", nil); n != 3 {
 		t.Errorf("restores counted: %v, want 3 (1 on turn two, 2 on turn three)", n)
 	}
 }
@@ -170,7 +171,7 @@ routes:
 // either sends "auto" and lets the policy enforce "required", or turns
 // thinking off; either way the client gets its call.
 func TestForcedToolChoiceUnderThinking(t *testing.T) {
-	e, s := startSim(t, sim.Options{}, `
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:
   - {name: ds, url: "UPSTREAM_URL/v1", refuses_forced_tool_choice: true}
   - {name: naive, url: "UPSTREAM_URL/v1"}
@@ -180,15 +181,15 @@ routes:
   - {model: deepseek-naive, upstream: naive, reasoning: {format: thinking, level: high}}
 `)
 	for model, sent := range map[string]string{"deepseek-auto": `"tool_choice":"auto"`, "deepseek-off": `"thinking":{"type":"disabled"}`} {
-		resp := e.post(t, `{"model":"`+model+`","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":"required"}`)
+		resp := e.Post(t, `{"model":"`+model+`","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":"required"}`)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || !strings.Contains(string(b), `"tool_calls"`) || !strings.Contains(string(s.LastRequest()), sent) {
 			t.Errorf("%s: status %d %s\nupstream got %s", model, resp.StatusCode, b, s.LastRequest())
 		}
 	}
-	resp := e.post(t, `{"model":"deepseek-naive","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":"required"}`)
-	body, raw := readError(t, resp)
+	resp := e.Post(t, `{"model":"deepseek-naive","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":"required"}`)
+	body, raw := gatewaytest.ReadError(t, resp)
 	if resp.StatusCode != 400 || !strings.Contains(body.Error.Message, "Thinking may not be enabled") {
 		t.Errorf("naive: %d %s", resp.StatusCode, raw)
 	}
@@ -197,7 +198,7 @@ routes:
 // A restore miss is counted and logged; with on_miss: disable_thinking the
 // request goes with thinking off instead of as it is.
 func TestReasoningRestoreMiss(t *testing.T) {
-	e, s := startSim(t, sim.Options{}, `
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
 routes:
   - {model: deepseek-send, upstream: ds, reasoning: {format: thinking, level: high}}
@@ -208,17 +209,17 @@ routes:
 			`{"role":"assistant","content":null,"tool_calls":[{"id":"unknown","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},` +
 			`{"role":"tool","tool_call_id":"unknown","content":"r"}]}`
 	}
-	resp := e.post(t, body("deepseek-send"))
+	resp := e.Post(t, body("deepseek-send"))
 	resp.Body.Close()
 	if !strings.Contains(string(s.LastRequest()), `"thinking":{"type":"enabled"}`) {
 		t.Errorf("send: %s", s.LastRequest())
 	}
-	resp = e.post(t, body("deepseek-off"))
+	resp = e.Post(t, body("deepseek-off"))
 	resp.Body.Close()
 	if !strings.Contains(string(s.LastRequest()), `"thinking":{"type":"disabled"}`) {
 		t.Errorf("disable_thinking: %s", s.LastRequest())
 	}
-	if a := e.waitAccess(t, 2); withField(a, "reasoning_restore_misses", int64(1)) == nil {
+	if a := e.WaitAccess(t, 2); gatewaytest.WithField(a, "reasoning_restore_misses", int64(1)) == nil {
 		t.Errorf("no miss logged: %v", a)
 	}
 }

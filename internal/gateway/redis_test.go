@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -12,19 +12,21 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testredis"
 )
 
 // twoGateways starts a simulator and two gateway replicas in front of it,
 // both configured with yaml (REDIS_URL replaced by the test Redis).
-func twoGateways(t *testing.T, srv *testredis.Server, yaml string) (a, b *env, s *sim.Sim) {
+func twoGateways(t *testing.T, srv *testredis.Server, yaml string) (a, b *gatewaytest.Env, s *sim.Sim) {
 	t.Helper()
 	s = sim.New(sim.Options{})
 	up := httptest.NewServer(s)
 	t.Cleanup(up.Close)
 	yaml = strings.ReplaceAll(yaml, "REDIS_URL", srv.URL())
-	return startGateway(t, up.URL, yaml), startGateway(t, up.URL, yaml), s
+	return gatewaytest.Start(t, up.URL, yaml), gatewaytest.Start(t, up.URL, yaml), s
 }
 
 // Two replicas sharing one Redis enforce one maxCalls per session and one
@@ -33,22 +35,22 @@ func TestRedisSharedLimits(t *testing.T) {
 	srv := testredis.Start(t)
 	a, b, s := twoGateways(t, srv, `
 state: {store: redis, redis_url: "REDIS_URL"}
-keys: [{name: team, sha256: `+keyHash("sk-team")+`, rate_limit: {requests_per_minute: 4}}]
+keys: [{name: team, sha256: `+gatewaytest.KeyHash("sk-team")+`, rate_limit: {requests_per_minute: 4}}]
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim, budget: {max_calls: 3}}]
 `)
-	call := func(e *env, session string) (int, string) {
+	call := func(e *gatewaytest.Env, session string) (int, string) {
 		hdr := []string{"Authorization", "Bearer sk-team"}
 		if session != "" {
 			hdr = append(hdr, "X-Session-Id", session)
 		}
-		resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, hdr...)
+		resp := e.Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, hdr...)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode, string(b)
 	}
 	// maxCalls 3 for session s1, across both replicas.
-	for i, e := range []*env{a, b, a} {
+	for i, e := range []*gatewaytest.Env{a, b, a} {
 		if code, body := call(e, "s1"); code != 200 {
 			t.Fatalf("call %d of s1: %d %s", i+1, code, body)
 		}
@@ -93,8 +95,8 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 1}}]
 	}
 	open, _, _ := twoGateways(t, srv, cfg("fail_open"))
 	closed, _, _ := twoGateways(t, srv, cfg("fail_closed"))
-	call := func(e *env, session string) (int, string) {
-		resp := e.post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, "X-Session-Id", session)
+	call := func(e *gatewaytest.Env, session string) (int, string) {
+		resp := e.Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, "X-Session-Id", session)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode, string(b)
@@ -113,14 +115,14 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 1}}]
 	if code != 503 || !strings.Contains(body, `"code":"state_unavailable"`) {
 		t.Errorf("fail_closed: %d %s", code, body)
 	}
-	if n := metric(t, open.reg, "toolgate_state_errors_total", map[string]string{"operation": "admit", "mode": "fail_open"}); n != 2 {
+	if n := observetest.Value(t, open.Reg, "toolgate_state_errors_total", map[string]string{"operation": "admit", "mode": "fail_open"}); n != 2 {
 		t.Errorf("fail_open state errors counted: %v", n)
 	}
-	if n := metric(t, closed.reg, "toolgate_budget_rejections_total", map[string]string{"reason": "state_unavailable"}); n != 1 {
+	if n := observetest.Value(t, closed.Reg, "toolgate_budget_rejections_total", map[string]string{"reason": "state_unavailable"}); n != 1 {
 		t.Errorf("fail_closed rejections counted: %v", n)
 	}
-	if open.logs.FilterMessage("state store unavailable").Len() != 2 {
-		t.Errorf("fail_open warnings logged: %d", open.logs.FilterMessage("state store unavailable").Len())
+	if open.Logs.FilterMessage("state store unavailable").Len() != 2 {
+		t.Errorf("fail_open warnings logged: %d", open.Logs.FilterMessage("state store unavailable").Len())
 	}
 
 	srv.Restart() // empty: counting starts again
@@ -141,10 +143,10 @@ state: {store: redis, redis_url: "REDIS_URL"}
 upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
 routes: [{model: "*", upstream: ds}]
 `)
-	msgs := userMsg("Weather in Paris, twice please.")
+	msgs := gatewaytest.UserMsg("Weather in Paris, twice please.")
 	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})}
-	for turn, e := range []*env{a, b, a} {
-		stream := e.client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "sim-deepseek", Messages: msgs, Tools: tools})
+	for turn, e := range []*gatewaytest.Env{a, b, a} {
+		stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "sim-deepseek", Messages: msgs, Tools: tools})
 		acc := openai.ChatCompletionAccumulator{}
 		for stream.Next() {
 			acc.AddChunk(stream.Current())

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -12,15 +12,16 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
 // startStrict runs the simulator in front of three routes whose only
 // difference is the repair mode; the simulator answers OpenAI's 400 to any
 // transcript that breaks its pairing rules.
-func startStrict(t *testing.T) (*env, *sim.Sim) {
+func startStrict(t *testing.T) (*gatewaytest.Env, *sim.Sim) {
 	t.Helper()
-	return startSim(t, sim.Options{Strict: true}, `
+	return gatewaytest.StartSim(t, sim.Options{Strict: true}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes:
   - {model: fix-model, upstream: sim, upstream_model: sim-text}
@@ -54,7 +55,7 @@ func reloaded() []openai.ChatCompletionMessageParamUnion {
 func TestRepairFix(t *testing.T) {
 	e, s := startStrict(t)
 	var raw *http.Response
-	res, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+	res, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model: "fix-model", Messages: reloaded(),
 	}, option.WithResponseInto(&raw))
 	if err != nil {
@@ -73,7 +74,7 @@ func TestRepairFix(t *testing.T) {
 	if i, j := strings.Index(sent, `"tool_call_id":"call_a"`), strings.Index(sent, "(session reloaded)"); i < 0 || i > j {
 		t.Errorf("the reply was not moved before the later user message: %s", sent)
 	}
-	a := e.waitAccess(t, 1)[0]
+	a := e.WaitAccess(t, 1)[0]
 	if a["repair"] != "sealed=1; dropped=0; moved=1" {
 		t.Errorf("access %v", a)
 	}
@@ -83,7 +84,7 @@ func TestRepairFix(t *testing.T) {
 toolgate_repairs_total{action="moved",route="fix-model"} 1
 toolgate_repairs_total{action="sealed",route="fix-model"} 1
 `
-	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "toolgate_repairs_total"); err != nil {
+	if err := testutil.GatherAndCompare(e.Reg, strings.NewReader(want), "toolgate_repairs_total"); err != nil {
 		t.Error(err)
 	}
 }
@@ -92,7 +93,7 @@ toolgate_repairs_total{action="sealed",route="fix-model"} 1
 // error, with OpenAI's wording.
 func TestRepairOff(t *testing.T) {
 	e, _ := startStrict(t)
-	_, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+	_, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model: "off-model", Messages: reloaded(),
 	})
 	var apiErr *openai.Error
@@ -109,7 +110,7 @@ func TestRepairOff(t *testing.T) {
 // wrong, and nothing is sent upstream.
 func TestRepairReject(t *testing.T) {
 	e, s := startStrict(t)
-	_, err := e.client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+	_, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model: "reject-model", Messages: reloaded(),
 	})
 	var apiErr *openai.Error
@@ -130,7 +131,7 @@ func TestPairedTranscriptUntouched(t *testing.T) {
 	body := `{"model":"sim-text","messages":[{"role":"user","content":"x"},` +
 		`{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}], "x":1},` +
 		`{"role":"tool","tool_call_id":"c1","content":"r"}, {"role":"user","content":"y"}],"temperature":0}`
-	resp := e.post(t, strings.Replace(body, "sim-text", "fix-model", 1))
+	resp := e.Post(t, strings.Replace(body, "sim-text", "fix-model", 1))
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("X-Toolgate-Repair") != "" || resp.Header.Get("X-Toolgate-Normalize") != "" {
@@ -145,7 +146,7 @@ func TestPairedTranscriptUntouched(t *testing.T) {
 // the transcript; the normalization is reported in its own header.
 func TestSynthesizedIDThroughGateway(t *testing.T) {
 	e, _ := startStrict(t)
-	resp := e.post(t, `{"model":"fix-model","messages":[{"role":"user","content":"x"},`+
+	resp := e.Post(t, `{"model":"fix-model","messages":[{"role":"user","content":"x"},`+
 		`{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":{"a":1}}}]},{"role":"user","content":"y"}]}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -164,7 +165,7 @@ func TestSynthesizedIDThroughGateway(t *testing.T) {
 // no message to send.
 func TestOnlyOrphans(t *testing.T) {
 	e, s := startStrict(t)
-	resp := e.post(t, `{"model":"fix-model","messages":[{"role":"tool","tool_call_id":"x","content":"r"}]}`)
+	resp := e.Post(t, `{"model":"fix-model","messages":[{"role":"tool","tool_call_id":"x","content":"r"}]}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "no message left") || s.Requests() != 0 {

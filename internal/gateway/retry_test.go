@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -40,8 +42,8 @@ func flaky(t *testing.T, fail int, status int, retryAfter string) (*httptest.Ser
 // with backoff, honouring Retry-After up to retry_max_wait; every attempt
 // is in the access log and toolgate_upstream_attempts_total.
 func TestRetries(t *testing.T) {
-	post := func(e *env) (*http.Response, string) {
-		resp := e.post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	post := func(e *gatewaytest.Env) (*http.Response, string) {
+		resp := e.Post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return resp, string(b)
@@ -54,38 +56,38 @@ routes: [{model: "*", upstream: up, retries: ` + strconv.Itoa(retries) + `, retr
 	}
 
 	up, calls := flaky(t, 2, 503, "")
-	e := startGateway(t, up.URL, cfg(2, ""))
+	e := gatewaytest.Start(t, up.URL, cfg(2, ""))
 	if resp, body := post(e); resp.StatusCode != 200 || calls.Load() != 3 {
 		t.Fatalf("two 503s then ok, 2 retries: %d %s after %d calls", resp.StatusCode, body, calls.Load())
 	}
-	a := e.waitAccess(t, 1)[0]
+	a := e.WaitAccess(t, 1)[0]
 	if a["attempts"] != int64(3) || a["attempt_outcomes"] != "status_5xx,status_5xx,ok" {
 		t.Errorf("access line %v", a)
 	}
-	if n := metric(t, e.reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "status_5xx", "upstream": "up"}); n != 2 {
+	if n := observetest.Value(t, e.Reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "status_5xx", "upstream": "up"}); n != 2 {
 		t.Errorf("attempts{status_5xx} = %v", n)
 	}
 
 	up, calls = flaky(t, 3, 503, "")
-	e = startGateway(t, up.URL, cfg(2, ""))
+	e = gatewaytest.Start(t, up.URL, cfg(2, ""))
 	if resp, _ := post(e); resp.StatusCode != 503 || calls.Load() != 3 {
 		t.Errorf("retries exhausted: %d after %d calls", resp.StatusCode, calls.Load())
 	}
 
 	up, calls = flaky(t, 1, 429, "1")
-	e = startGateway(t, up.URL, cfg(1, ""))
+	e = gatewaytest.Start(t, up.URL, cfg(1, ""))
 	if resp, body := post(e); resp.StatusCode != 200 || calls.Load() != 2 {
 		t.Errorf("a 429 with Retry-After 1: %d %s after %d calls", resp.StatusCode, body, calls.Load())
 	}
 
 	up, calls = flaky(t, 1, 429, "60")
-	e = startGateway(t, up.URL, cfg(3, ", retry_max_wait: 5s"))
+	e = gatewaytest.Start(t, up.URL, cfg(3, ", retry_max_wait: 5s"))
 	if resp, _ := post(e); resp.StatusCode != 429 || calls.Load() != 1 || resp.Header.Get("Retry-After") != "60" {
 		t.Errorf("Retry-After over retry_max_wait: %d after %d calls, Retry-After %q", resp.StatusCode, calls.Load(), resp.Header.Get("Retry-After"))
 	}
 
 	up, calls = flaky(t, 5, 400, "")
-	e = startGateway(t, up.URL, cfg(3, ""))
+	e = gatewaytest.Start(t, up.URL, cfg(3, ""))
 	if resp, _ := post(e); resp.StatusCode != 400 || calls.Load() != 1 {
 		t.Errorf("a 400 is not retried: %d after %d calls", resp.StatusCode, calls.Load())
 	}
@@ -93,11 +95,11 @@ routes: [{model: "*", upstream: up, retries: ` + strconv.Itoa(retries) + `, retr
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
-	e = startGateway(t, dead, cfg(2, ""))
+	e = gatewaytest.Start(t, dead, cfg(2, ""))
 	if resp, _ := post(e); resp.StatusCode != 502 {
 		t.Errorf("nothing listening: %d", resp.StatusCode)
 	}
-	if a := e.waitAccess(t, 1)[0]; a["attempt_outcomes"] != "connect,connect,connect" {
+	if a := e.WaitAccess(t, 1)[0]; a["attempt_outcomes"] != "connect,connect,connect" {
 		t.Errorf("access line %v", a)
 	}
 }
@@ -126,13 +128,13 @@ func TestUpstreamClosingConnections(t *testing.T) {
 	}
 	up.Start()
 	t.Cleanup(up.Close)
-	e := startGateway(t, up.URL, `
+	e := gatewaytest.Start(t, up.URL, `
 upstreams: [{name: up, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: up}]
 `)
 	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`
 	check := func(i int) error {
-		resp := e.post(t, body)
+		resp := e.Post(t, body)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
@@ -158,7 +160,7 @@ routes: [{model: "*", upstream: up}]
 	}
 	wg.Wait()
 	if failed.Load() > 0 {
-		for _, l := range e.access() {
+		for _, l := range e.Access() {
 			if l["status"] != int64(200) {
 				t.Logf("%v %v", l["attempt_outcomes"], l["error"])
 				break
@@ -169,7 +171,7 @@ routes: [{model: "*", upstream: up}]
 	if conns.Load() < 2000 {
 		t.Errorf("%d upstream connections for 2,000 requests: the upstream did not close them", conns.Load())
 	}
-	t.Logf("resent on a fresh connection: %v", metric(t, e.reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "reconnected"}))
+	t.Logf("resent on a fresh connection: %v", observetest.Value(t, e.Reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "reconnected"}))
 }
 
 // Fallback routes: when a route's attempts fail before the first byte for
@@ -179,7 +181,7 @@ routes: [{model: "*", upstream: up}]
 func TestFallbacks(t *testing.T) {
 	down, downCalls := flaky(t, 1000, 503, "")
 	bad, badCalls := flaky(t, 1000, 400, "")
-	e, s := startSim(t, sim.Options{}, strings.NewReplacer("DOWN", down.URL, "BAD", bad.URL).Replace(`
+	e, s := gatewaytest.StartSim(t, sim.Options{}, strings.NewReplacer("DOWN", down.URL, "BAD", bad.URL).Replace(`
 upstreams:
   - {name: down, url: "DOWN/v1"}
   - {name: bad, url: "BAD/v1"}
@@ -189,7 +191,7 @@ routes:
   - {name: refusing, model: "gpt-bad", upstream: bad, fallbacks: [backup]}
   - {name: backup, model: "backup", upstream: sim, upstream_model: sim-text}
 `))
-	resp := e.post(t, `{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	resp := e.Post(t, `{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.HasSuffix(string(b), "data: [DONE]\n\n") || downCalls.Load() != 2 {
@@ -198,14 +200,14 @@ routes:
 	if sent := string(s.LastRequest()); !strings.Contains(sent, `"model":"sim-text"`) {
 		t.Errorf("the fallback did not send its own model: %s", sent)
 	}
-	a := e.waitAccess(t, 1)[0]
+	a := e.WaitAccess(t, 1)[0]
 	if a["fallback"] != "backup" || a["route"] != "backup" || a["attempt_outcomes"] != "status_5xx,status_5xx,ok" {
 		t.Errorf("access line %v", a)
 	}
-	if n := metric(t, e.reg, "toolgate_upstream_attempts_total", map[string]string{"upstream": "down", "outcome": "status_5xx"}); n != 2 {
+	if n := observetest.Value(t, e.Reg, "toolgate_upstream_attempts_total", map[string]string{"upstream": "down", "outcome": "status_5xx"}); n != 2 {
 		t.Errorf("attempts on the primary: %v", n)
 	}
-	resp = e.post(t, `{"model":"gpt-bad","messages":[{"role":"user","content":"x"}]}`)
+	resp = e.Post(t, `{"model":"gpt-bad","messages":[{"role":"user","content":"x"}]}`)
 	resp.Body.Close()
 	if resp.StatusCode != 400 || badCalls.Load() != 1 {
 		t.Errorf("a 400 fell back: %d after %d calls", resp.StatusCode, badCalls.Load())
@@ -216,9 +218,9 @@ routes:
 // X-Forwarded-Host header and a base_url field change nothing (the field
 // is passed on like any unknown field).
 func TestUpstreamFromConfigOnly(t *testing.T) {
-	e, s := startSim(t, sim.Options{})
+	e, s := gatewaytest.StartSim(t, sim.Options{})
 	before := s.Requests()
-	resp := e.post(t, `{"model":"sim-text","base_url":"http://attacker.invalid/v1","messages":[{"role":"user","content":"x"}]}`,
+	resp := e.Post(t, `{"model":"sim-text","base_url":"http://attacker.invalid/v1","messages":[{"role":"user","content":"x"}]}`,
 		"X-Forwarded-Host", "attacker.invalid", "X-Forwarded-Proto", "http")
 	resp.Body.Close()
 	if resp.StatusCode != 200 || s.Requests() != before+1 {

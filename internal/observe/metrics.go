@@ -146,46 +146,13 @@ func keyLabel(key string) string {
 	return key
 }
 
-// Rejected counts one request refused or cut by a budget.
-func (m *Metrics) Rejected(route, key, reason string) {
-	m.rejections.WithLabelValues(routeLabel(route), keyLabel(key), reason).Inc()
-}
-
-// Tokens counts the input and output tokens of one response's usage.
-func (m *Metrics) Tokens(key string, input, output int64) {
-	k := keyLabel(key)
-	if input > 0 {
-		m.tokens.WithLabelValues(k, "input").Add(float64(input))
-	}
-	if output > 0 {
-		m.tokens.WithLabelValues(k, "output").Add(float64(output))
-	}
-}
-
 // KeyStarted counts a request in flight for key; call the returned
-// function when it ends.
+// function when it ends. (In-flight gauges move while requests run: they
+// are the only request metrics not derived from the finished Record.)
 func (m *Metrics) KeyStarted(key string) (done func()) {
 	g := m.keyInFlight.WithLabelValues(keyLabel(key))
 	g.Inc()
 	return g.Dec
-}
-
-// Attempt counts one upstream attempt.
-func (m *Metrics) Attempt(route, upstream, outcome string) {
-	m.attempts.WithLabelValues(routeLabel(route), upstream, outcome).Inc()
-}
-
-// PendingRequests sets how many connections are still sending their
-// request.
-func (m *Metrics) PendingRequests(n int) { m.pending.Set(float64(n)) }
-
-// PendingRefused counts one connection or request refused by a pending
-// cap (scope global or ip).
-func (m *Metrics) PendingRefused(scope string) { m.pendingRefused.WithLabelValues(scope).Inc() }
-
-// StateError counts one failed state-store operation.
-func (m *Metrics) StateError(operation, mode string) {
-	m.stateErrors.WithLabelValues(operation, mode).Inc()
 }
 
 // StreamStarted counts a stream in flight on route; call the returned
@@ -196,41 +163,15 @@ func (m *Metrics) StreamStarted(route string) (done func()) {
 	return g.Dec
 }
 
-// Repaired counts n repair actions of one kind on route.
-func (m *Metrics) Repaired(route, action string, n int) {
-	if n > 0 {
-		m.repairs.WithLabelValues(routeLabel(route), action).Add(float64(n))
-	}
-}
+// PendingRequests sets how many connections are still sending their
+// request.
+func (m *Metrics) PendingRequests(n int) { m.pending.Set(float64(n)) }
 
-// Normalized counts n response normalizations of one kind for upstream.
-func (m *Metrics) Normalized(upstream, kind string, n int) {
-	if n > 0 {
-		m.normalizations.WithLabelValues(upstream, kind).Add(float64(n))
-	}
-}
+// PendingRefused counts one connection or request refused by a pending
+// cap (scope global or ip).
+func (m *Metrics) PendingRefused(scope string) { m.pendingRefused.WithLabelValues(scope).Inc() }
 
-// InvalidArguments counts n calls whose arguments failed validation.
-func (m *Metrics) InvalidArguments(route string, n int) {
-	m.invalidArguments.WithLabelValues(routeLabel(route)).Add(float64(n))
-}
-
-// Restored counts n turns restored or missed on route.
-func (m *Metrics) Restored(route, result string, n int) {
-	m.restores.WithLabelValues(routeLabel(route), result).Add(float64(n))
-}
-
-// Reasoned counts one request sent with a reasoning level.
-func (m *Metrics) Reasoned(route, level string) {
-	m.reasoning.WithLabelValues(routeLabel(route), level).Inc()
-}
-
-// Completed counts one judged response on route.
-func (m *Metrics) Completed(route, outcome string) {
-	m.completions.WithLabelValues(routeLabel(route), outcome).Inc()
-}
-
-// Observe updates the metrics from a finished request's record.
+// Observe updates every metric a finished request moves, from its record.
 func (m *Metrics) Observe(r *Record) {
 	route := routeLabel(r.Route)
 	m.requests.WithLabelValues(route, strconv.Itoa(r.Status)).Inc()
@@ -246,5 +187,45 @@ func (m *Metrics) Observe(r *Record) {
 	}
 	if r.ClientGone {
 		m.clientGone.WithLabelValues(route).Inc()
+	}
+	for _, c := range r.Repairs {
+		if c.N > 0 {
+			m.repairs.WithLabelValues(route, c.Name).Add(float64(c.N))
+		}
+	}
+	for _, a := range r.Attempts {
+		m.attempts.WithLabelValues(routeLabel(a.Route), a.Upstream, a.Outcome).Inc()
+		if a.Verdict != "" {
+			m.completions.WithLabelValues(routeLabel(a.Route), a.Verdict).Inc()
+		}
+		for _, f := range a.Fixes {
+			if f.N > 0 {
+				m.normalizations.WithLabelValues(a.Upstream, f.Name).Add(float64(f.N))
+			}
+		}
+	}
+	if r.InvalidArguments > 0 {
+		m.invalidArguments.WithLabelValues(route).Add(float64(r.InvalidArguments))
+	}
+	if r.Reasoning != "" {
+		m.reasoning.WithLabelValues(route, r.Reasoning).Inc()
+	}
+	if r.ReasoningRestored > 0 {
+		m.restores.WithLabelValues(route, "restored").Add(float64(r.ReasoningRestored))
+	}
+	if r.ReasoningMiss > 0 {
+		m.restores.WithLabelValues(route, "miss").Add(float64(r.ReasoningMiss))
+	}
+	if r.Limited != "" {
+		m.rejections.WithLabelValues(route, keyLabel(r.Key), r.Limited).Inc()
+	}
+	if r.PromptTokens > 0 {
+		m.tokens.WithLabelValues(keyLabel(r.Key), "input").Add(float64(r.PromptTokens))
+	}
+	if r.CompletionTokens > 0 {
+		m.tokens.WithLabelValues(keyLabel(r.Key), "output").Add(float64(r.CompletionTokens))
+	}
+	for _, op := range r.StateErrors {
+		m.stateErrors.WithLabelValues(op, r.StateMode).Inc()
 	}
 }

@@ -99,9 +99,8 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := NewMetrics(reg)
 	m.Observe(&Record{Route: "", Status: 404, Duration: time.Millisecond})
-	m.Observe(&Record{Route: "r", Upstream: "u", Status: 502, ErrorKind: "status", Duration: time.Millisecond, UpstreamDuration: time.Millisecond})
-	m.Normalized("u", "index_reuse", 2)
-	m.Completed("r", "violation")
+	m.Observe(&Record{Route: "r", Upstream: "u", Status: 502, ErrorKind: "status", Duration: time.Millisecond, UpstreamDuration: time.Millisecond,
+		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "violation", Verdict: "violation", Fixes: []Count{{"index_reuse", 2}}}}})
 	done := m.StreamStarted("r")
 	done()
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
@@ -133,19 +132,13 @@ func TestDashboardMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	// Touch every family so that Gather lists it.
-	m.Observe(&Record{Route: "r", Status: 200, Stream: true, TTFB: 1, UpstreamDuration: 1, Upstream: "u", ClientGone: true, ErrorKind: "connect"})
-	m.Repaired("r", "sealed", 1)
-	m.Normalized("u", "k", 1)
-	m.InvalidArguments("r", 1)
-	m.Restored("r", "miss", 1)
-	m.Reasoned("r", "low")
-	m.Completed("r", "ok")
-	m.Rejected("r", "k", "maxCalls")
-	m.Tokens("k", 1, 1)
+	m.Observe(&Record{Route: "r", Key: "k", Status: 200, Stream: true, TTFB: 1, UpstreamDuration: 1, Upstream: "u", ClientGone: true, ErrorKind: "connect",
+		Repairs: []Count{{"sealed", 1}}, InvalidArguments: 1, ReasoningMiss: 1, ReasoningRestored: 1, Reasoning: "low", Limited: "maxCalls",
+		PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2, StateErrors: []string{"admit"}, StateMode: "fail_open",
+		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "ok", Verdict: "ok", Fixes: []Count{{"k", 1}}}}})
 	m.KeyStarted("k")()
-	m.StateError("admit", "fail_open")
-	m.Attempt("r", "u", "ok")
 	m.StreamStarted("r")()
+	m.PendingRefused("ip")
 	mfs, _ := reg.Gather()
 	known := map[string]bool{}
 	for _, mf := range mfs {

@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -8,9 +10,11 @@ import (
 )
 
 // Record is everything known about one request when it ends: filled by the
-// gateway's handler during the request and emitted once, as one access-log
-// line and the matching metric updates. A Record is owned by one request's
-// goroutine.
+// gateway from what each stage returned, and emitted once, as one
+// access-log line (Log) and every metric the request moves (Metrics.Observe):
+// the two cannot disagree. Its fields are plain values, so that observe
+// knows nothing of the pipeline's types. A Record is owned by one
+// request's goroutine.
 type Record struct {
 	RequestID string
 	Method    string
@@ -47,8 +51,9 @@ type Record struct {
 	// Normalize is the request normalization summary
 	// ("synthesized_ids=1"), or "" when nothing was normalized.
 	Normalize string
-	// Fixes is the response normalization summary ("index_reuse=1"), or "".
-	Fixes string
+	// Repairs counts repair and request-normalization actions by name
+	// (sealed, dropped, moved, rejected, arguments_to_string, …).
+	Repairs []Count
 	// Limited names the budget or rate limit that refused the request or
 	// ended its response early (maxCalls, requests_per_minute,
 	// maxOutputChars, callTimeoutMs, state_unavailable, …), or "".
@@ -58,10 +63,8 @@ type Record struct {
 	// Fallback names the fallback route that served (or last tried) the
 	// request, "" when the request's own route did.
 	Fallback string
-	// AttemptLog lists each upstream attempt's outcome in order
-	// ("status_503,ok"), with "reconnected" for a request resent on a
-	// fresh connection.
-	AttemptLog string
+	// Attempts are the upstream attempts, in order.
+	Attempts []Attempt
 	// PromptTokens, CompletionTokens and TotalTokens are the usage the
 	// upstream reported (summed over attempts); 0 when it reported none.
 	PromptTokens, CompletionTokens, TotalTokens int64
@@ -72,12 +75,85 @@ type Record struct {
 	// ReasoningMiss counts assistant tool-call turns whose reasoning was
 	// to be restored but was not in the store.
 	ReasoningMiss int
-	// Attempts is the number of upstream calls made (more than 1 after a
-	// retry).
-	Attempts int
 	// Arguments lists tool calls whose arguments failed validation in
-	// annotate mode, or "".
-	Arguments string
+	// annotate mode, or ""; InvalidArguments counts them.
+	Arguments        string
+	InvalidArguments int
+	// StateErrors names the state-store operations that failed (admit,
+	// add_tokens, reasoning_get, reasoning_put), and StateMode the
+	// state.on_error applied.
+	StateErrors []string
+	StateMode   string
+}
+
+// Count is a number of things of one kind.
+type Count struct {
+	Name string
+	N    int
+}
+
+// Attempt is one upstream attempt: where it went, what became of it
+// (ok, connect, timeout, status_429, status_5xx, status_4xx, incomplete,
+// violation, canceled; reconnected for a send repeated on a fresh
+// connection), the completion policy's verdict on its response when it
+// was judged (ok, incomplete, violation), and the normalizations its
+// response needed.
+type Attempt struct {
+	Route, Upstream string
+	Outcome         string
+	Verdict         string
+	Fixes           []Count
+}
+
+// Calls is the number of upstream calls made (a resend on a fresh
+// connection is part of its call).
+func (r *Record) Calls() int {
+	n := 0
+	for _, a := range r.Attempts {
+		if a.Outcome != "reconnected" {
+			n++
+		}
+	}
+	return n
+}
+
+// Fixes is the access log's summary of the response normalizations of
+// every attempt ("finish_reason=1; index_reuse=1"), in name order.
+func (r *Record) Fixes() string {
+	var all []Count
+	for _, a := range r.Attempts {
+	next:
+		for _, f := range a.Fixes {
+			for i := range all {
+				if all[i].Name == f.Name {
+					all[i].N += f.N
+					continue next
+				}
+			}
+			all = append(all, f)
+		}
+	}
+	slices.SortFunc(all, func(a, b Count) int { return strings.Compare(a.Name, b.Name) })
+	var b strings.Builder
+	for _, c := range all {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(c.Name + "=" + strconv.Itoa(c.N))
+	}
+	return b.String()
+}
+
+// AttemptLog lists each attempt's outcome in order ("status_503,ok").
+func (r *Record) AttemptLog() string {
+	var b strings.Builder
+	for i, a := range r.Attempts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(a.Outcome)
+	}
+	return b.String()
 }
 
 // Outcomes of a request, for the access log and metrics.
@@ -129,8 +205,8 @@ func (r *Record) Log(l *zap.Logger) {
 	if r.Normalize != "" {
 		fields = append(fields, zap.String("normalize", r.Normalize))
 	}
-	if r.Fixes != "" {
-		fields = append(fields, zap.String("fixes", r.Fixes))
+	if f := r.Fixes(); f != "" {
+		fields = append(fields, zap.String("fixes", f))
 	}
 	if r.Limited != "" {
 		fields = append(fields, zap.String("limited", r.Limited))
@@ -153,8 +229,11 @@ func (r *Record) Log(l *zap.Logger) {
 	if r.Fallback != "" {
 		fields = append(fields, zap.String("fallback", r.Fallback))
 	}
-	if r.Attempts > 1 || strings.Contains(r.AttemptLog, ",") {
-		fields = append(fields, zap.Int("attempts", r.Attempts), zap.String("attempt_outcomes", r.AttemptLog))
+	if n := r.Calls(); n > 1 {
+		fields = append(fields, zap.Int("attempts", n))
+	}
+	if len(r.Attempts) > 0 {
+		fields = append(fields, zap.String("attempt_outcomes", r.AttemptLog()))
 	}
 	if r.Arguments != "" {
 		fields = append(fields, zap.String("invalid_arguments", r.Arguments))

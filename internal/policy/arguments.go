@@ -14,12 +14,30 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// Argument validation modes, per route.
+// Arguments is a route's argument validation mode.
+type Arguments uint8
+
+// Argument validation modes.
 const (
-	ArgumentsOff      = "off"
-	ArgumentsAnnotate = "annotate" // record failures (log, metric); the response passes
-	ArgumentsReject   = "reject"   // a failure is a violation
+	ArgumentsOff      Arguments = iota
+	ArgumentsAnnotate           // record failures (log, metric); the response passes
+	ArgumentsReject             // a failure is a violation
 )
+
+func (a Arguments) String() string { return [...]string{"off", "annotate", "reject"}[a] }
+
+// ParseArguments reads a configured mode: off, annotate or reject.
+func ParseArguments(s string) (Arguments, bool) {
+	switch s {
+	case "off":
+		return ArgumentsOff, true
+	case "annotate":
+		return ArgumentsAnnotate, true
+	case "reject":
+		return ArgumentsReject, true
+	}
+	return ArgumentsOff, false
+}
 
 // Schemas compiles tool parameter schemas once and caches them by a
 // SHA-256 of their bytes, so a tool list repeated on every request of a

@@ -27,7 +27,7 @@ func TestArgumentValidation(t *testing.T) {
 		{"empty string is no arguments", ``, "city"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, mode := range []string{ArgumentsReject, ArgumentsAnnotate} {
+			for _, mode := range []Arguments{ArgumentsReject, ArgumentsAnnotate} {
 				j, err := Prepare(req(t, weatherTool), Config{Mode: ModeSession, Arguments: mode, Schemas: schemas})
 				if err != nil {
 					t.Fatal(err)

@@ -11,28 +11,51 @@ import (
 )
 
 // Mode is a route's completion policy.
-type Mode string
+type Mode uint8
 
 // Modes.
 const (
-	ModeDefault Mode = "default"
-	ModeSession Mode = "session"
-	ModeOff     Mode = "off"
+	ModeSession Mode = iota // judged by tool_choice (the gateway's default)
+	ModeDefault             // judged by whether tools are declared
+	ModeOff                 // calls are not judged
 )
+
+// ParseMode reads a configured mode: session, default or off.
+func ParseMode(s string) (Mode, bool) {
+	switch s {
+	case "session":
+		return ModeSession, true
+	case "default":
+		return ModeDefault, true
+	case "off":
+		return ModeOff, true
+	}
+	return ModeSession, false
+}
 
 // Config is a route's policy configuration.
 type Config struct {
 	Mode Mode
 	// EnforceParallel judges parallel_tool_calls: false.
 	EnforceParallel bool
-	// Arguments is the argument validation mode: off, annotate or reject
-	// ("" is off).
-	Arguments string
+	// Arguments is the argument validation mode.
+	Arguments Arguments
 	// Schemas caches compiled parameter schemas; nil compiles none (the
 	// arguments are then only checked for being a JSON object).
 	Schemas *Schemas
 	// MaxTools caps the tools a request may declare; 0 is no cap.
 	MaxTools int
+}
+
+// ViolationError is a response that does not satisfy its request under
+// the route's completion policy (SPEC §3), malformed tool calls included.
+type ViolationError struct {
+	Upstream string
+	Msg      string
+}
+
+func (e *ViolationError) Error() string {
+	return "upstream " + e.Upstream + ": the response does not satisfy the request: " + e.Msg
 }
 
 // RequestError is a request the policy refuses before sending (400).

@@ -8,57 +8,104 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// Reasoning formats (SPEC §4): which request fields carry a level.
+// Format is a reasoning format (SPEC §4): which request fields carry a
+// level.
+type Format uint8
+
+// Formats.
 const (
-	FormatEffort         = "reasoning-effort" // reasoning_effort: none/low/medium/high
-	FormatThinking       = "thinking"         // thinking.type: disabled/enabled
-	FormatEnableThinking = "enable-thinking"  // enable_thinking: false/true
-	FormatBudget         = "thinking-budget"  // thinking.type + budget_tokens
-	FormatCustom         = "custom"           // configured fields per level
+	FormatNone           Format = iota // nothing is sent
+	FormatEffort                       // reasoning_effort: none/low/medium/high
+	FormatThinking                     // thinking.type: disabled/enabled
+	FormatEnableThinking               // enable_thinking: false/true
+	FormatBudget                       // thinking.type + budget_tokens
+	FormatCustom                       // configured fields per level
 )
 
+var formatNames = [...]string{"", "reasoning-effort", "thinking", "enable-thinking", "thinking-budget", "custom"}
+
+func (f Format) String() string { return formatNames[f] }
+
+// ParseFormat reads a configured format ("" is FormatNone).
+func ParseFormat(s string) (Format, bool) {
+	for f, name := range formatNames {
+		if name == s {
+			return Format(f), true
+		}
+	}
+	return FormatNone, false
+}
+
+// Level is a reasoning level; LevelNone is none chosen.
+type Level uint8
+
 // Levels, lowest first.
-var Levels = []string{"off", "low", "medium", "high"}
+const (
+	LevelNone Level = iota
+	Off
+	Low
+	Medium
+	High
+	numLevels
+)
 
-// DefaultBudgets are thinking-budget's budget_tokens per level.
-var DefaultBudgets = map[string]int{"low": 1024, "medium": 4096, "high": 8192}
+var levelNames = [numLevels]string{"", "off", "low", "medium", "high"}
 
-// Protected request fields no reasoning configuration may set.
-var Protected = []string{"model", "messages", "stream", "max_tokens", "max_completion_tokens"}
+func (l Level) String() string { return levelNames[l] }
+
+// ParseLevel reads a configured level ("" is LevelNone).
+func ParseLevel(s string) (Level, bool) {
+	for l, name := range levelNames {
+		if name == s {
+			return Level(l), true
+		}
+	}
+	return LevelNone, false
+}
+
+// defaultBudget is thinking-budget's budget_tokens for a level.
+func defaultBudget(l Level) int { return [numLevels]int{0, 0, 1024, 4096, 8192}[l] }
+
+// Field is one request-body member a configuration sets.
+type Field struct {
+	Name  string
+	Value json.RawMessage
+}
 
 // Reasoning is a route's resolved reasoning configuration. The zero value
 // (no format) sends nothing and leaves the client's fields alone.
 type Reasoning struct {
-	Format string
-	// Level is the route's default level; "" sends nothing unless the
-	// client chooses one.
-	Level string
+	Format Format
+	// Level is the route's default level; LevelNone sends nothing unless
+	// the client chooses one.
+	Level Level
 	// ClientEffort lets the client's reasoning_effort choose the level,
 	// mapped onto Format (see EffortLevel).
 	ClientEffort bool
-	// Budgets overrides DefaultBudgets for thinking-budget, exactly.
-	Budgets map[string]int
+	// Budgets overrides thinking-budget's budget_tokens per level, exactly
+	// (0 keeps the default: 1024, 4096, 8192).
+	Budgets [numLevels]int
 	// Custom holds, per level, the fields the custom format sends.
-	Custom map[string]map[string]json.RawMessage
+	Custom [numLevels][]Field
 	// Fields are explicit request-body fields; they win over generated ones.
-	Fields map[string]json.RawMessage
+	Fields []Field
 }
 
 // EffortLevel maps OpenAI's reasoning_effort values onto a level: none →
 // off, minimal → low (the nearest), low/medium/high as they are, xhigh and
 // max → high. ok is false for any other value.
-func EffortLevel(effort string) (level string, ok bool) {
+func EffortLevel(effort string) (level Level, ok bool) {
 	switch effort {
 	case "none":
-		return "off", true
+		return Off, true
 	case "minimal", "low":
-		return "low", true
+		return Low, true
 	case "medium":
-		return "medium", true
+		return Medium, true
 	case "high", "xhigh", "max":
-		return "high", true
+		return High, true
 	}
-	return "", false
+	return LevelNone, false
 }
 
 // ApplyReasoning writes the route's reasoning fields into req and returns
@@ -67,33 +114,33 @@ func EffortLevel(effort string) (level string, ok bool) {
 // must be below the request's output limit (max_completion_tokens or
 // max_tokens, after any clamp): otherwise a *RequestError naming both
 // numbers — the output limit is never raised.
-func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (string, error) {
-	if r.Format == "" {
-		return "", nil
+func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
+	if r.Format == FormatNone {
+		return LevelNone, nil
 	}
 	level := r.Level
 	if raw, ok := req.Get("reasoning_effort"); ok && string(raw) != "null" && r.ClientEffort {
 		var effort string
 		if json.Unmarshal(raw, &effort) != nil {
-			return "", &RequestError{Param: "reasoning_effort", Msg: "must be a string such as \"low\", \"medium\" or \"high\""}
+			return LevelNone, &RequestError{Param: "reasoning_effort", Msg: "must be a string such as \"low\", \"medium\" or \"high\""}
 		}
 		l, ok := EffortLevel(effort)
 		if !ok {
-			return "", &RequestError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q is not a reasoning effort; use none, minimal, low, medium or high", wire.Clip(effort))}
+			return LevelNone, &RequestError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q is not a reasoning effort; use none, minimal, low, medium or high", wire.Clip(effort))}
 		}
 		level = l
 		if r.Format != FormatEffort {
 			req.Delete("reasoning_effort")
 		}
 	}
-	if level == "" {
-		return "", nil
+	if level == LevelNone {
+		return LevelNone, nil
 	}
-	on := level != "off"
+	on := level != Off
 	set := func(k, v string) { req.Set(k, json.RawMessage(v)) }
 	switch r.Format {
 	case FormatEffort:
-		effort := level
+		effort := level.String()
 		if !on {
 			effort = "none"
 		}
@@ -107,21 +154,21 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (string, error) {
 			set("thinking", `{"type":"disabled"}`)
 			break
 		}
-		budget, ok := r.Budgets[level]
-		if !ok {
-			budget = DefaultBudgets[level]
+		budget := r.Budgets[level]
+		if budget == 0 {
+			budget = defaultBudget(level)
 		}
 		if limit, field := outputLimit(req); limit > 0 && budget >= limit {
-			return "", &RequestError{Param: field, Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than the output limit (%s = %d); raise %s or lower the reasoning level", budget, field, limit, field)}
+			return LevelNone, &RequestError{Param: field, Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than the output limit (%s = %d); raise %s or lower the reasoning level", budget, field, limit, field)}
 		}
 		set("thinking", fmt.Sprintf(`{"type":"enabled","budget_tokens":%d}`, budget))
 	case FormatCustom:
-		for k, v := range r.Custom[level] {
-			req.Set(k, v)
+		for _, f := range r.Custom[level] {
+			req.Set(f.Name, f.Value)
 		}
 	}
-	for k, v := range r.Fields {
-		req.Set(k, v)
+	for _, f := range r.Fields {
+		req.Set(f.Name, f.Value)
 	}
 	return level, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // fields returns the request's reasoning-related members after Apply.
-func applied(t *testing.T, extra string, r Reasoning) (string, string, error) {
+func applied(t *testing.T, extra string, r Reasoning) (Level, string, error) {
 	t.Helper()
 	q := req(t, extra)
 	level, err := ApplyReasoning(q, r)
@@ -23,11 +23,10 @@ func applied(t *testing.T, extra string, r Reasoning) (string, string, error) {
 
 // Every format × level generates exactly SPEC §4's fields.
 func TestReasoningFormats(t *testing.T) {
-	custom := map[string]map[string]json.RawMessage{
-		"off":  {"chat_template_kwargs": json.RawMessage(`{"enable_thinking":false}`)},
-		"high": {"chat_template_kwargs": json.RawMessage(`{"enable_thinking":true}`)},
-	}
-	want := map[string]map[string]string{
+	var custom [numLevels][]Field
+	custom[Off] = []Field{{"chat_template_kwargs", json.RawMessage(`{"enable_thinking":false}`)}}
+	custom[High] = []Field{{"chat_template_kwargs", json.RawMessage(`{"enable_thinking":true}`)}}
+	want := map[Format]map[string]string{
 		FormatEffort:         {"off": `reasoning_effort="none"`, "low": `reasoning_effort="low"`, "medium": `reasoning_effort="medium"`, "high": `reasoning_effort="high"`},
 		FormatThinking:       {"off": `thinking={"type":"disabled"}`, "low": `thinking={"type":"enabled"}`, "medium": `thinking={"type":"enabled"}`, "high": `thinking={"type":"enabled"}`},
 		FormatEnableThinking: {"off": `enable_thinking=false`, "low": `enable_thinking=true`, "medium": `enable_thinking=true`, "high": `enable_thinking=true`},
@@ -36,10 +35,10 @@ func TestReasoningFormats(t *testing.T) {
 		FormatCustom: {"off": `chat_template_kwargs={"enable_thinking":false}`, "low": ``, "medium": ``, "high": `chat_template_kwargs={"enable_thinking":true}`},
 	}
 	for format, levels := range want {
-		for _, level := range Levels {
+		for _, level := range []Level{Off, Low, Medium, High} {
 			got, fields, err := applied(t, `,"max_tokens":20000`, Reasoning{Format: format, Level: level, Custom: custom})
-			if err != nil || got != level || fields != levels[level] {
-				t.Errorf("%s/%s: level %q fields %q err %v; want %q", format, level, got, fields, err, levels[level])
+			if err != nil || got != level || fields != levels[level.String()] {
+				t.Errorf("%s/%s: level %q fields %q err %v; want %q", format, level, got, fields, err, levels[level.String()])
 			}
 		}
 	}
@@ -50,13 +49,13 @@ func TestReasoningFormats(t *testing.T) {
 // nearest level; an unknown value is refused before sending.
 func TestClientEffort(t *testing.T) {
 	for effort, want := range map[string]string{"none": `thinking={"type":"disabled"}`, "minimal": `thinking={"type":"enabled"}`, "xhigh": `thinking={"type":"enabled"}`} {
-		_, fields, err := applied(t, `,"reasoning_effort":"`+effort+`"`, Reasoning{Format: FormatThinking, Level: "off", ClientEffort: true})
+		_, fields, err := applied(t, `,"reasoning_effort":"`+effort+`"`, Reasoning{Format: FormatThinking, Level: Off, ClientEffort: true})
 		if err != nil || fields != want {
 			t.Errorf("%s: %q %v", effort, fields, err)
 		}
 	}
 	// Not allowed: the route's level stands and the client's field is left as sent.
-	_, fields, _ := applied(t, `,"reasoning_effort":"high"`, Reasoning{Format: FormatThinking, Level: "off"})
+	_, fields, _ := applied(t, `,"reasoning_effort":"high"`, Reasoning{Format: FormatThinking, Level: Off})
 	if fields != `reasoning_effort="high" thinking={"type":"disabled"}` {
 		t.Errorf("%q", fields)
 	}
@@ -70,15 +69,15 @@ func TestClientEffort(t *testing.T) {
 // Configured fields win over generated ones; budgets override exactly; a
 // budget not below the output limit is refused, naming both numbers.
 func TestReasoningPrecedence(t *testing.T) {
-	_, fields, _ := applied(t, "", Reasoning{Format: FormatThinking, Level: "high", Fields: map[string]json.RawMessage{"thinking": json.RawMessage(`{"type":"adaptive"}`), "x": json.RawMessage(`1`)}})
+	_, fields, _ := applied(t, "", Reasoning{Format: FormatThinking, Level: High, Fields: []Field{{"thinking", json.RawMessage(`{"type":"adaptive"}`)}, {"x", json.RawMessage(`1`)}}})
 	if fields != `thinking={"type":"adaptive"} x=1` {
 		t.Errorf("%q", fields)
 	}
-	_, fields, _ = applied(t, `,"max_tokens":5000`, Reasoning{Format: FormatBudget, Level: "low", Budgets: map[string]int{"low": 2048}})
+	_, fields, _ = applied(t, `,"max_tokens":5000`, Reasoning{Format: FormatBudget, Level: Low, Budgets: [numLevels]int{Low: 2048}})
 	if fields != `thinking={"type":"enabled","budget_tokens":2048}` {
 		t.Errorf("%q", fields)
 	}
-	_, _, err := applied(t, `,"max_completion_tokens":4096`, Reasoning{Format: FormatBudget, Level: "medium"})
+	_, _, err := applied(t, `,"max_completion_tokens":4096`, Reasoning{Format: FormatBudget, Level: Medium})
 	var re *RequestError
 	if !errors.As(err, &re) || !strings.Contains(re.Msg, "4096 tokens") || !strings.Contains(re.Msg, "max_completion_tokens = 4096") {
 		t.Errorf("err = %v", err)

@@ -1,100 +1,105 @@
 package policy
 
 import (
-	"container/list"
-	"crypto/sha256"
-	"encoding/hex"
-	"sync"
-	"time"
+	"context"
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// ReasoningStore remembers assistant turns' reasoning for upstreams that
-// need it sent back (DeepSeek's thinking mode, QUIRKS C15), keyed by the
-// tool-call ids the turn made, or by a hash of its content when it made
-// none. Implementations are safe for concurrent use.
-type ReasoningStore interface {
-	Get(key string) (string, bool)
-	Put(key, reasoning string)
+// Restored is what RestoreReasoning did.
+type Restored struct {
+	// Messages are the messages (the input itself when nothing changed).
+	Messages []wire.Message
+	// Restored counts the turns whose reasoning was put back; Missed the
+	// tool-call turns that lacked reasoning the store did not have.
+	Restored, Missed int
+	// Err is the store's first failure; a turn it failed for is a miss.
+	Err error
 }
 
-// ContentKey is the store key of a turn that made no call: a hash of its
-// text content.
-func ContentKey(content string) string {
-	h := sha256.Sum256([]byte(content))
-	return "content:" + hex.EncodeToString(h[:16])
+// RestoreReasoning puts stored reasoning back into the assistant messages
+// that lack it (field is the upstream's reasoning field): found by the
+// turn's tool-call ids, else by its content.
+func RestoreReasoning(ctx context.Context, msgs []wire.Message, field string, store ReasoningStore) Restored {
+	out := msgs
+	restored, missed := 0, 0
+	var storeErr error
+	get := func(key string) (string, bool) {
+		v, ok, err := store.Get(ctx, key)
+		if err != nil && storeErr == nil {
+			storeErr = err
+		}
+		return v, ok
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role != "assistant" || m.Raw == nil {
+			continue
+		}
+		obj, err := wire.ParseObject(m.Raw)
+		if err != nil {
+			continue
+		}
+		if v, ok := obj.Get(field); ok && string(v) != "null" && string(v) != `""` {
+			continue
+		}
+		reasoning, found := "", false
+		for k, c := range m.ToolCalls {
+			// A turn's reasoning is stored under each of its calls' ids, so
+			// its first calls suffice: a message of 50,000 calls costs no
+			// more store lookups than one of four.
+			if k == maxLookups {
+				break
+			}
+			if reasoning, found = get("call:" + c.ID); found {
+				break
+			}
+		}
+		if !found && len(m.ToolCalls) == 0 {
+			var content string
+			if json.Unmarshal(m.Content, &content) == nil && content != "" {
+				reasoning, found = get(ContentKey(content))
+			}
+		}
+		if !found {
+			if len(m.ToolCalls) > 0 {
+				missed++
+			}
+			continue
+		}
+		if restored == 0 {
+			out = append([]wire.Message(nil), msgs...)
+		}
+		restored++
+		r, _ := json.Marshal(reasoning) // a string always marshals
+		obj.Set(field, r)
+		out[i].Raw = obj.JSON()
+	}
+	return Restored{Messages: out, Restored: restored, Missed: missed, Err: storeErr}
 }
 
-// MemoryStore is a ReasoningStore in memory: at most Max entries (the
-// least recently used go first) kept for at most TTL.
-type MemoryStore struct {
-	mu  sync.Mutex
-	max int
-	ttl time.Duration
-	now func() time.Time
-	ll  *list.List
-	m   map[string]*list.Element
-}
+// maxLookups bounds the store lookups for one assistant turn.
+const maxLookups = 4
 
-type stored struct {
-	key       string
-	reasoning string
-	expires   time.Time
-}
-
-// NewMemoryStore returns a store of at most max entries (0 means 10000)
-// kept for ttl (0 means 24h). now is the clock (nil means time.Now).
-func NewMemoryStore(max int, ttl time.Duration, now func() time.Time) *MemoryStore {
-	if max <= 0 {
-		max = 10000
+// RememberReasoning stores a finished turn's reasoning under each of its
+// call ids, or under its content when it made no call. It returns the
+// store's first failure.
+func RememberReasoning(ctx context.Context, store ReasoningStore, reasoning string, calls []wire.CollectedCall, content string) error {
+	if reasoning == "" {
+		return nil
 	}
-	if ttl <= 0 {
-		ttl = 24 * time.Hour
+	var first error
+	put := func(key string) {
+		if err := store.Put(ctx, key, reasoning); err != nil && first == nil {
+			first = err
+		}
 	}
-	if now == nil {
-		now = time.Now
+	for _, c := range calls {
+		put("call:" + c.ID)
 	}
-	return &MemoryStore{max: max, ttl: ttl, now: now, ll: list.New(), m: map[string]*list.Element{}}
-}
-
-// Get returns the reasoning stored under key, if it has not expired.
-func (s *MemoryStore) Get(key string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.m[key]
-	if !ok {
-		return "", false
+	if len(calls) == 0 && content != "" {
+		put(ContentKey(content))
 	}
-	v := e.Value.(*stored)
-	if s.now().After(v.expires) {
-		s.ll.Remove(e)
-		delete(s.m, key)
-		return "", false
-	}
-	s.ll.MoveToFront(e)
-	return v.reasoning, true
-}
-
-// Put stores reasoning under key, evicting the least recently used entry
-// when full.
-func (s *MemoryStore) Put(key, reasoning string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.m[key]; ok {
-		e.Value = &stored{key: key, reasoning: reasoning, expires: s.now().Add(s.ttl)}
-		s.ll.MoveToFront(e)
-		return
-	}
-	s.m[key] = s.ll.PushFront(&stored{key: key, reasoning: reasoning, expires: s.now().Add(s.ttl)})
-	if s.ll.Len() > s.max {
-		old := s.ll.Back()
-		s.ll.Remove(old)
-		delete(s.m, old.Value.(*stored).key)
-	}
-}
-
-// Len returns the number of entries held.
-func (s *MemoryStore) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ll.Len()
+	return first
 }

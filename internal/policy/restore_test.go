@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -12,18 +13,19 @@ import (
 func TestMemoryStore(t *testing.T) {
 	now := time.Unix(0, 0)
 	s := NewMemoryStore(2, time.Minute, func() time.Time { return now })
-	s.Put("a", "ra")
-	s.Put("b", "rb")
-	s.Get("a") // a is now the most recent
-	s.Put("c", "rc")
-	if _, ok := s.Get("b"); ok || s.Len() != 2 {
+	ctx := context.Background()
+	s.Put(ctx, "a", "ra")
+	s.Put(ctx, "b", "rb")
+	s.Get(ctx, "a") // a is now the most recent
+	s.Put(ctx, "c", "rc")
+	if _, ok, _ := s.Get(ctx, "b"); ok || s.Len() != 2 {
 		t.Errorf("b should have been evicted; len %d", s.Len())
 	}
-	if v, ok := s.Get("a"); !ok || v != "ra" {
+	if v, ok, _ := s.Get(ctx, "a"); !ok || v != "ra" {
 		t.Errorf("a = %q %v", v, ok)
 	}
 	now = now.Add(2 * time.Minute)
-	if _, ok := s.Get("c"); ok {
+	if _, ok, _ := s.Get(ctx, "c"); ok {
 		t.Error("an expired entry was returned")
 	}
 	x1, x2 := ContentKey("x"), ContentKey(strings.Repeat("x", 1))
@@ -37,8 +39,9 @@ func TestMemoryStore(t *testing.T) {
 // members' bytes.
 func TestRestoreReasoning(t *testing.T) {
 	store := NewMemoryStore(0, 0, nil)
-	RememberReasoning(store, "why-a", []wire.CollectedCall{{ID: "a"}}, "")
-	RememberReasoning(store, "why-text", nil, "It is sunny.")
+	ctx := context.Background()
+	RememberReasoning(ctx, store, "why-a", []wire.CollectedCall{{ID: "a"}}, "")
+	RememberReasoning(ctx, store, "why-text", nil, "It is sunny.")
 	msgs := transcriptOf(t, `[{"role":"user","content":"x"},`+
 		`{"role":"assistant","content":null,"x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"a","content":"r"},`+
@@ -46,8 +49,9 @@ func TestRestoreReasoning(t *testing.T) {
 		`{"role":"assistant","content":null,"reasoning_content":"kept","tool_calls":[{"id":"b","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"b","content":"r"},`+
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"zz","type":"function","function":{"name":"f","arguments":"{}"}}]}]`)
-	out, restored, missed := RestoreReasoning(msgs, "reasoning_content", store)
-	if restored != 2 || missed != 1 {
+	r := RestoreReasoning(ctx, msgs, "reasoning_content", store)
+	out, restored, missed := r.Messages, r.Restored, r.Missed
+	if restored != 2 || missed != 1 || r.Err != nil {
 		t.Fatalf("restored %d missed %d", restored, missed)
 	}
 	if string(out[1].Raw) != `{"role":"assistant","content":null,"x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}],"reasoning_content":"why-a"}` ||

@@ -12,14 +12,27 @@ import (
 
 // ContentMode is how [ToolCallContent] writes the content of assistant
 // messages that carry tool_calls.
-type ContentMode string
+type ContentMode uint8
 
 // Content modes.
 const (
-	ContentKeep  ContentMode = "keep"  // leave it as the client sent it (the default)
-	ContentNull  ContentMode = "null"  // "" becomes null
-	ContentEmpty ContentMode = "empty" // null or absent becomes ""
+	ContentKeep  ContentMode = iota // leave it as the client sent it (the default)
+	ContentNull                     // "" becomes null
+	ContentEmpty                    // null or absent becomes ""
 )
+
+// ParseContentMode reads a configured mode: keep, null or empty.
+func ParseContentMode(s string) (ContentMode, bool) {
+	switch s {
+	case "keep":
+		return ContentKeep, true
+	case "null":
+		return ContentNull, true
+	case "empty":
+		return ContentEmpty, true
+	}
+	return ContentKeep, false
+}
 
 // Steps switches the normalizations on and off.
 type Steps struct {
@@ -75,7 +88,7 @@ func Normalize(msgs []wire.Message, s Steps) ([]wire.Message, Fixes) {
 	if s.DedupeCallIDs {
 		msgs, f.DedupedCallIDs = DedupeCallIDs(msgs)
 	}
-	if s.ToolCallContent != "" && s.ToolCallContent != ContentKeep {
+	if s.ToolCallContent != ContentKeep {
 		msgs, f.ToolCallContent = ToolCallContent(msgs, s.ToolCallContent)
 	}
 	return msgs, f

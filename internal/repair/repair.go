@@ -31,14 +31,27 @@ var (
 )
 
 // Mode is what a route does with a transcript that needs repair.
-type Mode string
+type Mode uint8
 
 // Modes.
 const (
-	ModeFix    Mode = "fix"    // repair it (the default)
-	ModeReject Mode = "reject" // refuse the request with a 400 listing what is wrong
-	ModeOff    Mode = "off"    // send it as it is
+	ModeFix    Mode = iota // repair it (the default)
+	ModeReject             // refuse the request with a 400 listing what is wrong
+	ModeOff                // send it as it is
 )
+
+// ParseMode reads a configured mode: fix, reject or off.
+func ParseMode(s string) (Mode, bool) {
+	switch s {
+	case "fix":
+		return ModeFix, true
+	case "reject":
+		return ModeReject, true
+	case "off":
+		return ModeOff, true
+	}
+	return ModeFix, false
+}
 
 // Reply names one message of the input transcript: its position and the
 // call id it concerns.

@@ -29,13 +29,14 @@ type Target struct {
 	AuthHeader string
 	// Headers are extra headers sent on every request.
 	Headers map[string]string
-	// ConnectTimeout bounds dialing and TLS; 0 means 10s.
+	// ConnectTimeout bounds dialing and TLS; 0 is no bound.
 	ConnectTimeout time.Duration
-	// HeaderTimeout bounds the wait for response headers; 0 means none.
+	// HeaderTimeout bounds the wait for response headers; 0 is no bound.
 	HeaderTimeout time.Duration
-	// MaxErrorBody caps the bytes captured from an error response; 0 means 64 KiB.
+	// MaxErrorBody caps the bytes captured from an error response.
 	MaxErrorBody int64
-	// ErrorBodyTimeout caps the time spent reading an error body; 0 means 5s.
+	// ErrorBodyTimeout caps the time spent reading an error body; 0 is no
+	// bound.
 	ErrorBodyTimeout time.Duration
 }
 
@@ -51,17 +52,10 @@ type Client struct {
 	fresh *http.Client
 }
 
-// New returns a Client for t with its own connection pool.
+// New returns a Client for t with its own connection pool. t is used as
+// it is: its limits come resolved from the configuration, which holds the
+// defaults.
 func New(t Target) *Client {
-	if t.ConnectTimeout <= 0 {
-		t.ConnectTimeout = 10 * time.Second
-	}
-	if t.MaxErrorBody <= 0 {
-		t.MaxErrorBody = 64 << 10
-	}
-	if t.ErrorBodyTimeout <= 0 {
-		t.ErrorBodyTimeout = 5 * time.Second
-	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: t.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = t.ConnectTimeout
@@ -221,9 +215,11 @@ func retryAfter(v string) time.Duration {
 // capture reads at most MaxErrorBody bytes of an error body within
 // ErrorBodyTimeout, then closes it (SPEC §6).
 func (c *Client) capture(r io.ReadCloser, cancel context.CancelFunc) []byte {
-	t := time.AfterFunc(c.target.ErrorBodyTimeout, cancel)
+	if c.target.ErrorBodyTimeout > 0 {
+		t := time.AfterFunc(c.target.ErrorBodyTimeout, cancel)
+		defer t.Stop()
+	}
 	b, _ := io.ReadAll(io.LimitReader(r, c.target.MaxErrorBody))
-	t.Stop()
 	r.Close()
 	cancel()
 	return b

@@ -25,7 +25,7 @@ func TestErrorBodyCapturedBounded(t *testing.T) {
 		io.WriteString(w, `{"error":{"message":"boom"}}`+strings.Repeat(" ", 1<<20))
 	}))
 	defer srv.Close()
-	c := New(Target{Name: "u", URL: srv.URL, MaxErrorBody: 1024})
+	c := newClient(Target{Name: "u", URL: srv.URL, MaxErrorBody: 1024})
 	defer c.CloseIdleConnections()
 	_, _, err := c.Send(context.Background(), []byte(`{}`), nil, false)
 	e, ok := errors.AsType[*Error](err)
@@ -53,7 +53,7 @@ func TestErrorBodyTimeLimit(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	c := New(Target{Name: "u", URL: srv.URL, ErrorBodyTimeout: 50 * time.Millisecond})
+	c := newClient(Target{Name: "u", URL: srv.URL, ErrorBodyTimeout: 50 * time.Millisecond})
 	defer c.CloseIdleConnections()
 	done := make(chan error, 1)
 	go func() {
@@ -75,7 +75,7 @@ func TestCancelledContextSendsNothing(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	c := New(Target{Name: "u", URL: srv.URL})
+	c := newClient(Target{Name: "u", URL: srv.URL})
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -92,7 +92,7 @@ func TestDeadlineIsTimeout(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	c := New(Target{Name: "u", URL: srv.URL})
+	c := newClient(Target{Name: "u", URL: srv.URL})
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -112,7 +112,7 @@ func TestAuthHeader(t *testing.T) {
 		{"", "Authorization", "Bearer k1"},
 		{"api-key", "Api-Key", "k1"},
 	} {
-		c := New(Target{Name: "u", URL: srv.URL + "/", APIKey: "k1", AuthHeader: tc.header, Headers: map[string]string{"X-Org": "o"}})
+		c := newClient(Target{Name: "u", URL: srv.URL + "/", APIKey: "k1", AuthHeader: tc.header, Headers: map[string]string{"X-Org": "o"}})
 		resp, _, err := c.Send(context.Background(), []byte(`{}`), http.Header{"Authorization": {"Bearer client"}}, false)
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +175,7 @@ func dyingServer(t testing.TB) (*httptest.Server, *atomic.Int64) {
 // says it was resent.
 func TestReconnectOnDeadKeepAlive(t *testing.T) {
 	srv, conns := dyingServer(t)
-	c := New(Target{Name: "u", URL: srv.URL})
+	c := newClient(Target{Name: "u", URL: srv.URL})
 	defer c.CloseIdleConnections()
 	reconnects := 0
 	for i := range 50 {
@@ -201,4 +201,19 @@ func TestRetryAfter(t *testing.T) {
 			t.Errorf("retryAfter(%q) = %v, want %v", v, got, want)
 		}
 	}
+}
+
+// newClient is New with the limits the configuration's defaults give,
+// where the test sets none.
+func newClient(t Target) *Client {
+	if t.ConnectTimeout == 0 {
+		t.ConnectTimeout = 10 * time.Second
+	}
+	if t.MaxErrorBody == 0 {
+		t.MaxErrorBody = 64 << 10
+	}
+	if t.ErrorBodyTimeout == 0 {
+		t.ErrorBodyTimeout = 5 * time.Second
+	}
+	return New(t)
 }

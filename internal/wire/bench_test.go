@@ -46,7 +46,7 @@ func BenchmarkChunk(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				rs := NewRestream(Quirks{}, true)
+				rs := NewNormalizer(Options{Quirks: AllQuirks, SingleChoice: true})
 				w := NewWriter(discard{})
 				for ev, err := range Events(context.Background(), strings.NewReader(body), ReadOptions{}) {
 					if err != nil {
@@ -55,12 +55,12 @@ func BenchmarkChunk(b *testing.B) {
 					if ev.Done {
 						break
 					}
-					out, ok, err := rs.Chunk(ev.Data)
+					out, ok, err := rs.Chunk(view(ev.Data))
 					if err != nil {
 						b.Fatal(err)
 					}
 					if ok {
-						w.Send(out)
+						w.Send(string(out))
 					}
 				}
 			}

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
-// Quirks switches the normalizations a [Collector] applies to one
-// upstream's tool-call fragments (QUIRKS section A). The zero value is
-// strict: every departure from the protocol is a *ProtocolError.
+// Quirks switches the normalizations applied to one upstream's responses
+// (QUIRKS section A). The zero value is strict: every departure from the
+// protocol is a *ProtocolError, and nothing is rewritten.
 type Quirks struct {
 	// MissingIndex (A01): a fragment without an index continues the last
 	// call, or starts a new one when it carries a new id.
@@ -18,12 +19,33 @@ type Quirks struct {
 	// already has another id starts a new call instead of conflicting.
 	IndexReuse bool
 	// RepeatedName (A10): a name repeated on a continuation is dropped
-	// instead of being appended.
+	// instead of being an error.
 	RepeatedName bool
 	// ArgumentsObject (A12): arguments sent as a JSON value other than a
 	// string are taken as that value's text.
 	ArgumentsObject bool
+	// FinishReason (A15, A16, A18): "stop" (or none, in a whole response)
+	// after calls becomes "tool_calls", "" becomes null, and a second
+	// terminal finish reason for a choice is dropped.
+	FinishReason bool
+	// MissingFinishReason (A17): [DONE] without a finish reason gets one.
+	MissingFinishReason bool
+	// NoDone (A21): a finish reason followed by EOF counts as complete.
+	NoDone bool
+	// Chunks (A23, A24, A26, A27, A28, A40): a placeholder first chunk is
+	// dropped, every chunk carries the first chunk's id, the first delta
+	// says role "assistant", a single-choice request's lone choice is
+	// index 0, calls spread over choices are folded into choice 0, and an
+	// "error": null member is removed.
+	Chunks bool
+	// Usage (A22, A25): usage is taken out of every chunk and sent once,
+	// last, to a client that asked for it.
+	Usage bool
 }
+
+// AllQuirks is every normalization on (an upstream's "all").
+var AllQuirks = Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true,
+	FinishReason: true, MissingFinishReason: true, NoDone: true, Chunks: true, Usage: true}
 
 // ProtocolError is a tool-call fragment stream that breaks the protocol
 // (SPEC §2): a malformed fragment, an id conflict, or a call left without
@@ -64,27 +86,32 @@ type Fragment struct {
 
 // MarshalJSON writes the fragment in OpenAI's delta shape.
 func (f Fragment) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 64+len(f.Arguments))
+	return appendFragment(nil, f.Index, f.ID, f.Name, appendString(nil, f.Arguments), f.Extra.members), nil
+}
+
+// appendFragment writes one canonical fragment: args is the arguments'
+// JSON string as it goes out (the upstream's own bytes when they can be).
+func appendFragment(b []byte, index int, id, name string, args []byte, extra []member) []byte {
 	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, int64(f.Index), 10)
-	if f.ID != "" {
+	b = strconv.AppendInt(b, int64(index), 10)
+	if id != "" {
 		b = append(b, `,"id":`...)
-		b = appendString(b, f.ID)
+		b = appendString(b, id)
 		b = append(b, `,"type":"function","function":{"name":`...)
-		b = appendString(b, f.Name)
+		b = appendString(b, name)
 		b = append(b, `,"arguments":`...)
 	} else {
 		b = append(b, `,"function":{"arguments":`...)
 	}
-	b = appendString(b, f.Arguments)
+	b = append(b, args...)
 	b = append(b, '}')
-	for _, m := range f.Extra.members {
+	for i := range extra {
 		b = append(b, ',')
-		b = m.appendKey(b)
+		b = extra[i].appendKey(b)
 		b = append(b, ':')
-		b = append(b, m.value...)
+		b = append(b, extra[i].value...)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // Collector aggregates streamed tool-call fragments by index (SPEC §2) and
@@ -96,11 +123,14 @@ func (f Fragment) MarshalJSON() ([]byte, error) {
 // A Collector is created per response and is not safe for concurrent use.
 type Collector struct {
 	quirks Quirks
+	fixes  *Fixes
 	calls  []*collecting
 	byIdx  map[int]*collecting // upstream index → the call now using it
 	byID   map[string]*collecting
 	last   *collecting
-	fixes  map[string]int
+	own    Fixes // fixes, when the collector is not a Normalizer's
+	frag   []member
+	fn     []member
 }
 
 type collecting struct {
@@ -108,9 +138,9 @@ type collecting struct {
 	index   int // canonical
 	id      string
 	name    string
-	args    bytes.Buffer
+	args    bytes.Buffer // the arguments' text so far
 	held    bytes.Buffer // argument text not yet sent (before id and name were known)
-	extra   Object       // unknown members not yet sent
+	extra   Object       // unknown members not yet sent (copies)
 	started bool         // the first canonical fragment went out
 }
 
@@ -124,165 +154,232 @@ const (
 
 // NewCollector returns a Collector applying q.
 func NewCollector(q Quirks) *Collector {
-	return &Collector{quirks: q, fixes: map[string]int{}} // the index maps are made with the first call
+	c := &Collector{quirks: q}
+	c.fixes = &c.own
+	return c
 }
 
-// Fixes returns how many times each normalization was applied, by kind.
-func (c *Collector) Fixes() map[string]int { return c.fixes }
+// Fixes returns how many times each normalization was applied.
+func (c *Collector) Fixes() Fixes { return *c.fixes }
 
 // Calls reports how many calls have been started.
 func (c *Collector) Calls() int { return len(c.calls) }
-
-// optString decodes an optional string field: absent, null and "" are "".
-func optString(raw json.RawMessage, field string) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	s, ok := stringOf(raw)
-	if !ok {
-		return "", &ProtocolError{Index: -1, Msg: field + " must be a string, got " + kindAt(raw, 0)}
-	}
-	return s, nil
-}
 
 // Add takes the raw tool_calls array of one delta and returns the canonical
 // fragments to send now, in order. An error is a *ProtocolError; after one,
 // the response must be ended as a violation.
 func (c *Collector) Add(toolCalls json.RawMessage) ([]Fragment, error) {
-	if len(toolCalls) == 0 || string(toolCalls) == "null" {
-		return nil, nil
-	}
-	raws, ok := elements(toolCalls, nil)
-	if !ok {
-		return nil, &ProtocolError{Index: -1, Msg: "tool_calls must be an array, got " + kindAt(toolCalls, 0)}
-	}
 	var out []Fragment
-	for _, raw := range raws {
-		f, err := c.add(raw, -1)
-		if err != nil {
-			return nil, err
+	_, err := c.each(toolCalls, false, func(f out1) {
+		var args string
+		if s, ok := stringOf(f.args); ok {
+			args = s
 		}
-		out = append(out, f...)
-	}
-	return out, nil
+		out = append(out, Fragment{Index: f.call.index, ID: f.id, Name: f.name, Arguments: args, Extra: Object{members: f.extra}})
+	})
+	return out, err
 }
 
 // AddMessage takes the tool_calls array of a whole (non-streamed) message,
 // whose calls carry no index: each call's position is its index.
 func (c *Collector) AddMessage(toolCalls json.RawMessage) error {
-	if len(toolCalls) == 0 || string(toolCalls) == "null" {
-		return nil
-	}
-	raws, ok := elements(toolCalls, nil)
-	if !ok {
-		return &ProtocolError{Index: -1, Msg: "tool_calls must be an array, got " + kindAt(toolCalls, 0)}
-	}
-	for k, raw := range raws {
-		if _, err := c.add(raw, k); err != nil {
-			return err
+	_, err := c.each(toolCalls, true, func(out1) {})
+	return err
+}
+
+// appendFragments writes the canonical fragments of a tool_calls array
+// into dst, comma-separated; n is how many it wrote.
+func (c *Collector) appendFragments(dst, toolCalls []byte, whole bool) ([]byte, int, error) {
+	n := 0
+	_, err := c.each(toolCalls, whole, func(f out1) {
+		if n > 0 {
+			dst = append(dst, ',')
 		}
+		dst = appendFragment(dst, f.call.index, f.id, f.name, f.args, f.extra)
+		n++
+	})
+	return dst, n, err
+}
+
+// out1 is one canonical fragment to send: id and name are set on a call's
+// first; args is the JSON string to write.
+type out1 struct {
+	call     *collecting
+	id, name string
+	args     []byte
+	extra    []member
+}
+
+// each runs every fragment of a tool_calls array through the collector
+// and hands each canonical fragment to emit.
+func (c *Collector) each(toolCalls []byte, whole bool, emit func(out1)) (int, error) {
+	if len(toolCalls) == 0 || string(toolCalls) == "null" {
+		return 0, nil
 	}
-	return nil
+	i := skipSpace(toolCalls, 0)
+	if i >= len(toolCalls) {
+		return 0, &ProtocolError{Index: -1, Msg: "tool_calls must be an array"}
+	}
+	if toolCalls[i] != '[' {
+		return 0, &ProtocolError{Index: -1, Msg: "tool_calls must be an array, got " + kindAt(toolCalls, i)}
+	}
+	r := readArray(toolCalls, i)
+	for k := 0; ; k++ {
+		more, err := r.more()
+		if err != nil {
+			return k, &ProtocolError{Index: -1, Msg: "tool_calls must be an array"}
+		}
+		if !more {
+			return k, nil
+		}
+		end, err := skipValue(toolCalls, r.i, 1)
+		if err != nil {
+			return k, &ProtocolError{Index: -1, Msg: "tool_calls must be an array"}
+		}
+		position := -1
+		if whole {
+			position = k
+		}
+		if err := c.add(toolCalls[r.i:end], position, emit); err != nil {
+			return k, err
+		}
+		r.i = end
+	}
 }
 
 // add takes one fragment; position is the index of a fragment that has
 // none (a whole message's call), or -1.
-func (c *Collector) add(raw json.RawMessage, position int) ([]Fragment, error) {
-	frag, err := ParseObject(raw)
-	if len(raw) == 0 || raw[0] != '{' || err != nil {
-		return nil, &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
+func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
+	var err error
+	if len(raw) == 0 || raw[0] != '{' {
+		return &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
+	}
+	if c.frag, err = parseMembers(c.frag[:0], raw); err != nil {
+		return &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
 	}
 	idx := -1
-	if v, ok := frag.Get("index"); ok && string(v) != "null" {
+	if v := lookup(c.frag, "index"); v != nil && string(v) != "null" {
 		n, err := strconv.Atoi(string(v))
 		if err != nil || n < 0 {
-			return nil, &ProtocolError{Index: -1, Msg: "index must be a non-negative integer, got " + string(v)}
+			return &ProtocolError{Index: -1, Msg: "index must be a non-negative integer, got " + truncate(string(v), 40)}
 		}
 		idx = n
 	} else if position >= 0 {
 		idx = position
 	}
-	rawID, _ := frag.Get("id")
-	id, err := optString(rawID, "id")
+	id, err := optView(lookup(c.frag, "id"), "id")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var fn Object
-	if v, ok := frag.Get("function"); ok && string(v) != "null" {
-		if fn, err = ParseObject(v); v[0] != '{' || err != nil {
-			return nil, &ProtocolError{Index: idx, Msg: "function must be an object"}
+	c.fn = c.fn[:0]
+	if v := lookup(c.frag, "function"); v != nil && string(v) != "null" {
+		if v[0] != '{' {
+			return &ProtocolError{Index: idx, Msg: "function must be an object"}
+		}
+		if c.fn, err = parseMembers(c.fn, v); err != nil {
+			return &ProtocolError{Index: idx, Msg: "function must be an object"}
 		}
 	}
-	rawName, _ := fn.Get("name")
-	name, err := optString(rawName, "function.name")
+	name, err := optView(lookup(c.fn, "name"), "function.name")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var args string
-	if a, ok := fn.Get("arguments"); ok && len(a) > 0 && string(a) != "null" {
-		if a[0] == '"' {
-			args, _ = stringOf(a) // validated by ParseObject
-		} else if c.quirks.ArgumentsObject {
-			args = string(a)
-			c.fixes["arguments_object"]++
-		} else {
-			return nil, &ProtocolError{Index: idx, Msg: "function.arguments must be a string, got " + kindAt(a, 0)}
+	// args is the arguments as a JSON string: the upstream's own bytes, or
+	// an object's text encoded (A12).
+	var args []byte
+	if a := lookup(c.fn, "arguments"); len(a) > 0 && string(a) != "null" {
+		switch {
+		case a[0] == '"':
+			args = a
+		case c.quirks.ArgumentsObject:
+			args = appendString(nil, string(a))
+			c.fixes[FixArgumentsObject]++
+		default:
+			return &ProtocolError{Index: idx, Msg: "function.arguments must be a string, got " + kindAt(a, 0)}
 		}
 	}
 
 	call, err := c.callFor(idx, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, m := range frag.members {
+	for _, m := range c.frag {
 		switch m.key {
 		case "index", "id", "type", "function":
 		default:
-			call.extra.members = append(call.extra.members, m)
+			call.extra.members = append(call.extra.members, m.clone())
 		}
 	}
 	if id != "" && call.id == "" {
 		if other, ok := c.byID[id]; ok && other != call {
-			return nil, &ProtocolError{Index: idx, Msg: fmt.Sprintf("id %q is already used by the call at index %d", id, other.upIndex)}
+			return &ProtocolError{Index: idx, Msg: fmt.Sprintf("id %q is already used by the call at index %d", Clip(id), other.upIndex)}
 		}
-		call.id = id
+		call.id = strings.Clone(id)
 		if c.byID == nil {
 			c.byID = map[string]*collecting{}
 		}
-		c.byID[id] = call
+		c.byID[call.id] = call
 	}
 	if name != "" {
 		switch {
+		case !call.started && call.name == "":
+			call.name = strings.Clone(name) // name shares the chunk's bytes
 		case !call.started:
 			call.name += name // before the call goes out, a name may come in pieces (A10)
 		case c.quirks.RepeatedName && name == call.name:
-			c.fixes["repeated_name"]++
+			c.fixes[FixRepeatedName]++
 		default:
-			return nil, &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("function.name %q sent again after the call started", name)}
+			return &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("function.name %q sent again after the call started", Clip(name))}
 		}
 	}
-	if call.args.Len()+len(args) > MaxCallArguments {
-		return nil, &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("the call's arguments exceed %d bytes", MaxCallArguments)}
+	textLen := len(args)
+	if call.args.Len()+textLen > MaxCallArguments {
+		return &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("the call's arguments exceed %d bytes", MaxCallArguments)}
 	}
-	call.args.WriteString(args)
+	before := call.args.Len()
+	if len(args) > 0 {
+		call.args.Write(appendUnquoted(call.args.AvailableBuffer(), args, 0, len(args)))
+	}
 	if call.id == "" || call.name == "" {
-		call.held.WriteString(args)
-		return nil, nil
+		call.held.Write(call.args.Bytes()[before:])
+		return nil
 	}
 	if !call.started {
 		call.started = true
-		call.held.WriteString(args)
-		f := Fragment{Index: call.index, ID: call.id, Name: call.name, Arguments: call.held.String(), Extra: call.extra}
-		call.held.Reset()
+		out := out1{call: call, id: call.id, name: call.name, args: args, extra: call.extra.members}
+		if call.held.Len() > 0 { // text held before: sent merged, encoded afresh
+			call.held.Write(call.args.Bytes()[before:])
+			out.args = appendString(nil, call.held.String())
+		} else if len(args) == 0 {
+			out.args = []byte(`""`)
+		}
+		emit(out)
+		call.held = bytes.Buffer{}
 		call.extra = Object{}
-		return []Fragment{f}, nil
+		return nil
 	}
-	if args == "" && len(call.extra.members) == 0 {
-		return nil, nil
+	if len(args) == 0 && len(call.extra.members) == 0 {
+		return nil
 	}
-	f := Fragment{Index: call.index, Arguments: args, Extra: call.extra}
-	call.extra = Object{}
-	return []Fragment{f}, nil
+	if len(args) == 0 {
+		args = []byte(`""`)
+	}
+	emit(out1{call: call, args: args, extra: call.extra.members})
+	call.extra.members = call.extra.members[:0]
+	return nil
+}
+
+// optView reads an optional string field without copying it: absent, null
+// and "" are "". The view shares the fragment's bytes.
+func optView(raw []byte, field string) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] != '"' {
+		return "", &ProtocolError{Index: -1, Msg: field + " must be a string, got " + kindAt(raw, 0)}
+	}
+	_, escaped, _ := skipString(raw, 0) // validated by parseMembers
+	return stringView(raw, 0, len(raw), escaped), nil
 }
 
 // callFor finds or starts the call a fragment belongs to.
@@ -291,7 +388,7 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 		if !c.quirks.MissingIndex {
 			return nil, &ProtocolError{Index: -1, Msg: "a tool-call fragment has no index"}
 		}
-		c.fixes["missing_index"]++
+		c.fixes[FixMissingIndex]++
 		if c.last != nil && (id == "" || id == c.last.id) {
 			return c.last, nil
 		}
@@ -308,9 +405,9 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 	call, ok := c.byIdx[idx]
 	if ok && id != "" && call.id != "" && id != call.id {
 		if !c.quirks.IndexReuse {
-			return nil, &ProtocolError{Index: idx, Msg: fmt.Sprintf("id %q conflicts with id %q already seen at this index", id, call.id)}
+			return nil, &ProtocolError{Index: idx, Msg: fmt.Sprintf("id %q conflicts with id %q already seen at this index", Clip(id), call.id)}
 		}
-		c.fixes["index_reuse"]++
+		c.fixes[FixIndexReuse]++
 		ok = false
 	}
 	if !ok {

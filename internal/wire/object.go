@@ -196,3 +196,70 @@ func lastNonSpace(b []byte, before int) int {
 	}
 	return j
 }
+
+// parseMembers is ParseObject into a reused slice: the members of the JSON
+// object b (which must be one, whole), appended to dst[:0]'s storage. The
+// members share b's bytes.
+func parseMembers(dst []member, b []byte) ([]member, error) {
+	dst = dst[:0]
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return dst, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "not a JSON object"}
+	}
+	r := readObject(b, i)
+	for {
+		ok, err := r.more()
+		if err != nil {
+			return dst, decodeError(err)
+		}
+		if !ok {
+			break
+		}
+		key, escaped, at, err := r.key()
+		if err != nil {
+			return dst, decodeError(err)
+		}
+		end, err := skipValue(b, at, 1)
+		if err != nil {
+			return dst, decodeError(err)
+		}
+		dst = append(dst, member{key: keyString(key, escaped), rawKey: b[r.i : r.i+len(key)+2], value: b[at:end]})
+		r.i = end
+	}
+	if skipSpace(b, r.i) != len(b) {
+		return dst, &DecodeError{Kind: KindSyntax, Offset: int64(r.i), Msg: "unexpected data after the object"}
+	}
+	return dst, nil
+}
+
+// lookup returns the value of the last member named key, or nil.
+func lookup(members []member, key string) []byte {
+	for i := len(members) - 1; i >= 0; i-- {
+		if members[i].key == key {
+			return members[i].value
+		}
+	}
+	return nil
+}
+
+// index returns the position of the last member named key, or -1.
+func index(members []member, key string) int {
+	for i := len(members) - 1; i >= 0; i-- {
+		if members[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// clone returns m with its own copy of the bytes it shares.
+func (m member) clone() member {
+	b := make([]byte, 0, len(m.key)+len(m.rawKey)+len(m.value))
+	b = append(b, m.key...)
+	b = append(b, m.rawKey...)
+	b = append(b, m.value...)
+	return member{key: string(b[:len(m.key)]), rawKey: b[len(m.key) : len(m.key)+len(m.rawKey) : len(m.key)+len(m.rawKey)], value: b[len(m.key)+len(m.rawKey):]}
+}
+
+// isNull reports whether a raw value is absent or null.
+func isNull(v []byte) bool { return len(v) == 0 || string(v) == "null" }

@@ -280,3 +280,13 @@ func appendString(buf []byte, s string) []byte {
 	buf = append(buf, s...)
 	return append(buf, '"')
 }
+
+// Derive returns a request to send that starts as r: its members and
+// messages are r's, and changing them (Set, Delete, SetMessages) leaves r
+// as it is. A retry or a fallback derives again from the client's request
+// instead of decoding its body again.
+func (r *ChatRequest) Derive() *ChatRequest {
+	d := *r
+	d.obj.members = append(make([]member, 0, len(r.obj.members)+4), r.obj.members...)
+	return &d
+}

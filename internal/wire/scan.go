@@ -238,7 +238,13 @@ func stringValue(b []byte, i, end int, escaped bool) string {
 	if !escaped && utf8.Valid(in) {
 		return string(in)
 	}
-	out := make([]byte, 0, len(in))
+	return string(appendUnquoted(make([]byte, 0, len(in)), b, i, end))
+}
+
+// appendUnquoted appends the text of the JSON string b[i:end] (validated
+// by skipString) to dst, as stringValue decodes it.
+func appendUnquoted(dst, b []byte, i, end int) []byte {
+	in := b[i+1 : end-1]
 	for k := 0; k < len(in); {
 		c := in[k]
 		switch {
@@ -246,15 +252,15 @@ func stringValue(b []byte, i, end int, escaped bool) string {
 			k++
 			switch in[k] {
 			case 'b':
-				out = append(out, '\b')
+				dst = append(dst, '\b')
 			case 'f':
-				out = append(out, '\f')
+				dst = append(dst, '\f')
 			case 'n':
-				out = append(out, '\n')
+				dst = append(dst, '\n')
 			case 'r':
-				out = append(out, '\r')
+				dst = append(dst, '\r')
 			case 't':
-				out = append(out, '\t')
+				dst = append(dst, '\t')
 			case 'u':
 				r := hex4(in[k+1:])
 				k += 4
@@ -270,25 +276,25 @@ func stringValue(b []byte, i, end int, escaped bool) string {
 						r = utf8.RuneError
 					}
 				}
-				out = utf8.AppendRune(out, r)
+				dst = utf8.AppendRune(dst, r)
 			default: // '"', '\\', '/'
-				out = append(out, in[k])
+				dst = append(dst, in[k])
 			}
 			k++
 		case c < utf8.RuneSelf:
-			out = append(out, c)
+			dst = append(dst, c)
 			k++
 		default:
 			r, size := utf8.DecodeRune(in[k:])
 			if r == utf8.RuneError && size == 1 {
-				out = append(out, "\ufffd"...)
+				dst = append(dst, "\ufffd"...)
 			} else {
-				out = append(out, in[k:k+size]...)
+				dst = append(dst, in[k:k+size]...)
 			}
 			k += size
 		}
 	}
-	return string(out)
+	return dst
 }
 
 // hex4 decodes four hex digits (validated by skipString).
@@ -543,11 +549,6 @@ func stringOf(raw []byte) (string, bool) {
 	return stringValue(raw, 0, end, escaped), true
 }
 
-// validString is Valid for a string, without copying it (the scanner only
-// reads).
-func validString(s string) bool {
-	return Valid(unsafe.Slice(unsafe.StringData(s), len(s)))
-}
 
 // Elements splits a JSON array into its elements' bytes (no copy); false
 // when raw is not a valid array.

@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 )
 
 // Usage is the token usage an upstream reported for one response.
@@ -48,65 +47,4 @@ func (u *Usage) snapshot(o Usage) {
 	u.PromptTokens = max(u.PromptTokens, o.PromptTokens)
 	u.CompletionTokens = max(u.CompletionTokens, o.CompletionTokens)
 	u.TotalTokens = max(u.TotalTokens, o.TotalTokens)
-}
-
-// hasUsage reports whether a chunk's payload carries a usage object (not
-// null), without decoding it.
-func hasUsage(data string) bool {
-	for {
-		i := strings.Index(data, `"usage"`)
-		if i < 0 {
-			return false
-		}
-		rest := strings.TrimLeft(data[i+len(`"usage"`):], " \t\r\n")
-		if rest != "" && rest[0] == ':' {
-			rest = strings.TrimLeft(rest[1:], " \t\r\n")
-			if rest != "" && rest[0] == '{' {
-				return true
-			}
-		}
-		data = data[i+1:]
-	}
-}
-
-// takeUsage records a chunk's usage and, when HoldUsage is set, takes it
-// out of the chunk: drop reports a chunk left with nothing to send (a
-// usage-only chunk, QUIRKS A22).
-func (s *Restream) takeUsage(data string) (out string, drop bool) {
-	o, err := ParseObject([]byte(data))
-	if err != nil {
-		return data, false // reported by Chunk
-	}
-	raw, _ := o.Get("usage")
-	if u, ok := ParseUsage(raw); ok {
-		s.Usage.snapshot(u)
-		s.UsageSeen = true
-		s.usageRaw = append(s.usageRaw[:0], raw...)
-	}
-	if !s.HoldUsage {
-		return data, false
-	}
-	if choices, ok := o.Get("choices"); !ok || string(choices) == "null" || strings.TrimSpace(strings.Trim(string(choices), "[]")) == "" {
-		return "", true
-	}
-	o.Delete("usage")
-	return string(o.JSON()), false
-}
-
-// UsageChunk returns the one usage chunk to send at the end of a stream in
-// HoldUsage mode, "" when the upstream reported none: the last usage object
-// the upstream sent, its token counts the largest reported, with
-// "choices": [] (what OpenAI sends for stream_options.include_usage).
-func (s *Restream) UsageChunk() string {
-	if !s.UsageSeen {
-		return ""
-	}
-	u, _ := ParseObject(s.usageRaw)
-	u.Set("prompt_tokens", json.RawMessage(strconv.FormatInt(s.Usage.PromptTokens, 10)))
-	u.Set("completion_tokens", json.RawMessage(strconv.FormatInt(s.Usage.CompletionTokens, 10)))
-	u.Set("total_tokens", json.RawMessage(strconv.FormatInt(s.Usage.TotalTokens, 10)))
-	o := Object{members: append([]member(nil), s.head...)}
-	o.Set("choices", json.RawMessage(`[]`))
-	o.Set("usage", u.JSON())
-	return string(o.JSON())
 }

@@ -31,11 +31,10 @@ func TestStreamUsage(t *testing.T) {
 		{"none", []string{text}, Usage{}, 1},
 	} {
 		for _, hold := range []bool{false, true} {
-			rs := NewRestream(Quirks{}, true)
-			rs.HoldUsage = hold
+			rs := NewNormalizer(Options{Quirks: Quirks{FinishReason: true}, ClientUsage: !hold})
 			sent := 0
 			for _, c := range tc.chunks {
-				out, ok, err := rs.Chunk(c)
+				out, ok, err := rs.Chunk([]byte(c))
 				if err != nil {
 					t.Fatalf("%s: %v", tc.name, err)
 				}
@@ -46,47 +45,43 @@ func TestStreamUsage(t *testing.T) {
 				if hold && hasUsage(out) {
 					t.Errorf("%s: usage left in %s", tc.name, out)
 				}
-				if !hold && out != c {
+				if !hold && string(out) != c {
 					t.Errorf("%s: changed without HoldUsage: %s", tc.name, out)
 				}
 			}
-			if rs.Usage != tc.want || rs.UsageSeen != (tc.want != Usage{}) {
-				t.Errorf("%s: usage %+v, want %+v", tc.name, rs.Usage, tc.want)
+			r := rs.Result(nil)
+			if r.Usage != tc.want || r.UsageSeen != (tc.want != Usage{}) {
+				t.Errorf("%s: usage %+v, want %+v", tc.name, r.Usage, tc.want)
 			}
 			if hold && sent != tc.sent {
 				t.Errorf("%s: %d chunks sent, want %d", tc.name, sent, tc.sent)
 			}
 			u := rs.UsageChunk()
 			if tc.want == (Usage{}) {
-				if u != "" {
+				if u != nil {
 					t.Errorf("%s: usage chunk without usage: %s", tc.name, u)
 				}
 				continue
 			}
-			o, err := ParseObject([]byte(u))
+			o, err := ParseObject(u)
 			raw, _ := o.Get("usage")
 			got, _ := ParseUsage(raw)
 			choices, _ := o.Get("choices")
-			if err != nil || got != tc.want || string(choices) != "[]" || !strings.HasPrefix(u, `{"id":"c"`) {
+			if err != nil || got != tc.want || string(choices) != "[]" || !strings.HasPrefix(string(u), `{"id":"c"`) {
 				t.Errorf("%s: usage chunk %s", tc.name, u)
 			}
 		}
 	}
 }
 
-func TestHasUsage(t *testing.T) {
-	for data, want := range map[string]bool{
-		`{"usage":null}`:                         false,
-		`{"usage" : {"total_tokens":1}}`:         true,
-		`{"x":"say \"usage\": {}","usage":null}`: false,
-		`{"choices":[],"usage":{}}`:              true,
-		`{"usage"`:                               false,
-		`{"x":"usage","usage":{"a":1}}`:          true,
-	} {
-		if hasUsage(data) != want {
-			t.Errorf("hasUsage(%s) = %v", data, !want)
-		}
+// hasUsage reports whether a payload has a usage object.
+func hasUsage(data []byte) bool {
+	o, err := ParseObject(data)
+	if err != nil {
+		return false
 	}
+	u, _ := o.Get("usage")
+	return len(u) > 0 && u[0] == '{'
 }
 
 // FuzzRestream: any two upstream payloads either fail as a ProtocolError or
@@ -98,12 +93,13 @@ func FuzzRestream(f *testing.F) {
 		`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":2}}`)
 	f.Add(`: keepalive`, `{"usage":{}}`)
 	f.Fuzz(func(t *testing.T, a, b string) {
-		rs := NewRestream(Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true}, true)
-		rs.HoldUsage, rs.FixChunks, rs.KeepText = true, true, true
+		rs := NewNormalizer(Options{Quirks: AllQuirks, KeepText: true, SingleChoice: true})
 		for _, data := range []string{a, b} {
-			out, ok, err := rs.Chunk(data)
+			out, ok, err := rs.Chunk([]byte(data))
 			if err != nil {
-				if _, isProtocol := err.(*ProtocolError); !isProtocol {
+				_, isProtocol := err.(*ProtocolError)
+				_, isIncomplete := err.(*IncompleteError)
+				if !isProtocol && !isIncomplete {
 					t.Fatalf("error of type %T", err)
 				}
 				return
@@ -111,20 +107,18 @@ func FuzzRestream(f *testing.F) {
 			if !ok {
 				continue
 			}
-			if !Valid([]byte(out)) {
+			if !Valid(out) {
 				t.Fatalf("sent invalid JSON %q for %q", out, data)
 			}
-			if o, err := ParseObject([]byte(out)); err == nil {
-				if u, _ := o.Get("usage"); len(u) > 0 && u[0] == '{' {
-					t.Fatalf("usage left in %s", out)
-				}
+			if hasUsage(out) {
+				t.Fatalf("usage left in %s", out)
 			}
 		}
-		if u := rs.UsageChunk(); u != "" && !Valid([]byte(u)) {
+		if u := rs.UsageChunk(); u != nil && !Valid(u) {
 			t.Fatalf("invalid usage chunk %q", u)
 		}
-		for _, out := range rs.Flush() {
-			if !Valid([]byte(out)) {
+		for _, out := range append(rs.Flush(), rs.Finish(true).Tail...) {
+			if !Valid(out) {
 				t.Fatalf("flushed invalid JSON %q", out)
 			}
 		}
@@ -151,20 +145,19 @@ func TestTextLimit(t *testing.T) {
 		{"nothing fits after the limit", 2, []string{chunk("ab", "null"), chunk("c", "null")}, "ab", true, chunk("ab", "null")},
 		{"limit 0", 0, []string{chunk("a", "null")}, "", true, ""},
 	} {
-		rs := NewRestream(Quirks{}, true)
-		rs.KeepText, rs.LimitText, rs.TextLimit = true, true, tc.limit
+		rs := NewNormalizer(Options{Quirks: Quirks{FinishReason: true}, LimitText: true, TextLimit: tc.limit})
 		last := ""
 		for _, c := range tc.chunks {
-			out, ok, err := rs.Chunk(c)
+			out, ok, err := rs.Chunk([]byte(c))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if ok {
-				last = out
+				last = string(out)
 			}
 		}
-		if rs.Text.String() != tc.text || rs.TextCut != tc.cut || last != tc.last {
-			t.Errorf("%s: text %q cut %v last %s", tc.name, rs.Text.String(), rs.TextCut, last)
+		if text := rs.Result(nil).Text; text != tc.text || rs.Cut() != tc.cut || last != tc.last {
+			t.Errorf("%s: text %q cut %v last %s", tc.name, text, rs.Cut(), last)
 		}
 	}
 }

@@ -1,0 +1,90 @@
+package budget
+
+import (
+	"context"
+	"time"
+)
+
+// Admission is what one request asks of the counters: a call of its
+// session (when a call limit applies and the session is known) and its
+// key's requests and tokens per minute.
+type Admission struct {
+	Key      string // the client key's name, "" for none
+	Session  string // "" when the request names none
+	MaxCalls int    // Unlimited for none
+	Window   time.Duration
+	// RequestsPerMinute and TokensPerMinute are the key's rates; 0 is
+	// none.
+	RequestsPerMinute, TokensPerMinute int64
+}
+
+// Rate is one of the key's rate limits as admission left it, for the
+// x-ratelimit-* headers.
+type Rate struct {
+	Limit Limit // RequestsPerMinute or TokensPerMinute
+	Max   int64
+	Used  int64
+	Reset time.Duration
+}
+
+// Admitted is what a counted admission decided: the key's rates (for its
+// headers), whether or not it was refused.
+type Admitted struct {
+	rates [2]Rate
+	n     int
+}
+
+// Rates returns the key's rates as admission left them.
+func (a *Admitted) Rates() []Rate { return a.rates[:a.n] }
+
+// Admit runs the counted admission of a request nothing else refused, in
+// one store operation (all or nothing): a refusal is a *LimitError (with
+// the rate that refused it in Rates); an error of the store is returned
+// as it is, for the caller's state.on_error.
+func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
+	var buf [3]Check
+	var limitOf [3]Limit
+	checks := buf[:0]
+	if a.MaxCalls != Unlimited && a.Session != "" {
+		limitOf[len(checks)] = MaxCalls
+		checks = append(checks, Check{Key: "calls:" + a.Key + ":" + a.Session, Limit: int64(a.MaxCalls), Window: a.Window, Cost: 1})
+	}
+	if a.RequestsPerMinute > 0 {
+		limitOf[len(checks)] = RequestsPerMinute
+		checks = append(checks, Check{Key: "rpm:" + a.Key, Limit: a.RequestsPerMinute, Window: time.Minute, Cost: 1})
+	}
+	if a.TokensPerMinute > 0 {
+		limitOf[len(checks)] = TokensPerMinute
+		checks = append(checks, Check{Key: "tpm:" + a.Key, Limit: a.TokensPerMinute, Window: time.Minute})
+	}
+	var out Admitted
+	if len(checks) == 0 {
+		return out, nil
+	}
+	var counts [3]Count
+	refused, err := store.Admit(ctx, checks, counts[:])
+	if err != nil {
+		return out, err
+	}
+	for i, c := range checks {
+		if limitOf[i] != MaxCalls && (refused < 0 || i == refused) {
+			out.rates[out.n] = Rate{Limit: limitOf[i], Max: c.Limit, Used: counts[i].Used, Reset: counts[i].Reset}
+			out.n++
+		}
+	}
+	if refused < 0 {
+		return out, nil
+	}
+	c, n := checks[refused], counts[refused]
+	le := &LimitError{Limit: limitOf[refused], Max: int(c.Limit), Got: int(n.Used), RetryAfter: n.Reset}
+	if le.Limit == MaxCalls {
+		le.Got = int(c.Limit) + 1
+	}
+	return out, le
+}
+
+// AddTokens counts a finished response's tokens against key's tokens per
+// minute.
+func AddTokens(ctx context.Context, store Store, key string, tokens int64) error {
+	return store.Add(ctx, "tpm:"+key, tokens, time.Minute)
+}

@@ -1,0 +1,254 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/upstream"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// try is one upstream attempt of a prepared request: its response and
+// what became of it.
+type try struct {
+	*prepared
+	resp *http.Response
+	// deferFail: a failure before anything reached the client is
+	// returned unwritten, because another attempt or a fallback route may
+	// follow.
+	deferFail bool
+	record    *observe.Attempt
+}
+
+// attempts sends a prepared request until it is answered: before anything
+// reached the client, a failed attempt — no connection, a 429 or 5xx, a
+// response that broke off or violates the policy — may be followed by
+// another, route.retries times, after a backoff (or the upstream's
+// Retry-After). After the first byte, never. It returns the failure it
+// did not write.
+func (g *Gateway) attempts(x *exchange, pr *prepared, hasFallback bool) error {
+	ctx := x.r.Context()
+	if pr.limits.CallTimeout != budget.Unlimited {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, pr.limits.CallTimeout, budget.ErrCallTimeout)
+		defer cancel()
+	}
+	for n := 0; ; n++ {
+		retry := n < pr.plan.retries
+		err := g.attempt(ctx, x, &try{prepared: pr, deferFail: retry || hasFallback})
+		if err == nil || !retry || !retryable(err) || !g.backoff(ctx, pr.plan, n, err) {
+			return err
+		}
+		g.log.Debug("retrying the upstream", zap.String("request_id", x.rec.RequestID), zap.Int("attempt", n+1), zap.Error(err))
+	}
+}
+
+// attempt sends the request once and relays the answer: nil when it was
+// answered, or failed with what was written already.
+func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
+	p := t.plan
+	sent := time.Now()
+	resp, reconnected, err := p.upstream.client.Send(ctx, t.body, x.r.Header, t.req.Stream)
+	if reconnected {
+		x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name, Outcome: "reconnected"})
+	}
+	x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name})
+	t.record = &x.rec.Attempts[len(x.rec.Attempts)-1]
+	defer func() { x.rec.UpstreamDuration += time.Since(sent) }()
+	if err != nil {
+		t.record.Outcome = attemptOutcome(err)
+		return err
+	}
+	t.resp = resp
+	idle := watchIdle(resp, p.upstream.readIdle)
+	if t.req.Stream {
+		err = g.stream(ctx, x, t)
+	} else {
+		err = g.whole(x, t)
+	}
+	idle.stop()
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		t.record.Outcome = attemptOutcome(err)
+	case x.rec.ClientGone:
+		t.record.Outcome = "canceled"
+	default:
+		t.record.Outcome = outcomeOf(x.rec)
+	}
+	return err
+}
+
+// judged records the judge's verdict on an attempt's response, and in
+// annotate mode the argument validation failures.
+func judged(x *exchange, t *try, o policy.Outcome) {
+	t.record.Verdict = o.Kind
+	if len(o.Annotations) > 0 {
+		x.rec.Arguments = joinAnnotations(x.rec.Arguments, o.Annotations)
+		x.rec.InvalidArguments += len(o.Annotations)
+	}
+}
+
+func joinAnnotations(prev string, a []string) string {
+	for _, s := range a {
+		if prev != "" {
+			prev += "; "
+		}
+		prev += s
+	}
+	return prev
+}
+
+// fixesOf is a response's normalizations as the record counts them.
+func fixesOf(f wire.Fixes) []observe.Count {
+	var out []observe.Count
+	for name, n := range f.All() {
+		out = append(out, observe.Count{Name: name, N: n})
+	}
+	return out
+}
+
+// addUsage adds one attempt's reported usage to the record.
+func addUsage(rec *observe.Record, u wire.Usage) {
+	rec.PromptTokens += u.PromptTokens
+	rec.CompletionTokens += u.CompletionTokens
+	rec.TotalTokens += u.TotalTokens
+}
+
+// attemptOutcome names a failed attempt, for the access log and
+// toolgate_upstream_attempts_total.
+func attemptOutcome(err error) string {
+	if ue, ok := errors.AsType[*upstream.Error](err); ok {
+		switch {
+		case ue.Kind == upstream.KindStatus && ue.Status == http.StatusTooManyRequests:
+			return "status_429"
+		case ue.Kind == upstream.KindStatus && ue.Status >= 500:
+			return "status_5xx"
+		case ue.Kind == upstream.KindStatus:
+			return "status_4xx"
+		default:
+			return string(ue.Kind) // connect, timeout, canceled
+		}
+	}
+	if _, ok := errors.AsType[*policy.ViolationError](err); ok {
+		return "violation"
+	}
+	return "incomplete"
+}
+
+// outcomeOf names an attempt that ended the request, from what its relay
+// recorded (stream and whole write their own failures).
+func outcomeOf(rec *observe.Record) string {
+	switch rec.Outcome {
+	case observe.OutcomeOK:
+		return "ok"
+	case observe.OutcomeViolation:
+		return "violation"
+	case observe.OutcomeClientGone:
+		return "canceled"
+	case observe.OutcomeUpstream:
+		if rec.ErrorKind != "" {
+			return rec.ErrorKind
+		}
+	}
+	return "incomplete"
+}
+
+// fallbackable reports whether a failure may be tried on a fallback
+// route: the upstream's doing (no connection, a timeout, a 429 or 5xx, a
+// broken or refused response), not the request's (a 4xx, a budget, a bad
+// request) nor the client's (gone).
+func fallbackable(err error) bool {
+	if ue, ok := errors.AsType[*upstream.Error](err); ok {
+		switch ue.Kind {
+		case upstream.KindConnect, upstream.KindTimeout:
+			return !errors.Is(err, budget.ErrCallTimeout) // the call's own budget is spent
+		case upstream.KindStatus:
+			return ue.Status == http.StatusTooManyRequests || ue.Status >= 500 || ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden
+		}
+		return false
+	}
+	_, incomplete := errors.AsType[*wire.IncompleteError](err)
+	_, violation := errors.AsType[*policy.ViolationError](err)
+	return incomplete || violation
+}
+
+// retryable reports whether a failed attempt may be tried again: no
+// connection, a 429 or a 5xx, a response that broke off or violates the
+// policy. A timeout is not (the call's deadline is spent, or the upstream
+// is too slow to wait for twice), nor is a 4xx.
+func retryable(err error) bool {
+	if ue, ok := errors.AsType[*upstream.Error](err); ok {
+		return ue.Kind == upstream.KindConnect ||
+			ue.Kind == upstream.KindStatus && (ue.Status == http.StatusTooManyRequests || ue.Status >= 500)
+	}
+	_, incomplete := errors.AsType[*wire.IncompleteError](err)
+	_, violation := errors.AsType[*policy.ViolationError](err)
+	return incomplete || violation
+}
+
+// backoff waits before the next attempt: the route's retry_backoff doubled
+// at each attempt (with ±20% jitter, at most 8×), or the upstream's
+// Retry-After when it asks for longer. It reports false, having waited for
+// nothing, when the wait would pass retry_max_wait or the call's deadline,
+// and when ctx ends while waiting.
+func (g *Gateway) backoff(ctx context.Context, p *plan, attempt int, err error) bool {
+	wait := p.backoff.base << min(attempt, 3)
+	wait += time.Duration((g.clock.rand()*0.4 - 0.2) * float64(wait))
+	if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.RetryAfter > wait {
+		wait = ue.RetryAfter
+	}
+	if wait > p.backoff.max {
+		return false
+	}
+	if d, ok := ctx.Deadline(); ok && d.Sub(g.clock.now()) < wait {
+		return false
+	}
+	return g.clock.sleep(ctx, wait)
+}
+
+// idleWatch breaks off a response whose upstream stays silent for longer
+// than its read_idle_timeout: the body is closed, so the pending read
+// fails and the response ends as incomplete.
+type idleWatch struct {
+	io.ReadCloser
+	t     *time.Timer
+	idle  time.Duration
+	fired atomic.Bool
+}
+
+func watchIdle(resp *http.Response, idle time.Duration) *idleWatch {
+	w := &idleWatch{ReadCloser: resp.Body, idle: idle}
+	w.t = time.AfterFunc(idle, func() {
+		w.fired.Store(true)
+		w.ReadCloser.Close()
+	})
+	resp.Body = w
+	return w
+}
+
+func (w *idleWatch) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	if n > 0 {
+		w.t.Reset(w.idle)
+	}
+	if err != nil && w.fired.Load() {
+		err = fmt.Errorf("%w (%v)", errUpstreamIdle, err)
+	}
+	return n, err
+}
+
+func (w *idleWatch) stop() { w.t.Stop() }
+
+// errUpstreamIdle ends a response whose upstream fell silent.
+var errUpstreamIdle = errors.New("the upstream sent nothing for read_idle_timeout")

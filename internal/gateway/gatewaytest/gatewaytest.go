@@ -1,0 +1,260 @@
+// Package gatewaytest runs a gateway under test: served the way
+// cmd/gateway serves it (gateway.NewServer, with the pending-request
+// guard), on a loopback port, in front of a real upstream (the simulator
+// or an httptest server), with its logs observed and its metrics in a
+// pedantic registry. It also keeps everything every gateway of the test
+// binary logged and every response body its clients read, so that a
+// package's TestMain can check that no secret ever appeared (Secrets).
+package gatewaytest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/observe/observetest"
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Env is a running gateway in front of one upstream.
+type Env struct {
+	URL     string // the gateway's base URL, ending in /v1
+	Addr    string // its host:port
+	Logs    *observer.ObservedLogs
+	Reg     *prometheus.Registry
+	HTTP    *http.Client
+	Gateway *gateway.Gateway
+	close   func()
+}
+
+// Close stops the gateway now (the test's end stops it otherwise): a test
+// that checks what is left once it is gone calls it.
+func (e *Env) Close() { e.close() }
+
+// UpstreamKey is the upstream key ${UPSTREAM_KEY} expands to in configs.
+const UpstreamKey = "upstream-secret"
+
+// SimConfig routes "my-alias" to the simulator's sim-text and every other
+// model to the simulator as it is named.
+const SimConfig = `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1", api_key: "${UPSTREAM_KEY}"}]
+routes:
+  - {name: alias, model: "my-alias", upstream: sim, upstream_model: "sim-text"}
+  - {name: default, model: "*", upstream: sim}
+`
+
+// Options adjust Start.
+type Options struct {
+	// Gateway changes the gateway's options before it is built (a clock,
+	// a store).
+	Gateway func(*gateway.Options)
+	// Level is the least level observed in Logs; default info.
+	Level zapcore.Level
+}
+
+// Start runs the gateway with config yaml, where UPSTREAM_URL stands for
+// upstreamURL. It stops when the test ends.
+func Start(t testing.TB, upstreamURL, yaml string, opts ...Options) *Env {
+	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Level == 0 {
+		o.Level = zapcore.InfoLevel
+	}
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(yaml, "UPSTREAM_URL", upstreamURL)), func(k string) string {
+		return map[string]string{"UPSTREAM_KEY": UpstreamKey}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(o.Level)
+	reg := prometheus.NewPedanticRegistry()
+	metrics := observe.NewMetrics(reg)
+	pending := gateway.NewPending(cfg.Server, metrics)
+	gopts := gateway.Options{Config: cfg, Logger: zap.New(zapcore.NewTee(core, seenCore())), Metrics: metrics, Pending: pending}
+	if o.Gateway != nil {
+		o.Gateway(&gopts)
+	}
+	g, err := gateway.New(gopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = gateway.NewServer(cfg.Server, g, pending, nil)
+	srv.Start()
+	tr := &http.Transport{MaxIdleConnsPerHost: 2048}
+	stop := sync.OnceFunc(func() {
+		tr.CloseIdleConnections()
+		srv.Close()
+		g.Close()
+	})
+	t.Cleanup(stop)
+	return &Env{URL: srv.URL + "/v1", Addr: srv.Listener.Addr().String(), Logs: logs, Reg: reg,
+		HTTP: &http.Client{Transport: recording{tr}}, Gateway: g, close: stop}
+}
+
+// StartSim runs the simulator on loopback and the gateway in front of it,
+// with SimConfig or the given config.
+func StartSim(t testing.TB, opts sim.Options, yaml ...string) (*Env, *sim.Sim) {
+	t.Helper()
+	s := sim.New(opts)
+	up := httptest.NewServer(s)
+	t.Cleanup(up.Close)
+	cfg := SimConfig
+	if len(yaml) > 0 {
+		cfg = yaml[0]
+	}
+	return Start(t, up.URL, cfg), s
+}
+
+// Client is an openai-go client of the gateway presenting key, without
+// retries.
+func (e *Env) Client(key string) *openai.Client {
+	c := openai.NewClient(option.WithBaseURL(e.URL+"/"), option.WithAPIKey(key),
+		option.WithMaxRetries(0), option.WithHTTPClient(e.HTTP))
+	return &c
+}
+
+// Post sends body to /v1/chat/completions with the given header pairs.
+func (e *Env) Post(t testing.TB, body string, hdr ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.URL+"/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// Access returns the access-log lines as field maps.
+func (e *Env) Access() []map[string]any {
+	var out []map[string]any
+	for _, l := range e.Logs.FilterMessage("access").All() {
+		out = append(out, l.ContextMap())
+	}
+	return out
+}
+
+// WaitAccess polls until n access lines were written (the line is
+// written after the response, so a client can finish first).
+func (e *Env) WaitAccess(t testing.TB, n int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		a := e.Access()
+		if len(a) >= n {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d access lines after 5s, want %d", len(a), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Metric is the value of a metric family's series whose labels include
+// want (observetest.Value).
+func (e *Env) Metric(t testing.TB, name string, want map[string]string) float64 {
+	t.Helper()
+	return observetest.Value(t, e.Reg, name, want)
+}
+
+// WithField returns the first access line whose field key equals want,
+// or nil. Lines of concurrent or back-to-back requests can be written in
+// either order.
+func WithField(lines []map[string]any, key string, want any) map[string]any {
+	for _, l := range lines {
+		if l[key] == want {
+			return l
+		}
+	}
+	return nil
+}
+
+// ReadError reads and closes resp's body, which must be an OpenAI error
+// body.
+func ReadError(t testing.TB, resp *http.Response) (wire.ErrorBody, []byte) {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var body wire.ErrorBody
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatalf("the body is not an OpenAI error body: %s", b)
+	}
+	return body, b
+}
+
+// KeyHash is the configured form of a client key: its hex SHA-256.
+func KeyHash(k string) string { h := sha256.Sum256([]byte(k)); return hex.EncodeToString(h[:]) }
+
+// UserMsg is a one-message transcript.
+func UserMsg(s string) []openai.ChatCompletionMessageParamUnion {
+	return []openai.ChatCompletionMessageParamUnion{openai.UserMessage(s)}
+}
+
+// seen is everything the gateways of this test binary logged at any
+// level (debug included) and every response body their clients read.
+var seen struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+type seenWriter struct{}
+
+func (seenWriter) Write(p []byte) (int, error) {
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	return seen.b.Write(p)
+}
+
+// seenCore logs every entry, as JSON, into seen.
+func seenCore() zapcore.Core {
+	enc := zap.NewProductionEncoderConfig()
+	return zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(seenWriter{}), zapcore.DebugLevel)
+}
+
+// recording tees every response body into seen.
+type recording struct{ rt http.RoundTripper }
+
+func (r recording) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.rt.RoundTrip(req)
+	if err == nil {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(resp.Body, seenWriter{}), resp.Body}
+	}
+	return resp, err
+}
+
+// Seen returns everything the gateways started by Start logged (at any
+// level) and every response body their Env's clients read, so far.
+func Seen() string {
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	return seen.b.String()
+}

@@ -1,0 +1,243 @@
+package gateway
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/upstream"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// plan is one route resolved at load (and reload): every value its
+// requests read, typed. The request path reads plans, never the config's
+// strings. A plan is immutable once built, and shared by every request on
+// its route.
+type plan struct {
+	name     string
+	model    string // upstream_model; "" sends the client's
+	upstream *upstreamPlan
+
+	repair repair.Mode
+	steps  repair.Steps
+	policy policy.Config
+	// buffer holds tool calls until the response is judged
+	// (tool_calls: buffer, or validate_arguments: reject).
+	buffer bool
+
+	reasoning policy.Reasoning
+	// reasoningOut is the member the client gets reasoning in.
+	reasoningOut string
+	// offOnMiss turns thinking off when reasoning to restore is missing
+	// (reasoning.on_miss: disable_thinking).
+	offOnMiss bool
+	// offWhenForced turns thinking off, instead of sending tool_choice
+	// "auto", on an upstream that refuses a forced tool_choice while
+	// thinking (reasoning.forced_tool_choice: disable_thinking).
+	offWhenForced bool
+
+	limits budget.Limits
+	trim   bool // on_input_over: trim
+
+	retries int
+	backoff backoff
+	// fallbacks are tried in order when this route's attempts failed for
+	// a reason of the upstream's; their own fallbacks are not followed.
+	fallbacks []*plan
+}
+
+// upstreamPlan is one upstream resolved at load.
+type upstreamPlan struct {
+	name   string
+	client *upstream.Client
+	quirks wire.Quirks
+	// reasoning is where the upstream puts reasoning; field, the member it
+	// takes it back in ("" for inline think tags: nothing to restore).
+	reasoning wire.ReasoningSource
+	field     string
+	restore   bool // remember reasoning and put it back (restore_reasoning)
+
+	refusesForced    bool
+	noStreamOptions  bool
+	outputLimitField string
+	toolCallContent  repair.ContentMode
+	maxResponse      int64
+	maxEvent         int
+	readIdle         time.Duration
+	simulated        bool
+}
+
+// backoff is a route's retry waits.
+type backoff struct {
+	base, max time.Duration
+}
+
+// plans resolves every route of cfg (validated already) onto its upstream
+// client, fallbacks included.
+func plans(cfg *config.Config, clients map[string]*upstream.Client, schemas *policy.Schemas) map[string]*plan {
+	ups := map[string]*upstreamPlan{}
+	for i := range cfg.Upstreams {
+		u := &cfg.Upstreams[i]
+		ups[u.Name] = resolveUpstream(u, clients[u.Name])
+	}
+	out := make(map[string]*plan, len(cfg.Routes))
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
+		out[r.Name] = resolveRoute(r, ups[r.Upstream], cfg.Server.MaxTools, schemas)
+	}
+	for i := range cfg.Routes {
+		p := out[cfg.Routes[i].Name]
+		for _, f := range cfg.Routes[i].Fallbacks {
+			p.fallbacks = append(p.fallbacks, out[f])
+		}
+	}
+	return out
+}
+
+func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
+	p := &upstreamPlan{
+		name: u.Name, client: c, quirks: resolveQuirks(u.Quirks),
+		restore: u.RestoreReasoning && u.ReasoningField != "think", refusesForced: u.RefusesForcedToolChoice,
+		noStreamOptions: u.NoStreamOptions, outputLimitField: u.OutputLimitField,
+		maxResponse: u.MaxResponseBytes,
+		maxEvent:    u.MaxEventBytes, readIdle: u.ReadIdleTimeout, simulated: u.Simulator,
+	}
+	p.toolCallContent, _ = repair.ParseContentMode(u.ToolCallContent)
+	switch u.ReasoningField {
+	case "reasoning":
+		p.reasoning, p.field = wire.ReasoningField, "reasoning"
+	case "think":
+		p.reasoning = wire.ReasoningThink
+	default:
+		p.reasoning, p.field = wire.ReasoningContent, "reasoning_content"
+	}
+	return p
+}
+
+// resolveQuirks maps an upstream's configured quirk names onto the
+// normalizer's switches.
+func resolveQuirks(names config.Quirks) wire.Quirks {
+	if slices.Contains(names, "all") {
+		return wire.AllQuirks
+	}
+	var q wire.Quirks
+	for _, n := range names {
+		switch n {
+		case "missing_index":
+			q.MissingIndex = true
+		case "index_reuse":
+			q.IndexReuse = true
+		case "repeated_name":
+			q.RepeatedName = true
+		case "arguments_object":
+			q.ArgumentsObject = true
+		case "finish_reason":
+			q.FinishReason = true
+		case "missing_finish_reason":
+			q.MissingFinishReason = true
+		case "no_done":
+			q.NoDone = true
+		case "chunks":
+			q.Chunks = true
+		case "usage":
+			q.Usage = true
+		}
+	}
+	return q
+}
+
+func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *policy.Schemas) *plan {
+	p := &plan{name: r.Name, model: r.UpstreamModel, upstream: up,
+		retries: r.Retries, backoff: backoff{base: r.RetryBackoff, max: r.RetryMaxWait}}
+	p.repair, _ = repair.ParseMode(r.Repair)
+	p.steps = repair.Steps{
+		StringifyArguments: *r.Normalize.ArgumentsToString,
+		SynthesizeIDs:      *r.Normalize.SynthesizeIDs,
+		DedupeCallIDs:      *r.Normalize.DedupeCallIDs,
+		ToolCallContent:    up.toolCallContent,
+	}
+	mode, _ := policy.ParseMode(r.Policy)
+	args, _ := policy.ParseArguments(r.ValidateArguments)
+	p.policy = policy.Config{Mode: mode, EnforceParallel: r.EnforceParallelToolCalls, Arguments: args, Schemas: schemas, MaxTools: maxTools}
+	p.buffer = r.ToolCalls == "buffer" || args == policy.ArgumentsReject
+	p.reasoning = resolveReasoning(r.Reasoning)
+	p.reasoningOut = r.Reasoning.Output
+	p.offOnMiss = r.Reasoning.OnMiss == "disable_thinking"
+	p.offWhenForced = r.Reasoning.ForcedToolChoice == "disable_thinking"
+	p.limits = resolveBudget(r.Budget)
+	p.trim = r.Budget != nil && r.Budget.OnInputOver == "trim"
+	return p
+}
+
+// resolveReasoning turns a route's reasoning config into the policy's
+// form, encoding configured values as JSON once, fields in name order.
+func resolveReasoning(c config.Reasoning) policy.Reasoning {
+	encode := func(m map[string]any) []policy.Field {
+		var out []policy.Field
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			b, _ := json.Marshal(m[k]) // YAML-decoded values always marshal
+			out = append(out, policy.Field{Name: k, Value: b})
+		}
+		return out
+	}
+	r := policy.Reasoning{ClientEffort: c.ClientEffort, Fields: encode(c.Fields)}
+	r.Format, _ = policy.ParseFormat(c.Format)
+	r.Level, _ = policy.ParseLevel(c.Level)
+	for name, n := range c.Budgets {
+		l, _ := policy.ParseLevel(name)
+		r.Budgets[l] = n
+	}
+	for name, fields := range c.Custom {
+		l, _ := policy.ParseLevel(name)
+		r.Custom[l] = encode(fields)
+	}
+	return r
+}
+
+// resolveBudget resolves a budget block (validated at load); no block is
+// no limits.
+func resolveBudget(b *config.Budget) budget.Limits {
+	if b == nil {
+		return budget.NoLimits
+	}
+	val := func(l *config.Limit) *int {
+		if l == nil {
+			return nil
+		}
+		n := int(*l)
+		return &n
+	}
+	l, _ := budget.Resolve(budget.Object{Preset: b.Preset, MaxCalls: val(b.MaxCalls), MaxInputChars: val(b.MaxInputChars),
+		MaxOutputChars: val(b.MaxOutputChars), MaxOutputTokens: val(b.MaxOutputTokens), CallTimeoutMs: val(b.CallTimeoutMs)})
+	return l
+}
+
+// targetModel is the model name sent upstream for a client's.
+func (p *plan) targetModel(client string) string {
+	if p.model != "" {
+		return p.model
+	}
+	return client
+}
+
+// normalizer returns the options of a Normalizer for one response of a
+// prepared request.
+func (p *plan) normalizer(pr *prepared) wire.Options {
+	return wire.Options{
+		Upstream:     p.upstream.name,
+		Quirks:       p.upstream.quirks,
+		ReasoningIn:  p.upstream.reasoning,
+		ReasoningOut: p.reasoningOut,
+		Buffer:       p.buffer,
+		KeepText:     pr.judge.NeedsText() || p.upstream.restore,
+		LimitText:    pr.limits.MaxOutputChars != budget.Unlimited,
+		TextLimit:    pr.limits.MaxOutputChars,
+		SingleChoice: pr.judge.SingleChoice(),
+		ClientUsage:  pr.clientUsage,
+	}
+}

@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// prepared is a request ready to send on one route: derived from the
+// client's request by the route's plan, with what each step did.
+type prepared struct {
+	plan   *plan
+	req    *wire.ChatRequest // what is sent (model aside)
+	body   []byte
+	judge  *policy.Judge
+	limits budget.Limits // the route's and the key's, the stricter of each
+	// clientUsage: the client asked for the usage chunk.
+	clientUsage bool
+
+	trimmed  int
+	report   repair.Report
+	fixes    repair.Fixes
+	restored policy.Restored
+	level    policy.Level
+}
+
+// prepare derives the request to send on route p from the client's:
+// budgets (trimming before repair, so repair seals what trimming broke),
+// request normalizations and repair, the completion policy's reading,
+// the output limit, restored reasoning, the reasoning level, usage asked
+// for. A refusal is returned, nothing sent.
+func (g *Gateway) prepare(x *exchange, p *plan) (*prepared, error) {
+	pr := &prepared{plan: p, req: x.req.Derive(), limits: p.limits}
+	if x.key != nil {
+		pr.limits = budget.Stricter(pr.limits, g.keyLimits[x.key.Name])
+	}
+	if err := pr.transcript(); err != nil {
+		return nil, err
+	}
+	var err error
+	if pr.judge, err = policy.Prepare(pr.req, p.policy); err != nil {
+		return nil, err
+	}
+	// The output limit is clamped before reasoning checks its budget
+	// against it.
+	budget.ClampOutput(pr.req, pr.limits.MaxOutputTokens, p.upstream.outputLimitField)
+	if err := g.reason(x, pr); err != nil {
+		return nil, err
+	}
+	pr.clientUsage = pr.req.Stream && streamUsage(pr.req, p.upstream.noStreamOptions)
+	if pr.body, err = pr.req.Encode(p.targetModel(x.req.Model)); err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+// transcript trims the messages to the input budget, normalizes and
+// repairs them.
+func (pr *prepared) transcript() error {
+	p, msgs := pr.plan, pr.req.Messages
+	changed := false
+	if pr.limits.MaxInputChars != budget.Unlimited {
+		trimmed, rep, err := budget.Trim(msgs, pr.limits.MaxInputChars, p.trim)
+		if err != nil {
+			return err
+		}
+		if rep.Removed > 0 {
+			msgs, pr.trimmed, changed = trimmed, rep.Removed, true
+		}
+	}
+	msgs, pr.fixes = repair.Normalize(msgs, p.steps)
+	if p.repair != repair.ModeOff {
+		msgs, pr.report = repair.Repair(msgs)
+	}
+	if p.repair == repair.ModeReject && !pr.report.Empty() {
+		return &repair.RejectError{Report: pr.report}
+	}
+	if len(msgs) == 0 {
+		return &wire.DecodeError{Kind: wire.KindMissing, Param: "messages", Offset: -1,
+			Msg: "has no message left once the tool messages that answer no call are dropped; send the conversation that the tool messages belong to"}
+	}
+	if changed || pr.fixes.Any() || !pr.report.Empty() {
+		pr.req.SetMessages(msgs)
+	}
+	return nil
+}
+
+// reason restores the reasoning the upstream needs back, then writes the
+// route's reasoning level in the upstream's fields.
+func (g *Gateway) reason(x *exchange, pr *prepared) error {
+	p, up := pr.plan, pr.plan.upstream
+	reasoning := p.reasoning
+	if up.restore {
+		pr.restored = policy.RestoreReasoning(x.r.Context(), pr.req.Messages, up.field, g.store)
+		if pr.restored.Restored > 0 {
+			pr.req.SetMessages(pr.restored.Messages)
+		}
+		if pr.restored.Err != nil {
+			g.stateFailed(x, "reasoning_get", pr.restored.Err)
+		}
+		if pr.restored.Missed > 0 && p.offOnMiss {
+			reasoning.Level, reasoning.ClientEffort = policy.Off, false
+		}
+	}
+	var err error
+	if pr.level, err = policy.ApplyReasoning(pr.req, reasoning); err != nil {
+		return err
+	}
+	if up.refusesForced && pr.level > policy.Off && pr.judge.Forced() {
+		// This upstream refuses a forced tool_choice while thinking.
+		if p.offWhenForced {
+			reasoning.Level, reasoning.ClientEffort = policy.Off, false
+			pr.level, _ = policy.ApplyReasoning(pr.req, reasoning) // level off: no budget to check
+		} else {
+			pr.req.Set("tool_choice", json.RawMessage(`"auto"`)) // the judge still enforces the original
+		}
+	}
+	return nil
+}
+
+// streamUsage reports whether a streamed request asked for usage
+// (stream_options.include_usage), and makes sure the upstream is asked for
+// it: the gateway counts tokens by key, and the usage chunk the client did
+// not ask for is taken out of its stream. For an upstream that refuses
+// stream_options the field is removed instead.
+func streamUsage(req *wire.ChatRequest, noStreamOptions bool) bool {
+	opts := wire.Object{}
+	if raw, ok := req.Get("stream_options"); ok && string(raw) != "null" {
+		if o, err := wire.ParseObject(raw); err == nil {
+			opts = o
+		}
+	}
+	v, _ := opts.Get("include_usage")
+	asked := string(v) == "true"
+	switch {
+	case noStreamOptions:
+		req.Delete("stream_options")
+	case !asked:
+		opts.Set("include_usage", json.RawMessage("true"))
+		req.Set("stream_options", opts.JSON())
+	}
+	return asked
+}
+
+// notePrepared writes what preparing the request did into the record, and
+// tells the client what repair and normalization changed (response
+// headers).
+func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
+	rec, p := x.rec, pr.plan
+	rec.Route, rec.Upstream, rec.Model = p.name, p.upstream.name, wire.Clip(p.targetModel(x.req.Model))
+	rec.Trimmed = pr.trimmed
+	rec.ReasoningRestored, rec.ReasoningMiss = pr.restored.Restored, pr.restored.Missed
+	rec.Reasoning = pr.level.String()
+	rec.Repair, rec.Normalize, rec.Repairs = "", "", rec.Repairs[:0]
+	h := x.w.Header()
+	h.Del(RepairHeader)
+	h.Del(NormalizeHeader)
+	if !pr.report.Empty() {
+		rec.Repair = pr.report.Header()
+		h.Set(RepairHeader, rec.Repair)
+		rec.Repairs = append(rec.Repairs, observe.Count{Name: "sealed", N: len(pr.report.Sealed)},
+			observe.Count{Name: "dropped", N: len(pr.report.Dropped)}, observe.Count{Name: "moved", N: len(pr.report.Moved)})
+	}
+	if f := pr.fixes; f.Any() {
+		rec.Normalize = f.Header()
+		h.Set(NormalizeHeader, rec.Normalize)
+		rec.Repairs = append(rec.Repairs, observe.Count{Name: "arguments_to_string", N: f.StringifiedArguments},
+			observe.Count{Name: "synthesized_id", N: f.SynthesizedIDs}, observe.Count{Name: "deduped_call_id", N: f.DedupedCallIDs},
+			observe.Count{Name: "tool_call_content", N: f.ToolCallContent})
+	}
+	if p.upstream.simulated {
+		h.Set(SimulatedHeader, "sim")
+	} else if !g.simulated {
+		h.Del(SimulatedHeader)
+	}
+}
+
+// Response headers that report what the gateway did to the request.
+const (
+	// RepairHeader is set when transcript repair changed the request:
+	// "sealed=N; dropped=N; moved=N".
+	RepairHeader = "X-Toolgate-Repair"
+	// NormalizeHeader is set when a request normalization changed it,
+	// listing the non-zero counts, e.g. "synthesized_ids=1".
+	NormalizeHeader = "X-Toolgate-Normalize"
+)

@@ -1,0 +1,224 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+	"unsafe"
+
+	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/upstream"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// relay re-streams one upstream response to the client: the upstream's
+// events through the normalizer to the writer, then the judge's verdict.
+// It is created per attempt and is not safe for concurrent use.
+type relay struct {
+	x   *exchange
+	t   *try
+	n   *wire.Normalizer
+	out *wire.Writer
+	// gone: writing to the client failed.
+	gone bool
+}
+
+// stream re-streams the upstream's SSE events to the client, event by
+// event: nothing is held while the upstream is quiet, and events that
+// arrived together leave together.
+//
+// It returns an error, having written nothing, only when the attempt
+// fails before anything was sent and t.deferFail is set: the caller may
+// try again, or on a fallback route.
+func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
+	defer g.metrics.StreamStarted(x.rec.Route)()
+	rc := http.NewResponseController(x.w)
+	dw := &deadlineWriter{w: x.w, rc: rc, idle: g.cfg.Server.WriteIdleTimeout, header: t.resp.Header}
+	stop := context.AfterFunc(x.r.Context(), func() { rc.SetWriteDeadline(time.Now()) }) // unblock a stalled write
+	defer func() {
+		stop()
+		rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
+	}()
+	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: wire.NewWriter(dw)}
+	s.out.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
+	sawDone, readErr, chunkErr := s.pump(ctx)
+	err := g.endStream(s, sawDone, readErr, chunkErr)
+	t.record.Fixes = fixesOf(s.n.Fixes())
+	addUsage(x.rec, s.n.Result(nil).Usage)
+	return err
+}
+
+// pump moves the upstream's events to the client until the end marker,
+// the end of the body, an error, or the text limit.
+func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error) {
+	t := s.t
+	opts := wire.ReadOptions{MaxEventSize: t.plan.upstream.maxEvent}
+	for ev, err := range wire.Events(ctx, wire.FlushBeforeRead(t.resp.Body, s.out), opts) {
+		if err != nil {
+			return false, err, nil
+		}
+		if ev.Done {
+			return true, nil, nil
+		}
+		if ev.Data == "" {
+			continue
+		}
+		data, send, err := s.n.Chunk(unsafe.Slice(unsafe.StringData(ev.Data), len(ev.Data)))
+		if err != nil {
+			return false, nil, err
+		}
+		if send && !s.send(data) {
+			return false, nil, nil
+		}
+		if s.n.Cut() {
+			// The output budget is spent: the client has exactly
+			// maxOutputChars of text, and the stream ends here, as "length".
+			s.x.rec.Limited = budget.MaxOutputChars.String()
+			if s.n.Result(nil).FinishReason == "" && !s.send(s.n.LengthChunk()) {
+				return false, nil, nil
+			}
+			return true, nil, nil
+		}
+	}
+	return false, nil, nil
+}
+
+// send writes one event to the client; false when the client is gone.
+func (s *relay) send(data []byte) bool {
+	if !s.out.Committed() {
+		s.x.rec.TTFB = time.Since(s.x.rec.Start)
+	}
+	if err := s.out.Send(unsafe.String(unsafe.SliceData(data), len(data))); err != nil {
+		s.gone = true
+		s.x.rec.Error = "client write failed: " + err.Error()
+		return false
+	}
+	return true
+}
+
+// endStream judges how the stream ended and ends it for the client: the
+// held and tail chunks and [DONE], or the one error.
+func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) error {
+	x, t := s.x, s.t
+	if s.gone || x.r.Context().Err() != nil || errors.Is(readErr, wire.ErrClientWrite) {
+		x.rec.Status, x.rec.Outcome, x.rec.ClientGone = statusSent(s.out), observe.OutcomeClientGone, true
+		if readErr != nil {
+			x.rec.Error = readErr.Error()
+		}
+		return nil
+	}
+	if errors.Is(readErr, budget.ErrCallTimeout) {
+		return g.failStream(s, &upstream.Error{Upstream: t.plan.upstream.name, Kind: upstream.KindTimeout, Err: readErr}, false)
+	}
+	fin := wire.Finished{}
+	var protocol error
+	switch ie, isIncomplete := errors.AsType[*wire.IncompleteError](chunkErr); {
+	case readErr != nil:
+		chunkErr = &wire.IncompleteError{Upstream: t.plan.upstream.name, Err: readErr}
+	case isIncomplete:
+		chunkErr = ie
+	case chunkErr != nil:
+		protocol = chunkErr // a malformed response: a violation, whatever else
+	default:
+		fin = s.n.Finish(sawDone)
+	}
+	res := s.n.Result(protocol)
+	outcome := t.judge.Finish(policy.End{Done: fin.Done, Calls: res.Calls, CallsErr: res.CallsErr, FinishReason: res.FinishReason, Text: res.Text})
+	judged(x, t, outcome)
+	switch {
+	case outcome.OK():
+		g.remember(x, t, res)
+		for _, data := range append(s.n.Flush(), fin.Tail...) {
+			if !s.send(data) {
+				x.rec.Status, x.rec.Outcome, x.rec.ClientGone = statusSent(s.out), observe.OutcomeClientGone, true
+				return nil
+			}
+		}
+		x.rec.Status, x.rec.Outcome = http.StatusOK, observe.OutcomeOK
+		if s.out.Done() != nil {
+			x.rec.ClientGone, x.rec.Outcome = true, observe.OutcomeClientGone
+		}
+		return nil
+	case outcome.Kind == policy.Incomplete:
+		if chunkErr == nil {
+			chunkErr = &wire.IncompleteError{Upstream: t.plan.upstream.name, Err: wire.ErrNoDone}
+		}
+		return g.failStream(s, chunkErr, t.deferFail)
+	default:
+		return g.failStream(s, &policy.ViolationError{Upstream: t.plan.upstream.name, Msg: outcome.Msg}, t.deferFail)
+	}
+}
+
+// remember stores a finished turn's reasoning for an upstream that needs
+// it back.
+func (g *Gateway) remember(x *exchange, t *try, res wire.Result) {
+	if !t.plan.upstream.restore {
+		return
+	}
+	ctx := context.WithoutCancel(x.r.Context())
+	if err := policy.RememberReasoning(ctx, g.store, res.Reasoning, res.Calls, res.Text); err != nil {
+		g.stateFailed(x, "reasoning_put", err)
+	}
+}
+
+// failStream ends a stream that failed: with a status and JSON body if
+// nothing was sent yet, else with one error event and no [DONE]. When
+// nothing was sent and deferFail is set it writes nothing and returns err.
+func (g *Gateway) failStream(s *relay, err error, deferFail bool) error {
+	x := s.x
+	if !s.out.Committed() {
+		if deferFail && x.r.Context().Err() == nil {
+			return err
+		}
+		g.fail(x.w, x.r, x.rec, err)
+		return nil
+	}
+	x.rec.Status, x.rec.Error = http.StatusOK, err.Error()
+	x.rec.Outcome, x.rec.ErrorKind = observe.OutcomeIncomplete, "stream"
+	if _, ok := errors.AsType[*policy.ViolationError](err); ok {
+		x.rec.Outcome, x.rec.ErrorKind = observe.OutcomeViolation, "protocol"
+	}
+	noteLimit(x.rec, err)
+	_, body := errorFor(err)
+	s.out.Fail(body)
+	return nil
+}
+
+// statusSent is the status to record when the client went away: 200 if the
+// stream had started, else 499.
+func statusSent(out *wire.Writer) int {
+	if out.Committed() {
+		return http.StatusOK
+	}
+	return 499
+}
+
+// deadlineWriter is the client stream's wire.Sink. Its first write sends
+// the SSE headers (with the upstream's passed-on headers); each write gets
+// a fresh deadline, so a client that stops reading is cut after the idle
+// timeout while a paused stream is not.
+type deadlineWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	idle    time.Duration
+	header  http.Header // the upstream's response headers
+	started bool
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	if !d.started {
+		d.started = true
+		h := d.w.Header()
+		upstream.CopyResponseHeaders(h, d.header)
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+	}
+	_ = d.rc.SetWriteDeadline(time.Now().Add(d.idle)) // unsupported in tests' recorders: no deadline then
+	return d.w.Write(p)
+}
+
+func (d *deadlineWriter) Flush() error { return d.rc.Flush() }

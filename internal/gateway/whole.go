@@ -1,0 +1,58 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/upstream"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// whole relays a non-streamed response: read within max_response_bytes,
+// normalized by the same normalizer as streams, judged, then written.
+// Like stream, it returns an error without writing only when t.deferFail
+// is set.
+func (g *Gateway) whole(x *exchange, t *try) error {
+	up := t.plan.upstream
+	n := wire.NewNormalizer(t.plan.normalizer(t.prepared))
+	b, err := io.ReadAll(io.LimitReader(t.resp.Body, up.maxResponse+1))
+	switch {
+	case err != nil:
+		err = &wire.IncompleteError{Upstream: up.name, Err: err}
+	case int64(len(b)) > up.maxResponse:
+		err = &wire.IncompleteError{Upstream: up.name, Err: errors.New("the response is larger than max_response_bytes")}
+	default:
+		b, err = n.Whole(b)
+	}
+	res := n.Result(nil)
+	t.record.Fixes = fixesOf(res.Fixes)
+	addUsage(x.rec, res.Usage)
+	done := err == nil
+	outcome := t.judge.Finish(policy.End{Done: done, Calls: res.Calls, CallsErr: res.CallsErr, FinishReason: res.FinishReason, Text: res.Text})
+	judged(x, t, outcome)
+	if err == nil && !outcome.OK() {
+		err = &policy.ViolationError{Upstream: up.name, Msg: outcome.Msg}
+	}
+	if err != nil {
+		if t.deferFail && x.r.Context().Err() == nil {
+			return err
+		}
+		g.fail(x.w, x.r, x.rec, err)
+		return nil
+	}
+	g.remember(x, t, res)
+	h := x.w.Header()
+	upstream.CopyResponseHeaders(h, t.resp.Header)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	x.w.WriteHeader(http.StatusOK)
+	if _, err := x.w.Write(b); err != nil {
+		x.rec.ClientGone = true
+	}
+	x.rec.Status, x.rec.Outcome = http.StatusOK, observe.OutcomeOK
+	return nil
+}

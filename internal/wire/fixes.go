@@ -1,0 +1,81 @@
+package wire
+
+import (
+	"iter"
+	"strconv"
+	"strings"
+)
+
+// Fix names one normalization of an upstream's response (QUIRKS section
+// A). Its name is the "kind" label of toolgate_normalizations_total.
+type Fix uint8
+
+// The normalizations, in the order their names sort.
+const (
+	FixArgumentsObject     Fix = iota // arguments_object: arguments sent as a JSON value, made its text (A12)
+	FixChoiceIndex                    // choice_index: a lone choice's index made 0 (A27)
+	FixChunkID                        // chunk_id: a chunk's id made the first chunk's (A24)
+	FixEmptyFinishReason              // empty_finish_reason: "" read as no finish reason (A18)
+	FixFinishReason                   // finish_reason: "stop" (or none) after calls made "tool_calls" (A15)
+	FixIndexReuse                     // index_reuse: a new id at a used index starts a new call (A02)
+	FixKeepaliveData                  // keepalive_data: a keep-alive sent as data dropped (A34)
+	FixMergedChoices                  // merged_choices: calls spread over choices folded into one (A28)
+	FixMissingFinishReason            // missing_finish_reason: [DONE] without a finish reason given one (A17)
+	FixMissingIndex                   // missing_index: a fragment without an index placed (A01)
+	FixMissingRole                    // missing_role: the first delta given role "assistant" (A26)
+	FixNoDone                         // no_done: a finish reason then EOF taken as complete (A21)
+	FixNullError                      // null_error: an "error": null member removed (A40)
+	FixPlaceholderChunk               // placeholder_chunk: an empty first chunk dropped (A23)
+	FixRepeatedName                   // repeated_name: a name repeated on a continuation dropped (A10)
+	FixSecondFinishReason             // second_finish_reason: a second terminal finish dropped (A16)
+	numFixes
+)
+
+var fixNames = [numFixes]string{
+	"arguments_object", "choice_index", "chunk_id", "empty_finish_reason", "finish_reason", "index_reuse",
+	"keepalive_data", "merged_choices", "missing_finish_reason", "missing_index", "missing_role", "no_done",
+	"null_error", "placeholder_chunk", "repeated_name", "second_finish_reason",
+}
+
+func (f Fix) String() string { return fixNames[f] }
+
+// Fixes counts the normalizations applied to one response. It is a value:
+// copying it copies the counts.
+type Fixes [numFixes]int
+
+// Any reports whether any normalization was applied.
+func (f *Fixes) Any() bool { return *f != Fixes{} }
+
+// All yields each normalization applied, by name, with its count, in name
+// order.
+func (f *Fixes) All() iter.Seq2[string, int] {
+	return func(yield func(string, int) bool) {
+		for k, n := range f {
+			if n > 0 && !yield(fixNames[k], n) {
+				return
+			}
+		}
+	}
+}
+
+// Add adds o's counts to f.
+func (f *Fixes) Add(o Fixes) {
+	for k := range f {
+		f[k] += o[k]
+	}
+}
+
+// String is the access log's form: "finish_reason=1; index_reuse=1", ""
+// when nothing was applied.
+func (f *Fixes) String() string {
+	var b strings.Builder
+	for name, n := range f.All() {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String()
+}

@@ -1,0 +1,229 @@
+package wire
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files' expected sections from what the code does")
+
+// golden is one testdata/normalize file: options, the upstream's data
+// payloads in (a line "[DONE]" is the end marker), the payloads the client
+// gets out (those sent as they come, then — if the response is complete —
+// the held and tail chunks), and what the response came to.
+type golden struct {
+	comment []string
+	options string
+	in      []string
+	out     []string
+	result  []string
+}
+
+func readGolden(t *testing.T, path string) golden {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g golden
+	var section *[]string
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		switch {
+		case line == "-- in --":
+			section = &g.in
+		case line == "-- out --":
+			section = &g.out
+		case line == "-- result --":
+			section = &g.result
+		case section == nil && strings.HasPrefix(line, "options:"):
+			g.options = strings.TrimSpace(strings.TrimPrefix(line, "options:"))
+		case section == nil:
+			g.comment = append(g.comment, line)
+		default:
+			*section = append(*section, line)
+		}
+	}
+	return g
+}
+
+func (g golden) String() string {
+	var b strings.Builder
+	for _, l := range g.comment {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("options: " + g.options + "\n-- in --\n")
+	for _, sec := range []struct {
+		name  string
+		lines []string
+	}{{"", g.in}, {"-- out --", g.out}, {"-- result --", g.result}} {
+		if sec.name != "" {
+			b.WriteString(sec.name + "\n")
+		}
+		for _, l := range sec.lines {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// goldenOptions reads an options line: quirks=all|strict|name,name…,
+// buffer, keep, limit=N, single, clientusage, reasoning=field|think,
+// out=<member>.
+func goldenOptions(t *testing.T, s string) Options {
+	o := Options{Upstream: "up"}
+	for _, f := range strings.Fields(s) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "quirks":
+			for _, q := range strings.Split(v, ",") {
+				switch q {
+				case "all":
+					o.Quirks = AllQuirks
+				case "strict":
+				case "missing_index":
+					o.Quirks.MissingIndex = true
+				case "index_reuse":
+					o.Quirks.IndexReuse = true
+				case "repeated_name":
+					o.Quirks.RepeatedName = true
+				case "arguments_object":
+					o.Quirks.ArgumentsObject = true
+				case "finish_reason":
+					o.Quirks.FinishReason = true
+				case "missing_finish_reason":
+					o.Quirks.MissingFinishReason = true
+				case "no_done":
+					o.Quirks.NoDone = true
+				case "chunks":
+					o.Quirks.Chunks = true
+				case "usage":
+					o.Quirks.Usage = true
+				default:
+					t.Fatalf("unknown quirk %q", q)
+				}
+			}
+		case "buffer":
+			o.Buffer = true
+		case "keep":
+			o.KeepText = true
+		case "limit":
+			n, _ := strconv.Atoi(v)
+			o.LimitText, o.TextLimit = true, n
+		case "single":
+			o.SingleChoice = true
+		case "clientusage":
+			o.ClientUsage = true
+		case "reasoning":
+			o.ReasoningIn = map[string]ReasoningSource{"field": ReasoningField, "think": ReasoningThink}[v]
+		case "out":
+			o.ReasoningOut = v
+		default:
+			t.Fatalf("unknown option %q", f)
+		}
+	}
+	return o
+}
+
+// runGolden plays a golden file's input through a Normalizer the way the
+// gateway does, and renders what the client gets and the result.
+func runGolden(t *testing.T, g golden) (out, result []string) {
+	n := NewNormalizer(goldenOptions(t, g.options))
+	sawDone := false
+	var err error
+	for _, line := range g.in {
+		if line == "[DONE]" {
+			sawDone = true
+			break
+		}
+		var o []byte
+		var send bool
+		if o, send, err = n.Chunk([]byte(line)); err != nil {
+			break
+		}
+		if send {
+			out = append(out, string(o))
+		}
+		if n.Cut() {
+			if n.Result(nil).FinishReason == "" {
+				out = append(out, string(n.LengthChunk()))
+			}
+			break
+		}
+	}
+	fin := Finished{}
+	if err == nil {
+		fin = n.Finish(sawDone)
+		if fin.Done {
+			for _, c := range append(n.Flush(), fin.Tail...) {
+				out = append(out, string(c))
+			}
+		}
+	}
+	res := n.Result(nil)
+	if err != nil {
+		result = append(result, "error: "+err.Error())
+	} else {
+		result = append(result, fmt.Sprintf("done: %v", fin.Done))
+	}
+	if res.FinishReason != "" {
+		result = append(result, "finish: "+res.FinishReason)
+	}
+	if len(res.Calls) > 0 {
+		var calls []string
+		for _, c := range res.Calls {
+			calls = append(calls, c.ID+":"+c.Name+"("+c.Arguments+")")
+		}
+		result = append(result, "calls: "+strings.Join(calls, " "))
+	}
+	if res.CallsErr != nil {
+		result = append(result, "calls error: "+res.CallsErr.Error())
+	}
+	if res.Text != "" {
+		result = append(result, "text: "+res.Text)
+	}
+	if res.Reasoning != "" {
+		result = append(result, "reasoning: "+res.Reasoning)
+	}
+	if res.UsageSeen {
+		result = append(result, fmt.Sprintf("usage: %d/%d/%d", res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.TotalTokens))
+	}
+	if f := res.Fixes.String(); f != "" {
+		result = append(result, "fixes: "+f)
+	}
+	return out, result
+}
+
+// The normalizer's wire fixtures (testdata/normalize/*.txt): an upstream's
+// stream in, the client's stream and the result out, one file per quirk or
+// rule (SPEC §2, QUIRKS section A). go test -run TestNormalizeGolden
+// -update rewrites the expected sections.
+func TestNormalizeGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/normalize/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no golden files")
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			g := readGolden(t, path)
+			out, result := runGolden(t, g)
+			if *update {
+				g.out, g.result = out, result
+				if err := os.WriteFile(path, []byte(g.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got, want := strings.Join(out, "\n"), strings.Join(g.out, "\n"); got != want {
+				t.Errorf("out\n got:\n%s\nwant:\n%s", got, want)
+			}
+			if got, want := strings.Join(result, "\n"), strings.Join(g.result, "\n"); got != want {
+				t.Errorf("result\n got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,243 @@
+package wire
+
+import (
+	"errors"
+	"strings"
+)
+
+// Whole normalizes a whole (non-streamed) chat.completion body with the
+// same collector and quirk code as a stream: choice 0's calls collected
+// and checked (SPEC §2), arguments sent as objects made strings (A12),
+// calls spread over several choices folded into choice 0 (A28, with the
+// Chunks quirk, for a single-choice request), reasoning moved to the
+// client's member (A29, A30), "stop" or no finish reason after calls made
+// "tool_calls" (A15), usage read. It returns the body to send — b itself
+// when nothing changed — then Result gives what it came to.
+//
+// A body that is not one JSON document, or that is an error object, is an
+// *IncompleteError. Other choices than choice 0 pass unjudged.
+func (n *Normalizer) Whole(b []byte) ([]byte, error) {
+	if !Valid(b) {
+		return nil, &IncompleteError{Upstream: n.opts.Upstream, Err: errors.New("the response is not valid JSON")}
+	}
+	top, err := parseMembers(n.top, b)
+	if err != nil {
+		return b, nil // not an object: no choice, no finish reason, for the judge to refuse
+	}
+	n.top = top
+	if v := lookup(top, "error"); !isNull(v) {
+		return nil, n.errorObject(b)
+	}
+	if u := lookup(top, "usage"); len(u) > 0 && u[0] == '{' {
+		n.takeUsage(u)
+	}
+	choices := lookup(top, "choices")
+	if len(choices) == 0 || choices[0] != '[' {
+		return b, nil
+	}
+	var ok bool
+	if n.elems, ok = n.elements(choices); !ok || len(n.elems) == 0 {
+		return b, nil
+	}
+	q := n.opts.Quirks
+	var first []byte // choice 0 as it goes out
+	first = n.elems[0].b
+	merged := false
+	if len(n.elems) > 1 && n.opts.SingleChoice && q.Chunks {
+		if m, ok := n.mergeChoices(); ok {
+			first, merged = m, true
+			n.fixes[FixMergedChoices]++
+		}
+	}
+	choice, changed, err := n.wholeChoice(first)
+	if err != nil {
+		n.protocol = err
+		return b, nil
+	}
+	if !changed && !merged {
+		return b, nil
+	}
+	out := make([]byte, 0, len(b)+64)
+	out = append(out, '{')
+	for i := range top {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = top[i].appendKey(out)
+		out = append(out, ':')
+		if top[i].key != "choices" {
+			out = append(out, top[i].value...)
+			continue
+		}
+		out = append(out, '[')
+		out = append(out, choice...)
+		if !merged {
+			for _, e := range n.elems[1:] {
+				out = append(out, ',')
+				out = append(out, e.b...)
+			}
+		}
+		out = append(out, ']')
+	}
+	return append(out, '}'), nil
+}
+
+// wholeChoice normalizes choice 0 of a whole response and returns it.
+func (n *Normalizer) wholeChoice(raw []byte) ([]byte, bool, error) {
+	members, err := parseMembers(nil, raw)
+	if err != nil {
+		return raw, false, &ProtocolError{Index: -1, Msg: "a choice must be an object"}
+	}
+	out := raw
+	changed := false
+	if m := lookup(members, "message"); len(m) > 0 && m[0] == '{' {
+		msg, mchanged, err := n.wholeMessage(m)
+		if err != nil {
+			return raw, false, err
+		}
+		if mchanged {
+			out, _ = SetMember(out, msg, "message")
+			changed = true
+		}
+	}
+	reason, _ := stringOf(lookup(members, "finish_reason"))
+	if n.opts.Quirks.FinishReason && n.collector.Calls() > 0 && (reason == "stop" || reason == "") {
+		n.fixes[FixFinishReason]++
+		reason = "tool_calls"
+		out, _ = SetMember(out, []byte(`"tool_calls"`), "finish_reason")
+		changed = true
+	}
+	n.finish = reason
+	return out, changed, nil
+}
+
+// wholeMessage collects a message's calls, makes object arguments
+// strings, moves its reasoning and keeps its text.
+func (n *Normalizer) wholeMessage(raw []byte) ([]byte, bool, error) {
+	members, err := parseMembers(nil, raw)
+	if err != nil {
+		return raw, false, nil
+	}
+	out := raw
+	changed := false
+	if tc := lookup(members, "tool_calls"); !isNull(tc) {
+		before := n.fixes[FixArgumentsObject]
+		if _, err := n.collector.each(tc, true, func(out1) {}); err != nil {
+			return raw, false, err
+		}
+		if n.fixes[FixArgumentsObject] > before {
+			out, _ = SetMember(out, stringArguments(tc), "tool_calls")
+			changed = true
+		}
+	}
+	// Reasoning to the client's member (A29, A30).
+	if m, ok := n.moveWholeReasoning(out); ok {
+		out, changed = m, true
+	}
+	members, _ = parseMembers(nil, out)
+	if text, ok := stringOf(lookup(members, "content")); ok {
+		n.text.WriteString(text)
+	}
+	if r, ok := stringOf(lookup(members, n.out)); ok {
+		n.reasoning.WriteString(r)
+	}
+	return out, changed, nil
+}
+
+// moveWholeReasoning puts a message's reasoning in the client's member:
+// renamed, or split out of <think> tags in its content.
+func (n *Normalizer) moveWholeReasoning(msg []byte) ([]byte, bool) {
+	o, err := ParseObject(msg)
+	if err != nil {
+		return msg, false
+	}
+	switch n.opts.ReasoningIn {
+	case ReasoningThink:
+		text, ok := stringOf(lookup(o.members, "content"))
+		if !ok || text == "" {
+			return msg, false
+		}
+		r, c := n.think.Split(text)
+		r2, c2 := n.think.Flush()
+		r, c = r+r2, c+c2
+		o.Set("content", appendString(nil, c))
+		if r != "" {
+			o.Set(n.out, appendString(nil, r))
+		}
+		return o.JSON(), true
+	case ReasoningField, ReasoningContent:
+		in := "reasoning_content"
+		if n.opts.ReasoningIn == ReasoningField {
+			in = "reasoning"
+		}
+		v, ok := o.Get(in)
+		if !ok || in == n.out {
+			return msg, false
+		}
+		o.Delete(in)
+		o.Set(n.out, v)
+		return o.JSON(), true
+	}
+	return msg, false
+}
+
+// mergeChoices folds the tool calls of every choice into the first, for a
+// single-choice request answered with one choice per call (QUIRKS A28). It
+// reports false, changing nothing, when a choice is not of that shape.
+func (n *Normalizer) mergeChoices() ([]byte, bool) {
+	var calls []byte
+	for k, e := range n.elems {
+		c, err := ParseObject(e.b)
+		if err != nil {
+			return nil, false
+		}
+		m, _ := c.Get("message")
+		msg, err := ParseObject(m)
+		if err != nil {
+			return nil, false
+		}
+		tc, _ := msg.Get("tool_calls")
+		elems, ok := Elements(tc)
+		if k == 0 && isNull(tc) {
+			continue
+		}
+		if !ok || k > 0 && len(elems) == 0 {
+			return nil, false
+		}
+		for _, call := range elems {
+			if len(calls) > 0 {
+				calls = append(calls, ',')
+			}
+			calls = append(calls, call...)
+		}
+	}
+	out, ok := SetMember(n.elems[0].b, append(append([]byte{'['}, calls...), ']'), "message", "tool_calls")
+	return out, ok
+}
+
+// stringArguments rewrites a message's tool_calls so that arguments given
+// as a JSON value other than a string become its text (QUIRKS A12); every
+// other member keeps its bytes.
+func stringArguments(toolCalls []byte) []byte {
+	elems, ok := Elements(toolCalls)
+	if !ok {
+		return toolCalls
+	}
+	out := []byte{'['}
+	for k, call := range elems {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		o, err := ParseObject(call)
+		fn, _ := o.Get("function")
+		f, ferr := ParseObject(fn)
+		a, _ := f.Get("arguments")
+		if err != nil || ferr != nil || len(a) == 0 || a[0] == '"' || string(a) == "null" {
+			out = append(out, call...)
+			continue
+		}
+		set, _ := SetMember(call, appendString(nil, strings.Clone(string(a))), "function", "arguments")
+		out = append(out, set...)
+	}
+	return append(out, ']')
+}
