@@ -23,8 +23,10 @@ type Limits struct {
 	CallTimeout     time.Duration // Unlimited (as a Duration) for none
 }
 
-// NoLimits is the budget of an unbudgeted route.
-var NoLimits = Limits{MaxCalls: Unlimited, MaxInputChars: Unlimited, MaxOutputChars: Unlimited, MaxOutputTokens: Unlimited, CallTimeout: Unlimited}
+// NoLimits returns the budget of an unbudgeted route.
+func NoLimits() Limits {
+	return Limits{MaxCalls: Unlimited, MaxInputChars: Unlimited, MaxOutputChars: Unlimited, MaxOutputTokens: Unlimited, CallTimeout: Unlimited}
+}
 
 // Preset returns a preset of SPEC §5's table, exactly: small, medium or
 // large.

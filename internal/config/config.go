@@ -227,12 +227,12 @@ type Upstream struct {
 	NoStreamOptions bool `yaml:"no_stream_options"`
 	// Quirks lists the stream normalizations applied to this upstream's
 	// responses: "all" (the default), "strict" (none: every protocol
-	// departure is an error), or a list of QuirkNames.
+	// departure is an error), or a list of the names in quirkNames.
 	Quirks Quirks `yaml:"quirks"`
 }
 
-// QuirkNames are the stream normalizations an upstream can switch on.
-var QuirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks", "usage"}
+// quirkNames are the stream normalizations an upstream can switch on.
+var quirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks", "usage"}
 
 // Quirks is an upstream's list of normalizations; in YAML a single word
 // ("all", "strict") or a list of names.
@@ -715,9 +715,9 @@ func (c *Config) Validate() error {
 			switch {
 			case (q == "all" || q == "strict") && len(u.Quirks) > 1:
 				add(p+".quirks", "%q must stand alone, not in a list", q)
-			case q == "all" || q == "strict" || slices.Contains(QuirkNames, q):
+			case q == "all" || q == "strict" || slices.Contains(quirkNames, q):
 			default:
-				add(p+".quirks", "unknown quirk %q; use all, strict, or a list of: %s", q, strings.Join(QuirkNames, ", "))
+				add(p+".quirks", "unknown quirk %q; use all, strict, or a list of: %s", q, strings.Join(quirkNames, ", "))
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func (g *Gateway) stateFailed(x *exchange, op string, err error) bool {
 	x.rec.StateErrors = append(x.rec.StateErrors, op)
 	g.log.Warn("state store unavailable", zap.String("request_id", x.rec.RequestID), zap.String("operation", op),
 		zap.String("on_error", g.cfg.State.OnError), zap.Error(err))
-	return g.cfg.State.OnError == "fail_closed"
+	return g.failClosed
 }
 
 // settle counts a finished request's tokens against its key's tokens per

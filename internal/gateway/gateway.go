@@ -66,6 +66,9 @@ type Gateway struct {
 	counters  budget.Store
 	pending   *Pending
 	clock     clock
+	// failClosed: a request is refused when the state store is
+	// unreachable (state.on_error: fail_closed).
+	failClosed bool
 	// simulated: every upstream is a built-in simulator.
 	simulated bool
 	close     func() // releases the state store
@@ -136,6 +139,7 @@ func New(opts Options) (*Gateway, error) {
 	for _, u := range g.cfg.Upstreams {
 		g.simulated = g.simulated && u.Simulator
 	}
+	g.failClosed = g.cfg.State.OnError == "fail_closed"
 	g.keys = auth.New(g.cfg.Keys)
 	g.keyLimits = map[string]budget.Limits{}
 	for _, k := range g.keys.All() {

@@ -123,7 +123,7 @@ func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 // normalizer's switches.
 func resolveQuirks(names config.Quirks) wire.Quirks {
 	if slices.Contains(names, "all") {
-		return wire.AllQuirks
+		return wire.AllQuirks()
 	}
 	var q wire.Quirks
 	for _, n := range names {
@@ -203,7 +203,7 @@ func resolveReasoning(c config.Reasoning) policy.Reasoning {
 // no limits.
 func resolveBudget(b *config.Budget) budget.Limits {
 	if b == nil {
-		return budget.NoLimits
+		return budget.NoLimits()
 	}
 	val := func(l *config.Limit) *int {
 		if l == nil {

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -74,16 +75,27 @@ type Judge struct {
 	params   map[string]json.RawMessage // declared function → its parameters schema
 	tools    wire.Names                 // declared function names
 	nTools   int
-	choice   string          // "", "auto", "none", "required" or "function"
+	choice   toolChoice
 	function string          // the named function when choice is "function"
 	parallel bool            // parallel_tool_calls, true unless the request says false
 	format   json.RawMessage // response_format json_schema's schema, or nil
 	n        int             // the request's n, 0 when absent
 }
 
+// toolChoice is a request's tool_choice.
+type toolChoice uint8
+
+const (
+	choiceUnset    toolChoice = iota // omitted: default's rules
+	choiceAuto                       // "auto"
+	choiceNone                       // "none"
+	choiceRequired                   // "required"
+	choiceFunction                   // {"type":"function","function":{"name":…}}
+)
+
 // Forced reports whether the request forces a tool call (tool_choice
 // "required" or a named function).
-func (j *Judge) Forced() bool { return j.choice == "required" || j.choice == "function" }
+func (j *Judge) Forced() bool { return j.choice == choiceRequired || j.choice == choiceFunction }
 
 // SingleChoice reports whether the request asks for one choice (n absent
 // or 1).
@@ -131,18 +143,32 @@ func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 			j.format = rf.JSONSchema.Schema
 		}
 	}
+	if err := j.readChoice(req); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// readChoice reads tool_choice: "auto", "none", "required", or a function
+// the request declares.
+func (j *Judge) readChoice(req *wire.ChatRequest) error {
 	raw, ok := req.Get("tool_choice")
 	if !ok || string(raw) == "null" {
-		return j, nil
+		return nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		switch s {
-		case "auto", "none", "required":
-			j.choice = s
-			return j, nil
+		case "auto":
+			j.choice = choiceAuto
+		case "none":
+			j.choice = choiceNone
+		case "required":
+			j.choice = choiceRequired
+		default:
+			return &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice; use \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}", wire.Clip(s))}
 		}
-		return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice; use \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}", wire.Clip(s))}
+		return nil
 	}
 	var obj struct {
 		Type     string `json:"type"`
@@ -151,13 +177,13 @@ func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 		} `json:"function"`
 	}
 	if json.Unmarshal(raw, &obj) != nil || obj.Type != "function" || obj.Function.Name == "" {
-		return nil, &RequestError{Param: "tool_choice", Msg: "must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}"}
+		return &RequestError{Param: "tool_choice", Msg: "must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}"}
 	}
 	if !j.declared(obj.Function.Name) {
-		return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("names the function %q, which is not among the request's tools", wire.Clip(obj.Function.Name))}
+		return &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("names the function %q, which is not among the request's tools", wire.Clip(obj.Function.Name))}
 	}
-	j.choice, j.function = "function", obj.Function.Name
-	return j, nil
+	j.choice, j.function = choiceFunction, obj.Function.Name
+	return nil
 }
 
 func (j *Judge) declared(name string) bool { return j.tools.Has(name) }
@@ -211,74 +237,92 @@ func (j *Judge) Finish(e End) Outcome {
 	if j.cfg.Mode == ModeOff {
 		return Outcome{Kind: OK}
 	}
+	for _, verdict := range [...]func(End) (Outcome, bool){j.calls, j.finishReason, j.content} {
+		if o, done := verdict(e); done {
+			return o
+		}
+	}
+	return j.arguments(e)
+}
+
+// calls judges the calls made: declared tools, parallel_tool_calls when
+// enforced, and tool_choice (or, without one or in default mode, whether
+// tools were declared).
+func (j *Judge) calls(e End) (Outcome, bool) {
 	n := len(e.Calls)
 	if j.nTools > 0 {
 		for _, c := range e.Calls {
 			if !j.declared(c.Name) {
-				return violation("the model called %q, which is not among the request's tools", wire.Clip(c.Name))
+				return violation("the model called %q, which is not among the request's tools", wire.Clip(c.Name)), true
 			}
 		}
 	}
 	if j.cfg.EnforceParallel && !j.parallel && n > 1 {
-		return violation("the model made %d calls although parallel_tool_calls is false", n)
+		return violation("the model made %d calls although parallel_tool_calls is false", n), true
 	}
 	choice := j.choice
 	if j.cfg.Mode == ModeDefault {
-		choice = ""
-	}
-	switch choice {
-	case "none":
-		if n > 0 {
-			return violation("tool_choice is \"none\" but the model called %q", wire.Clip(e.Calls[0].Name))
-		}
-	case "required":
-		if n == 0 {
-			return violation("tool_choice is \"required\" but the model made no tool call")
-		}
-	case "function":
-		found := false
-		for _, c := range e.Calls {
-			found = found || c.Name == j.function
-		}
-		if !found {
-			return violation("tool_choice names %q but the model did not call it", j.function)
-		}
-	case "":
-		if j.nTools == 0 && n > 0 {
-			return violation("the model called %q but the request declares no tools", wire.Clip(e.Calls[0].Name))
-		}
+		choice = choiceUnset
 	}
 	switch {
+	case choice == choiceNone && n > 0:
+		return violation("tool_choice is \"none\" but the model called %q", wire.Clip(e.Calls[0].Name)), true
+	case choice == choiceRequired && n == 0:
+		return violation("tool_choice is \"required\" but the model made no tool call"), true
+	case choice == choiceFunction && !slices.ContainsFunc(e.Calls, func(c wire.CollectedCall) bool { return c.Name == j.function }):
+		return violation("tool_choice names %q but the model did not call it", j.function), true
+	case choice == choiceUnset && j.nTools == 0 && n > 0:
+		return violation("the model called %q but the request declares no tools", wire.Clip(e.Calls[0].Name)), true
+	}
+	return Outcome{}, false
+}
+
+// finishReason judges the finish reason against the calls.
+func (j *Judge) finishReason(e End) (Outcome, bool) {
+	n := len(e.Calls)
+	switch {
 	case e.FinishReason == "":
-		return violation("the response has no finish_reason")
+		return violation("the response has no finish_reason"), true
 	case n > 0 && e.FinishReason != "tool_calls":
-		return violation("the model made tool calls but finished with %q", wire.Clip(e.FinishReason))
+		return violation("the model made tool calls but finished with %q", wire.Clip(e.FinishReason)), true
 	case n == 0 && e.FinishReason == "tool_calls":
-		return violation("the response finished with \"tool_calls\" but carries no call")
+		return violation("the response finished with \"tool_calls\" but carries no call"), true
 	}
-	if j.format != nil && n == 0 {
-		var sch *jsonschema.Schema
-		if j.schemas != nil {
-			sch = j.schemas.get(j.format)
-		}
-		if err := checkContent(e.Text, sch); err != nil {
-			return violation("the content does not match response_format's json_schema: %v", err)
+	return Outcome{}, false
+}
+
+// content judges a text answer against response_format's json_schema.
+func (j *Judge) content(e End) (Outcome, bool) {
+	if j.format == nil || len(e.Calls) > 0 {
+		return Outcome{}, false
+	}
+	var sch *jsonschema.Schema
+	if j.schemas != nil {
+		sch = j.schemas.get(j.format)
+	}
+	if err := checkContent(e.Text, sch); err != nil {
+		return violation("the content does not match response_format's json_schema: %v", err), true
+	}
+	return Outcome{}, false
+}
+
+// arguments validates the calls' arguments (annotate or reject).
+func (j *Judge) arguments(e End) Outcome {
+	if j.cfg.Arguments != ArgumentsAnnotate && j.cfg.Arguments != ArgumentsReject {
+		return Outcome{Kind: OK}
+	}
+	// Arguments that are not JSON at all never finished (QUIRKS A19: a
+	// truncation reported as "tool_calls"): a violation in both modes.
+	for _, c := range e.Calls {
+		if strings.TrimSpace(c.Arguments) != "" && !wire.Valid([]byte(c.Arguments)) {
+			return violation("invalid tool-call arguments: call %s (%s) is cut off or garbled: %v", c.ID, c.Name, checkArguments(c.Arguments, nil))
 		}
 	}
-	if j.cfg.Arguments == ArgumentsAnnotate || j.cfg.Arguments == ArgumentsReject {
-		// Arguments that are not JSON at all never finished (QUIRKS A19: a
-		// truncation reported as "tool_calls"): a violation in both modes.
-		for _, c := range e.Calls {
-			if strings.TrimSpace(c.Arguments) != "" && !wire.Valid([]byte(c.Arguments)) {
-				return violation("invalid tool-call arguments: call %s (%s) is cut off or garbled: %v", c.ID, c.Name, checkArguments(c.Arguments, nil))
-			}
+	if problems := j.argumentProblems(e.Calls); len(problems) > 0 {
+		if j.cfg.Arguments == ArgumentsReject {
+			return violation("invalid tool-call arguments: %s", strings.Join(problems, "; "))
 		}
-		if problems := j.argumentProblems(e.Calls); len(problems) > 0 {
-			if j.cfg.Arguments == ArgumentsReject {
-				return violation("invalid tool-call arguments: %s", strings.Join(problems, "; "))
-			}
-			return Outcome{Kind: OK, Annotations: problems}
-		}
+		return Outcome{Kind: OK, Annotations: problems}
 	}
 	return Outcome{Kind: OK}
 }

@@ -82,10 +82,19 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, field string, st
 // maxLookups bounds the store lookups for one assistant turn.
 const maxLookups = 4
 
+// Turn is one finished assistant turn: its reasoning, the calls it made
+// and its text.
+type Turn struct {
+	Reasoning string
+	Calls     []wire.CollectedCall
+	Content   string
+}
+
 // RememberReasoning stores a finished turn's reasoning under each of its
 // call ids, or under its content when it made no call. It returns the
 // store's first failure.
-func RememberReasoning(ctx context.Context, store ReasoningStore, reasoning string, calls []wire.CollectedCall, content string) error {
+func RememberReasoning(ctx context.Context, store ReasoningStore, t Turn) error {
+	reasoning, calls, content := t.Reasoning, t.Calls, t.Content
 	if reasoning == "" {
 		return nil
 	}

@@ -40,8 +40,8 @@ func TestMemoryStore(t *testing.T) {
 func TestRestoreReasoning(t *testing.T) {
 	store := NewMemoryStore(0, 0, nil)
 	ctx := context.Background()
-	RememberReasoning(ctx, store, "why-a", []wire.CollectedCall{{ID: "a"}}, "")
-	RememberReasoning(ctx, store, "why-text", nil, "It is sunny.")
+	RememberReasoning(ctx, store, Turn{Reasoning: "why-a", Calls: []wire.CollectedCall{{ID: "a"}}})
+	RememberReasoning(ctx, store, Turn{Reasoning: "why-text", Content: "It is sunny."})
 	msgs := transcriptOf(t, `[{"role":"user","content":"x"},`+
 		`{"role":"assistant","content":null,"x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"a","content":"r"},`+

@@ -113,28 +113,44 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 	if paired(msgs) {
 		return msgs, Report{}
 	}
-	// Per assistant message that made calls: its calls (one per id, in call
-	// order), which of them are answered, and the replies it owns.
-	// Indexed by message position; calls is nil for a message that made none.
-	// The calls and answered slices of all messages share two arenas.
-	type request struct {
-		calls    []*wire.ToolCall
-		answered []bool // by position in calls
-		owned    []int  // indexes of its replies, in input order
+	p := pairing(msgs)
+	if out := p.output(msgs); !p.rep.Empty() {
+		return out, p.rep
 	}
-	requests := make([]request, len(msgs))
+	return msgs, p.rep
+}
+
+// pairs is the pairing of one transcript: per assistant message that made
+// calls, its calls (one per id, in call order), which of them are
+// answered, and the replies it owns; and the replies dropped.
+type pairs struct {
+	requests   []request // by message position; calls is nil for a message that made none
+	unanswered int
+	rep        Report
+}
+
+type request struct {
+	calls    []*wire.ToolCall
+	answered []bool // by position in calls
+	owned    []int  // indexes of its replies, in input order
+}
+
+// pairing gives each reply its owner: the closest earlier call with its
+// id that nothing has answered yet.
+func pairing(msgs []wire.Message) *pairs {
+	p := &pairs{requests: make([]request, len(msgs))}
 	nCalls := 0
 	for i := range msgs {
 		nCalls += len(msgs[i].ToolCalls)
 	}
+	// The calls and answered slices of all messages share two arenas.
 	callArena := make([]*wire.ToolCall, 0, nCalls)
 	answeredArena := make([]bool, nCalls)
-	// open holds, per call id, the calls with that id nothing has answered yet, oldest
-	// first: a reply's owner (the closest earlier unanswered call) is the
-	// last one, taken in O(1) however many messages reuse the id.
+	// open holds, per call id, the calls with that id nothing has answered
+	// yet, oldest first: a reply's owner is the last one, taken in O(1)
+	// however many messages reuse the id.
 	type slot struct{ msg, call int }
 	open := make(map[string][]slot, nCalls)
-	var rep Report
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
@@ -145,46 +161,44 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 			if len(calls) == 0 {
 				continue
 			}
-			requests[i] = request{calls: calls, answered: answeredArena[start:len(callArena):len(callArena)]}
+			p.requests[i] = request{calls: calls, answered: answeredArena[start:len(callArena):len(callArena)]}
 			for s, c := range calls {
 				open[c.ID] = append(open[c.ID], slot{i, s})
 			}
+			p.unanswered += len(calls)
 		case "tool":
 			id := m.ToolCallID
 			calls := open[id]
 			if len(calls) == 0 {
-				rep.Dropped = append(rep.Dropped, Reply{Index: i, CallID: id})
+				p.rep.Dropped = append(p.rep.Dropped, Reply{Index: i, CallID: id})
 				continue
 			}
 			owner := calls[len(calls)-1]
 			open[id] = calls[:len(calls)-1]
-			requests[owner.msg].answered[owner.call] = true
-			requests[owner.msg].owned = append(requests[owner.msg].owned, i)
+			p.requests[owner.msg].answered[owner.call] = true
+			p.requests[owner.msg].owned = append(p.requests[owner.msg].owned, i)
+			p.unanswered--
 		}
 	}
+	return p
+}
 
-	// Every kept message, plus a seal for each call left unanswered.
-	unanswered := 0
-	for _, open := range open {
-		unanswered += len(open)
-	}
-	out := make([]wire.Message, 0, len(msgs)+unanswered)
+// output is the repaired transcript: every message but the replies in
+// order, each request followed by a seal per unanswered call, then its
+// replies.
+func (p *pairs) output(msgs []wire.Message) []wire.Message {
+	out := make([]wire.Message, 0, len(msgs)+p.unanswered)
 	for i := range msgs {
-		m := msgs[i]
-		if m.Role == "tool" {
+		if msgs[i].Role == "tool" {
 			continue
 		}
-		out = append(out, m)
-		req := &requests[i]
-		if req.calls == nil {
-			continue
-		}
+		out = append(out, msgs[i])
+		req := &p.requests[i]
 		for s, c := range req.calls {
-			if req.answered[s] {
-				continue
+			if !req.answered[s] {
+				out = append(out, seal(c))
+				p.rep.Sealed = append(p.rep.Sealed, Reply{Index: i, CallID: c.ID})
 			}
-			out = append(out, seal(c))
-			rep.Sealed = append(rep.Sealed, Reply{Index: i, CallID: c.ID})
 		}
 		// The run of tool messages directly after the request, in the input:
 		// a reply there stayed where it was.
@@ -195,14 +209,11 @@ func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 		for _, at := range req.owned {
 			out = append(out, msgs[at])
 			if at >= runEnd {
-				rep.Moved = append(rep.Moved, Reply{Index: at, CallID: msgs[at].ToolCallID})
+				p.rep.Moved = append(p.rep.Moved, Reply{Index: at, CallID: msgs[at].ToolCallID})
 			}
 		}
 	}
-	if rep.Empty() {
-		return msgs, rep
-	}
-	return out, rep
+	return out
 }
 
 // appendCalls appends a message's calls to dst, one per id, in the order

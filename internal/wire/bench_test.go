@@ -46,7 +46,7 @@ func BenchmarkChunk(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				rs := NewNormalizer(Options{Quirks: AllQuirks, SingleChoice: true})
+				rs := NewNormalizer(Options{Quirks: AllQuirks(), SingleChoice: true})
 				w := NewWriter(discard{})
 				for ev, err := range Events(context.Background(), strings.NewReader(body), ReadOptions{}) {
 					if err != nil {

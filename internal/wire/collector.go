@@ -43,9 +43,11 @@ type Quirks struct {
 	Usage bool
 }
 
-// AllQuirks is every normalization on (an upstream's "all").
-var AllQuirks = Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true,
-	FinishReason: true, MissingFinishReason: true, NoDone: true, Chunks: true, Usage: true}
+// AllQuirks returns every normalization on (an upstream's "all").
+func AllQuirks() Quirks {
+	return Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true,
+		FinishReason: true, MissingFinishReason: true, NoDone: true, Chunks: true, Usage: true}
+}
 
 // ProtocolError is a tool-call fragment stream that breaks the protocol
 // (SPEC §2): a malformed fragment, an id conflict, or a call left without
@@ -86,30 +88,39 @@ type Fragment struct {
 
 // MarshalJSON writes the fragment in OpenAI's delta shape.
 func (f Fragment) MarshalJSON() ([]byte, error) {
-	return appendFragment(nil, f.Index, f.ID, f.Name, appendString(nil, f.Arguments), f.Extra.members), nil
+	return out1{index: f.Index, id: f.ID, name: f.Name, args: appendString(nil, f.Arguments), extra: f.Extra.members}.append(nil), nil
 }
 
-// appendFragment writes one canonical fragment: args is the arguments'
-// JSON string as it goes out (the upstream's own bytes when they can be).
-func appendFragment(b []byte, index int, id, name string, args []byte, extra []member) []byte {
+// out1 is one canonical fragment to send: id and name are set on a call's
+// first; args is the arguments' JSON string as it goes out (the
+// upstream's own bytes when they can be).
+type out1 struct {
+	index    int
+	id, name string
+	args     []byte
+	extra    []member
+}
+
+// append writes the fragment.
+func (f out1) append(b []byte) []byte {
 	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, int64(index), 10)
-	if id != "" {
+	b = strconv.AppendInt(b, int64(f.index), 10)
+	if f.id != "" {
 		b = append(b, `,"id":`...)
-		b = appendString(b, id)
+		b = appendString(b, f.id)
 		b = append(b, `,"type":"function","function":{"name":`...)
-		b = appendString(b, name)
+		b = appendString(b, f.name)
 		b = append(b, `,"arguments":`...)
 	} else {
 		b = append(b, `,"function":{"arguments":`...)
 	}
-	b = append(b, args...)
+	b = append(b, f.args...)
 	b = append(b, '}')
-	for i := range extra {
+	for i := range f.extra {
 		b = append(b, ',')
-		b = extra[i].appendKey(b)
+		b = f.extra[i].appendKey(b)
 		b = append(b, ':')
-		b = append(b, extra[i].value...)
+		b = append(b, f.extra[i].value...)
 	}
 	return append(b, '}')
 }
@@ -175,7 +186,7 @@ func (c *Collector) Add(toolCalls json.RawMessage) ([]Fragment, error) {
 		if s, ok := stringOf(f.args); ok {
 			args = s
 		}
-		out = append(out, Fragment{Index: f.call.index, ID: f.id, Name: f.name, Arguments: args, Extra: Object{members: f.extra}})
+		out = append(out, Fragment{Index: f.index, ID: f.id, Name: f.name, Arguments: args, Extra: Object{members: f.extra}})
 	})
 	return out, err
 }
@@ -195,19 +206,10 @@ func (c *Collector) appendFragments(dst, toolCalls []byte, whole bool) ([]byte, 
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendFragment(dst, f.call.index, f.id, f.name, f.args, f.extra)
+		dst = f.append(dst)
 		n++
 	})
 	return dst, n, err
-}
-
-// out1 is one canonical fragment to send: id and name are set on a call's
-// first; args is the JSON string to write.
-type out1 struct {
-	call     *collecting
-	id, name string
-	args     []byte
-	extra    []member
 }
 
 // each runs every fragment of a tool_calls array through the collector
@@ -247,59 +249,72 @@ func (c *Collector) each(toolCalls []byte, whole bool, emit func(out1)) (int, er
 	}
 }
 
-// add takes one fragment; position is the index of a fragment that has
+// fragment is one fragment as received: its members' views of the
+// chunk's bytes.
+type fragment struct {
+	idx  int // the upstream's index, or -1
+	id   string
+	name string
+	args []byte // the arguments as a JSON string (an object's text encoded, A12)
+}
+
+// parse reads one fragment; position is the index of a fragment that has
 // none (a whole message's call), or -1.
-func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
+func (c *Collector) parse(raw []byte, position int) (fragment, error) {
+	f := fragment{idx: -1}
 	var err error
 	if len(raw) == 0 || raw[0] != '{' {
-		return &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
+		return f, &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
 	}
 	if c.frag, err = parseMembers(c.frag[:0], raw); err != nil {
-		return &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
+		return f, &ProtocolError{Index: -1, Msg: "a tool-call fragment must be an object"}
 	}
-	idx := -1
 	if v := lookup(c.frag, "index"); v != nil && string(v) != "null" {
 		n, err := strconv.Atoi(string(v))
 		if err != nil || n < 0 {
-			return &ProtocolError{Index: -1, Msg: "index must be a non-negative integer, got " + truncate(string(v), 40)}
+			return f, &ProtocolError{Index: -1, Msg: "index must be a non-negative integer, got " + truncate(string(v), 40)}
 		}
-		idx = n
+		f.idx = n
 	} else if position >= 0 {
-		idx = position
+		f.idx = position
 	}
-	id, err := optView(lookup(c.frag, "id"), "id")
-	if err != nil {
-		return err
+	if f.id, err = optView(lookup(c.frag, "id"), "id"); err != nil {
+		return f, err
 	}
 	c.fn = c.fn[:0]
 	if v := lookup(c.frag, "function"); v != nil && string(v) != "null" {
 		if v[0] != '{' {
-			return &ProtocolError{Index: idx, Msg: "function must be an object"}
+			return f, &ProtocolError{Index: f.idx, Msg: "function must be an object"}
 		}
 		if c.fn, err = parseMembers(c.fn, v); err != nil {
-			return &ProtocolError{Index: idx, Msg: "function must be an object"}
+			return f, &ProtocolError{Index: f.idx, Msg: "function must be an object"}
 		}
 	}
-	name, err := optView(lookup(c.fn, "name"), "function.name")
-	if err != nil {
-		return err
+	if f.name, err = optView(lookup(c.fn, "name"), "function.name"); err != nil {
+		return f, err
 	}
-	// args is the arguments as a JSON string: the upstream's own bytes, or
-	// an object's text encoded (A12).
-	var args []byte
 	if a := lookup(c.fn, "arguments"); len(a) > 0 && string(a) != "null" {
 		switch {
 		case a[0] == '"':
-			args = a
+			f.args = a
 		case c.quirks.ArgumentsObject:
-			args = appendString(nil, string(a))
+			f.args = appendString(nil, string(a))
 			c.fixes[FixArgumentsObject]++
 		default:
-			return &ProtocolError{Index: idx, Msg: "function.arguments must be a string, got " + kindAt(a, 0)}
+			return f, &ProtocolError{Index: f.idx, Msg: "function.arguments must be a string, got " + kindAt(a, 0)}
 		}
 	}
+	return f, nil
+}
 
-	call, err := c.callFor(idx, id)
+// add takes one fragment and hands emit the canonical fragments it makes
+// sendable (none while its call lacks an id or a name).
+func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
+	f, err := c.parse(raw, position)
+	if err != nil {
+		return err
+	}
+	call, err := c.callFor(f.idx, f.id)
 	if err != nil {
 		return err
 	}
@@ -310,62 +325,67 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 			call.extra.members = append(call.extra.members, m.clone())
 		}
 	}
-	if id != "" && call.id == "" {
-		if other, ok := c.byID[id]; ok && other != call {
-			return &ProtocolError{Index: idx, Msg: fmt.Sprintf("id %q is already used by the call at index %d", Clip(id), other.upIndex)}
-		}
-		call.id = strings.Clone(id)
-		if c.byID == nil {
-			c.byID = map[string]*collecting{}
-		}
-		c.byID[call.id] = call
+	if err := c.identify(call, f); err != nil {
+		return err
 	}
-	if name != "" {
-		switch {
-		case !call.started && call.name == "":
-			call.name = strings.Clone(name) // name shares the chunk's bytes
-		case !call.started:
-			call.name += name // before the call goes out, a name may come in pieces (A10)
-		case c.quirks.RepeatedName && name == call.name:
-			c.fixes[FixRepeatedName]++
-		default:
-			return &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("function.name %q sent again after the call started", Clip(name))}
-		}
-	}
-	textLen := len(args)
-	if call.args.Len()+textLen > MaxCallArguments {
+	if call.args.Len()+len(f.args) > MaxCallArguments {
 		return &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("the call's arguments exceed %d bytes", MaxCallArguments)}
 	}
 	before := call.args.Len()
-	if len(args) > 0 {
-		call.args.Write(appendUnquoted(call.args.AvailableBuffer(), args, 0, len(args)))
+	if len(f.args) > 0 {
+		call.args.Write(appendUnquoted(call.args.AvailableBuffer(), f.args, 0, len(f.args)))
 	}
-	if call.id == "" || call.name == "" {
+	switch {
+	case call.id == "" || call.name == "":
 		call.held.Write(call.args.Bytes()[before:])
-		return nil
-	}
-	if !call.started {
+	case !call.started:
 		call.started = true
-		out := out1{call: call, id: call.id, name: call.name, args: args, extra: call.extra.members}
+		out := out1{index: call.index, id: call.id, name: call.name, args: f.args, extra: call.extra.members}
 		if call.held.Len() > 0 { // text held before: sent merged, encoded afresh
 			call.held.Write(call.args.Bytes()[before:])
 			out.args = appendString(nil, call.held.String())
-		} else if len(args) == 0 {
+		} else if len(f.args) == 0 {
 			out.args = []byte(`""`)
 		}
 		emit(out)
 		call.held = bytes.Buffer{}
 		call.extra = Object{}
-		return nil
+	case len(f.args) > 0 || len(call.extra.members) > 0:
+		out := out1{index: call.index, args: f.args, extra: call.extra.members}
+		if len(f.args) == 0 {
+			out.args = []byte(`""`)
+		}
+		emit(out)
+		call.extra.members = call.extra.members[:0]
 	}
-	if len(args) == 0 && len(call.extra.members) == 0 {
-		return nil
+	return nil
+}
+
+// identify gives call the fragment's id and name: the first non-empty id
+// (one id for two calls is an error), a name that may come in pieces
+// before the call goes out and may only be repeated after (A10).
+func (c *Collector) identify(call *collecting, f fragment) error {
+	if f.id != "" && call.id == "" {
+		if other, ok := c.byID[f.id]; ok && other != call {
+			return &ProtocolError{Index: f.idx, Msg: fmt.Sprintf("id %q is already used by the call at index %d", Clip(f.id), other.upIndex)}
+		}
+		call.id = strings.Clone(f.id) // the id shares the chunk's bytes
+		if c.byID == nil {
+			c.byID = map[string]*collecting{}
+		}
+		c.byID[call.id] = call
 	}
-	if len(args) == 0 {
-		args = []byte(`""`)
+	switch {
+	case f.name == "":
+	case !call.started && call.name == "":
+		call.name = strings.Clone(f.name)
+	case !call.started:
+		call.name += f.name
+	case c.quirks.RepeatedName && f.name == call.name:
+		c.fixes[FixRepeatedName]++
+	default:
+		return &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("function.name %q sent again after the call started", Clip(f.name))}
 	}
-	emit(out1{call: call, args: args, extra: call.extra.members})
-	call.extra.members = call.extra.members[:0]
 	return nil
 }
 

@@ -20,39 +20,61 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 	if b[i] != '{' {
 		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "the request body must be a JSON object"}
 	}
-	r := &ChatRequest{}
+	d := &decoder{b: b}
+	r := &ChatRequest{raw: b}
+	haveMessages, err := d.members(r, i)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.typed(haveMessages); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// decoder reads one request body: its bytes, and the duplicate checks of
+// each level of the objects it reads, reused from one object to the next.
+type decoder struct {
+	b        []byte
+	messages keySets
+	tools    keySets
+}
+
+// members reads the top-level object at b[i] into r: every member's bytes,
+// the messages and the tools decoded.
+func (d *decoder) members(r *ChatRequest, i int) (haveMessages bool, err error) {
+	b := d.b
 	r.obj.members = make([]member, 0, 16)
-	var haveMessages bool
 	var keys Names
 	o := readObject(b, i)
 	for {
 		ok, err := o.more()
 		if err != nil {
-			return nil, decodeError(err)
+			return false, decodeError(err)
 		}
 		if !ok {
 			break
 		}
 		key, escaped, at, err := o.key()
 		if err != nil {
-			return nil, decodeError(err)
+			return false, decodeError(err)
 		}
 		k := keyString(key, escaped)
 		if err := keys.member(k, func() string { return k }); err != nil {
-			return nil, err
+			return false, err
 		}
 		var end int
 		switch k {
 		case "messages":
-			r.Messages, end, err = decodeMessages(b, at)
+			r.Messages, end, err = d.messageList(at)
 			haveMessages = true
 		case "tools":
-			r.Tools, end, err = decodeTools(b, at)
+			r.Tools, end, err = d.toolList(at)
 		default:
 			end, err = skipValue(b, at, 1)
 		}
 		if err != nil {
-			return nil, decodeError(err)
+			return false, decodeError(err)
 		}
 		if len(r.obj.members) == cap(r.obj.members) {
 			// Doubling (append grows a large slice by a quarter): an object
@@ -63,17 +85,23 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 		o.i = end
 	}
 	if j := skipSpace(b, o.i); j < len(b) {
-		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(j), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte offset %d", j)}
+		return false, &DecodeError{Kind: KindSyntax, Offset: int64(j), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte offset %d", j)}
 	}
+	return haveMessages, nil
+}
+
+// typed reads the typed view of the members: model, stream, and that
+// messages are there.
+func (r *ChatRequest) typed(haveMessages bool) error {
 	if v, ok := r.obj.Get("model"); ok {
 		if v[0] != '"' {
-			return nil, &DecodeError{Kind: KindMissing, Param: "model", Offset: -1, Msg: "must be a string, got " + kindAt(v, 0)}
+			return &DecodeError{Kind: KindMissing, Param: "model", Offset: -1, Msg: "must be a string, got " + kindAt(v, 0)}
 		}
 		_, escaped, _ := skipString(v, 0)
 		r.Model = stringValue(v, 0, len(v), escaped)
 	}
 	if r.Model == "" {
-		return nil, &DecodeError{Kind: KindMissing, Param: "model", Offset: -1, Msg: "you must provide a model parameter (a non-empty string)"}
+		return &DecodeError{Kind: KindMissing, Param: "model", Offset: -1, Msg: "you must provide a model parameter (a non-empty string)"}
 	}
 	if v, ok := r.obj.Get("stream"); ok {
 		switch string(v) {
@@ -81,17 +109,16 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 			r.Stream = true
 		case "false", "null":
 		default:
-			return nil, &DecodeError{Kind: KindValue, Param: "stream", Offset: -1, Msg: "must be a boolean, got " + kindAt(v, 0)}
+			return &DecodeError{Kind: KindValue, Param: "stream", Offset: -1, Msg: "must be a boolean, got " + kindAt(v, 0)}
 		}
 	}
 	if !haveMessages {
-		return nil, &DecodeError{Kind: KindMissing, Param: "messages", Offset: -1, Msg: "you must provide a messages parameter (a non-empty array of messages)"}
+		return &DecodeError{Kind: KindMissing, Param: "messages", Offset: -1, Msg: "you must provide a messages parameter (a non-empty array of messages)"}
 	}
 	if len(r.Messages) == 0 {
-		return nil, &DecodeError{Kind: KindMissing, Param: "messages", Offset: -1, Msg: "must contain at least one message"}
+		return &DecodeError{Kind: KindMissing, Param: "messages", Offset: -1, Msg: "must contain at least one message"}
 	}
-	r.raw = b
-	return r, nil
+	return nil
 }
 
 func decodeError(err error) error {
@@ -143,7 +170,8 @@ func callParam(n, k int, field string) string {
 	return msgParam(n, ".tool_calls["+strconv.Itoa(k)+"]"+field)
 }
 
-func decodeMessages(b []byte, at int) ([]Message, int, error) {
+func (d *decoder) messageList(at int) ([]Message, int, error) {
+	b := d.b
 	if b[at] != '[' {
 		if _, err := skipValue(b, at, 1); err != nil {
 			return nil, 0, err
@@ -153,7 +181,6 @@ func decodeMessages(b []byte, at int) ([]Message, int, error) {
 	// Sized from the body (a transcript's messages are typically some
 	// hundreds of bytes), so a long transcript does not regrow the slice.
 	msgs := make([]Message, 0, min(max(len(b)/400, 8), 4096))
-	var sets keySets
 	r := readArray(b, at)
 	for {
 		ok, err := r.more()
@@ -164,13 +191,15 @@ func decodeMessages(b []byte, at int) ([]Message, int, error) {
 			return msgs, r.i, nil
 		}
 		msgs = append(msgs, Message{})
-		if r.i, err = decodeMessage(b, r.i, len(msgs)-1, &msgs[len(msgs)-1], &sets); err != nil {
+		if r.i, err = d.message(r.i, len(msgs)-1, &msgs[len(msgs)-1]); err != nil {
 			return nil, 0, err
 		}
 	}
 }
 
-func decodeMessage(b []byte, at, n int, m *Message, sets *keySets) (int, error) {
+// message reads messages[n] at b[at] into m.
+func (d *decoder) message(at, n int, m *Message) (int, error) {
+	b := d.b
 	if b[at] != '{' {
 		if _, err := skipValue(b, at, 2); err != nil {
 			return 0, err
@@ -178,7 +207,7 @@ func decodeMessage(b []byte, at, n int, m *Message, sets *keySets) (int, error) 
 		return 0, typeError(msgParam(n, ""), b, at, "a message object")
 	}
 	r := readObject(b, at)
-	keys := &sets.object
+	keys := &d.messages.object
 	keys.reset()
 	for {
 		ok, err := r.more()
@@ -196,41 +225,46 @@ func decodeMessage(b []byte, at, n int, m *Message, sets *keySets) (int, error) 
 		if err := keys.member(k, func() string { return msgParam(n, "."+k) }); err != nil {
 			return 0, err
 		}
-		var end int
-		switch k {
-		case "role":
-			if m.Role, end, err = stringAt(b, v); err == nil {
-				m.Role = intern(m.Role)
-			} else if err == errWrongType {
-				err = typeError(msgParam(n, ".role"), b, v, "a string")
-			}
-		case "name":
-			if m.Name, end, err = stringAt(b, v); err == errWrongType {
-				err = typeError(msgParam(n, ".name"), b, v, "a string")
-			}
-		case "tool_call_id":
-			if m.ToolCallID, end, err = stringAt(b, v); err == errWrongType {
-				err = typeError(msgParam(n, ".tool_call_id"), b, v, "a string")
-			}
-		case "content":
-			if end, err = skipValue(b, v, 3); err == nil {
-				m.Content = b[v:end]
-			}
-		case "tool_calls":
-			m.ToolCalls, end, err = decodeToolCalls(b, v, n, sets)
-		default:
-			end, err = skipValue(b, v, 3)
-		}
-		if err != nil {
+		if r.i, err = d.messageMember(k, v, n, m); err != nil {
 			return 0, err
 		}
-		r.i = end
 	}
 	m.Raw = b[at:r.i]
 	if m.Role == "" {
 		return 0, &DecodeError{Kind: KindValue, Param: msgParam(n, ".role"), Offset: -1, Msg: "is required (system, user, assistant or tool)"}
 	}
 	return r.i, nil
+}
+
+// messageMember reads the member k of messages[n], whose value is at
+// b[v], and returns the value's end.
+func (d *decoder) messageMember(k string, v, n int, m *Message) (end int, err error) {
+	b := d.b
+	switch k {
+	case "role":
+		if m.Role, end, err = stringAt(b, v); err == nil {
+			m.Role = intern(m.Role)
+		} else if err == errWrongType {
+			err = typeError(msgParam(n, ".role"), b, v, "a string")
+		}
+	case "name":
+		if m.Name, end, err = stringAt(b, v); err == errWrongType {
+			err = typeError(msgParam(n, ".name"), b, v, "a string")
+		}
+	case "tool_call_id":
+		if m.ToolCallID, end, err = stringAt(b, v); err == errWrongType {
+			err = typeError(msgParam(n, ".tool_call_id"), b, v, "a string")
+		}
+	case "content":
+		if end, err = skipValue(b, v, 3); err == nil {
+			m.Content = b[v:end]
+		}
+	case "tool_calls":
+		m.ToolCalls, end, err = d.toolCalls(v, n)
+	default:
+		end, err = skipValue(b, v, 3)
+	}
+	return end, err
 }
 
 // intern returns the usual roles as constants, so they share no memory
@@ -251,7 +285,8 @@ func intern(role string) string {
 	return role
 }
 
-func decodeToolCalls(b []byte, at, n int, sets *keySets) ([]ToolCall, int, error) {
+func (d *decoder) toolCalls(at, n int) ([]ToolCall, int, error) {
+	b := d.b
 	switch b[at] {
 	case 'n':
 		end, err := skipLiteral(b, at, "null")
@@ -280,21 +315,27 @@ func decodeToolCalls(b []byte, at, n int, sets *keySets) ([]ToolCall, int, error
 				Msg: fmt.Sprintf("has more than %d tool calls; a message may carry at most %d", MaxCalls, MaxCalls)}
 		}
 		calls = append(calls, ToolCall{})
-		if r.i, err = decodeToolCall(b, r.i, n, len(calls)-1, &calls[len(calls)-1], sets); err != nil {
+		if r.i, err = d.toolCall(r.i, callAt{n, len(calls) - 1}, &calls[len(calls)-1]); err != nil {
 			return nil, 0, err
 		}
 	}
 }
 
-func decodeToolCall(b []byte, at, n, k int, c *ToolCall, sets *keySets) (int, error) {
+// callAt names a tool call: messages[msg].tool_calls[call].
+type callAt struct{ msg, call int }
+
+func (c callAt) param(field string) string { return callParam(c.msg, c.call, field) }
+
+func (d *decoder) toolCall(at int, pos callAt, c *ToolCall) (int, error) {
+	b := d.b
 	if b[at] != '{' {
 		if _, err := skipValue(b, at, 4); err != nil {
 			return 0, err
 		}
-		return 0, typeError(callParam(n, k, ""), b, at, "a tool call object")
+		return 0, typeError(pos.param(""), b, at, "a tool call object")
 	}
 	r := readObject(b, at)
-	keys := &sets.call
+	keys := &d.messages.call
 	keys.reset()
 	for {
 		ok, err := r.more()
@@ -310,21 +351,21 @@ func decodeToolCall(b []byte, at, n, k int, c *ToolCall, sets *keySets) (int, er
 			return 0, err
 		}
 		name := keyString(key, escaped)
-		if err := keys.member(name, func() string { return callParam(n, k, "."+name) }); err != nil {
+		if err := keys.member(name, func() string { return pos.param("." + name) }); err != nil {
 			return 0, err
 		}
 		var end int
 		switch name {
 		case "id":
 			if c.ID, end, err = stringAt(b, v); err == errWrongType {
-				err = typeError(callParam(n, k, ".id"), b, v, "a string")
+				err = typeError(pos.param(".id"), b, v, "a string")
 			}
 		case "type":
 			if c.Type, end, err = stringAt(b, v); err == errWrongType {
-				err = typeError(callParam(n, k, ".type"), b, v, "a string")
+				err = typeError(pos.param(".type"), b, v, "a string")
 			}
 		case "function":
-			end, err = decodeFunction(b, v, n, k, &c.Function, &sets.function)
+			end, err = d.function(v, pos, &c.Function)
 		default:
 			end, err = skipValue(b, v, 5)
 		}
@@ -335,7 +376,8 @@ func decodeToolCall(b []byte, at, n, k int, c *ToolCall, sets *keySets) (int, er
 	}
 }
 
-func decodeFunction(b []byte, at, n, k int, f *FunctionCall, keys *Names) (int, error) {
+func (d *decoder) function(at int, pos callAt, f *FunctionCall) (int, error) {
+	b := d.b
 	switch b[at] {
 	case 'n':
 		return skipLiteral(b, at, "null")
@@ -344,9 +386,10 @@ func decodeFunction(b []byte, at, n, k int, f *FunctionCall, keys *Names) (int, 
 		if _, err := skipValue(b, at, 5); err != nil {
 			return 0, err
 		}
-		return 0, typeError(callParam(n, k, ".function"), b, at, "an object")
+		return 0, typeError(pos.param(".function"), b, at, "an object")
 	}
 	r := readObject(b, at)
+	keys := &d.messages.function
 	keys.reset()
 	for {
 		ok, err := r.more()
@@ -361,14 +404,14 @@ func decodeFunction(b []byte, at, n, k int, f *FunctionCall, keys *Names) (int, 
 			return 0, err
 		}
 		fk := keyString(key, escaped)
-		if err := keys.member(fk, func() string { return callParam(n, k, ".function."+fk) }); err != nil {
+		if err := keys.member(fk, func() string { return pos.param(".function." + fk) }); err != nil {
 			return 0, err
 		}
 		var end int
 		switch fk {
 		case "name":
 			if f.Name, end, err = stringAt(b, v); err == errWrongType {
-				err = typeError(callParam(n, k, ".function.name"), b, v, "a string")
+				err = typeError(pos.param(".function.name"), b, v, "a string")
 			}
 		case "arguments":
 			if end, err = skipValue(b, v, 6); err == nil {
@@ -480,10 +523,11 @@ func duplicateError(param string) error {
 		Msg: "is given more than once in the same object; send each member once"}
 }
 
-// decodeTools reads the tools array: each element an object, each
-// function (when present) an object whose name is a string. Their bytes
-// are kept; the typed view is the name and the parameters schema.
-func decodeTools(b []byte, at int) ([]Tool, int, error) {
+// toolList reads the tools array: each element an object, each function
+// (when present) an object whose name is a string. Their bytes are kept;
+// the typed view is the name and the parameters schema.
+func (d *decoder) toolList(at int) ([]Tool, int, error) {
+	b := d.b
 	switch b[at] {
 	case 'n':
 		end, err := skipLiteral(b, at, "null")
@@ -496,7 +540,6 @@ func decodeTools(b []byte, at int) ([]Tool, int, error) {
 		return nil, 0, typeError("tools", b, at, "an array of tool objects")
 	}
 	var tools []Tool
-	var sets keySets
 	r := readArray(b, at)
 	for {
 		ok, err := r.more()
@@ -507,7 +550,7 @@ func decodeTools(b []byte, at int) ([]Tool, int, error) {
 			return tools, r.i, nil
 		}
 		tools = append(tools, Tool{})
-		if r.i, err = decodeTool(b, r.i, len(tools)-1, &tools[len(tools)-1], &sets); err != nil {
+		if r.i, err = d.tool(r.i, len(tools)-1, &tools[len(tools)-1]); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -515,7 +558,8 @@ func decodeTools(b []byte, at int) ([]Tool, int, error) {
 
 func toolParam(k int, field string) string { return "tools[" + strconv.Itoa(k) + "]" + field }
 
-func decodeTool(b []byte, at, k int, t *Tool, sets *keySets) (int, error) {
+func (d *decoder) tool(at, k int, t *Tool) (int, error) {
+	b := d.b
 	if b[at] != '{' {
 		if _, err := skipValue(b, at, 2); err != nil {
 			return 0, err
@@ -523,7 +567,7 @@ func decodeTool(b []byte, at, k int, t *Tool, sets *keySets) (int, error) {
 		return 0, typeError(toolParam(k, ""), b, at, "a tool object")
 	}
 	r := readObject(b, at)
-	keys := &sets.object
+	keys := &d.tools.object
 	keys.reset()
 	for {
 		ok, err := r.more()
@@ -549,7 +593,7 @@ func decodeTool(b []byte, at, k int, t *Tool, sets *keySets) (int, error) {
 				err = typeError(toolParam(k, ".type"), b, v, "a string")
 			}
 		case "function":
-			end, err = decodeToolFunction(b, v, k, t, &sets.function)
+			end, err = d.toolFunction(v, k, t)
 		default:
 			end, err = skipValue(b, v, 2)
 		}
@@ -560,7 +604,8 @@ func decodeTool(b []byte, at, k int, t *Tool, sets *keySets) (int, error) {
 	}
 }
 
-func decodeToolFunction(b []byte, at, k int, t *Tool, keys *Names) (int, error) {
+func (d *decoder) toolFunction(at, k int, t *Tool) (int, error) {
+	b := d.b
 	switch b[at] {
 	case 'n':
 		return skipLiteral(b, at, "null")
@@ -572,6 +617,7 @@ func decodeToolFunction(b []byte, at, k int, t *Tool, keys *Names) (int, error) 
 		return 0, typeError(toolParam(k, ".function"), b, at, "an object")
 	}
 	r := readObject(b, at)
+	keys := &d.tools.function
 	keys.reset()
 	for {
 		ok, err := r.more()

@@ -171,71 +171,33 @@ func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
 	if n.top, err = parseMembers(n.top, data); err != nil {
 		return nil, false, notObject(data)
 	}
-	top := n.top
-	if v := lookup(top, "error"); !isNull(v) {
+	if v := lookup(n.top, "error"); !isNull(v) {
 		return nil, false, n.errorObject(data)
 	}
 	if !n.seen {
-		n.noteHead(top)
+		n.noteHead(n.top)
 	}
-	q := n.opts.Quirks
-	choices := lookup(top, "choices")
-	usage := lookup(top, "usage")
-	hasUsage := len(usage) > 0 && usage[0] == '{'
-	var replaceID, dropNullError, dropUsage bool
-	if q.Chunks {
-		id := lookup(top, "id")
-		if emptyArray(choices) && !hasUsage && (len(id) == 0 || string(id) == `""`) {
-			n.fixes[FixPlaceholderChunk]++ // A23
-			return nil, false, nil
-		}
-		if n.headID != nil && !bytes.Equal(id, n.headID) {
-			n.fixes[FixChunkID]++ // A24
-			replaceID = true
-		}
-		if v := lookup(top, "error"); v != nil { // null, or it would have ended the stream
-			n.fixes[FixNullError]++ // A40: clients that test for the key would see an error
-			dropNullError = true
-		}
+	e, drop := n.chunkFixes()
+	if drop {
+		return nil, false, nil
 	}
-	if hasUsage {
-		n.takeUsage(usage)
-		if n.hold {
-			if emptyArray(choices) {
-				return nil, false, nil // a usage-only chunk (A22): sent once, at the end
-			}
-			dropUsage = true
-		}
-	}
-	changed := replaceID || dropNullError || dropUsage
+	changed := e.replaceID || e.dropNullError || e.dropUsage
 	held := false
-	if len(choices) > 0 && choices[0] == '[' {
-		var ok bool
-		if n.elems, ok = n.elements(choices); !ok {
-			return nil, false, &ProtocolError{Index: -1, Msg: "choices must be an array"}
+	if choices := lookup(n.top, "choices"); len(choices) > 0 && choices[0] == '[' {
+		rewrite, heldOnly, drop, err := n.choices(choices)
+		if err != nil || drop {
+			return nil, false, err
 		}
-		n.cbuf = n.cbuf[:0]
-		held = len(n.elems) > 0
-		for k := range n.elems {
-			rewrite, heldOnly, drop, err := n.chunkChoice(k, len(n.elems))
-			if err != nil {
-				return nil, false, err
-			}
-			if drop {
-				return nil, false, nil
-			}
-			held = held && heldOnly
-			changed = changed || rewrite
-		}
+		changed, held = changed || rewrite, heldOnly
 	} else if !isNull(choices) {
 		return nil, false, &ProtocolError{Index: -1, Msg: "choices must be an array"}
 	}
-	if held && !(hasUsage && !dropUsage) {
+	if held && !(e.usage && !e.dropUsage) {
 		return nil, false, nil // only held fragments, nothing else to say
 	}
 	out = data
 	if changed {
-		out = n.encodeChunk(data, replaceID, dropNullError, dropUsage)
+		out = n.encodeChunk(e)
 	}
 	if n.opts.Buffer && n.collector.Calls() > 0 && n.finish != "" && !n.flushed {
 		// The chunk that finishes a response with calls waits for them.
@@ -243,6 +205,66 @@ func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
 		return nil, false, nil
 	}
 	return out, true, nil
+}
+
+// chunkEdit is what the chunk-level fixes change in one chunk.
+type chunkEdit struct {
+	usage         bool // the chunk carries a usage object
+	replaceID     bool // its id becomes the first chunk's (A24)
+	dropNullError bool // its "error": null goes (A40)
+	dropUsage     bool // its usage goes, held for the end (A22)
+}
+
+// chunkFixes applies the chunk-level fixes and takes the usage; drop
+// reports a chunk to leave out (a placeholder, or usage alone).
+func (n *Normalizer) chunkFixes() (e chunkEdit, drop bool) {
+	choices, usage := lookup(n.top, "choices"), lookup(n.top, "usage")
+	e.usage = len(usage) > 0 && usage[0] == '{'
+	if n.opts.Quirks.Chunks {
+		id := lookup(n.top, "id")
+		if emptyArray(choices) && !e.usage && (len(id) == 0 || string(id) == `""`) {
+			n.fixes[FixPlaceholderChunk]++ // A23
+			return e, true
+		}
+		if n.headID != nil && !bytes.Equal(id, n.headID) {
+			n.fixes[FixChunkID]++ // A24
+			e.replaceID = true
+		}
+		if v := lookup(n.top, "error"); v != nil { // null, or it would have ended the stream
+			n.fixes[FixNullError]++ // A40: clients that test for the key would see an error
+			e.dropNullError = true
+		}
+	}
+	if e.usage {
+		n.takeUsage(usage)
+		if n.hold {
+			if emptyArray(choices) {
+				return e, true // a usage-only chunk (A22): sent once, at the end
+			}
+			e.dropUsage = true
+		}
+	}
+	return e, false
+}
+
+// choices normalizes a chunk's choices in place in n.elems. held reports
+// that every choice's only content was held fragments.
+func (n *Normalizer) choices(raw []byte) (rewrite, held, drop bool, err error) {
+	var ok bool
+	if n.elems, ok = n.elements(raw); !ok {
+		return false, false, false, &ProtocolError{Index: -1, Msg: "choices must be an array"}
+	}
+	n.cbuf = n.cbuf[:0]
+	held = len(n.elems) > 0
+	for k := range n.elems {
+		r, heldOnly, drop, err := n.chunkChoice(k, len(n.elems))
+		if err != nil || drop {
+			return false, false, drop, err
+		}
+		held = held && heldOnly
+		rewrite = rewrite || r
+	}
+	return rewrite, held, false, nil
 }
 
 // noteHead keeps the id, object, created and model of the first chunk
@@ -345,31 +367,46 @@ func (n *Normalizer) chunkChoice(k, count int) (rewrite, heldOnly, drop bool, er
 		return false, d.heldOnly, false, nil
 	}
 	start := len(n.cbuf)
-	n.cbuf = append(n.cbuf, '{')
-	for i := range n.choice {
-		if i > 0 {
-			n.cbuf = append(n.cbuf, ',')
-		}
-		m := &n.choice[i]
-		n.cbuf = m.appendKey(n.cbuf)
-		n.cbuf = append(n.cbuf, ':')
-		switch {
-		case i == idxPos && setIndex:
-			n.cbuf = append(n.cbuf, '0')
-		case i == dPos && d.rewrite:
-			n.cbuf = append(n.cbuf, n.dbuf...)
-		case i == fPos && finish != nil:
-			n.cbuf = append(n.cbuf, finish...)
-		default:
-			n.cbuf = append(n.cbuf, m.value...)
-		}
-	}
-	if setIndex && idxPos < 0 {
-		n.cbuf = append(n.cbuf, `,"index":0`...)
-	}
-	n.cbuf = append(n.cbuf, '}')
+	n.cbuf = n.encodeChoice(n.cbuf, choiceEdit{setIndex: setIndex, idxPos: idxPos, dPos: dPos, rewriteDelta: d.rewrite, fPos: fPos, finish: finish})
 	n.elems[k] = span{start: start, end: len(n.cbuf), rewrite: true}
 	return true, d.heldOnly, false, nil
+}
+
+// choiceEdit is what chunkChoice changes in one choice.
+type choiceEdit struct {
+	setIndex     bool
+	idxPos       int
+	dPos         int
+	rewriteDelta bool // the delta is n.dbuf
+	fPos         int
+	finish       []byte // the new finish_reason, or nil
+}
+
+// encodeChoice appends the current choice with its changes to b.
+func (n *Normalizer) encodeChoice(b []byte, e choiceEdit) []byte {
+	b = append(b, '{')
+	for i := range n.choice {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		m := &n.choice[i]
+		b = m.appendKey(b)
+		b = append(b, ':')
+		switch {
+		case i == e.idxPos && e.setIndex:
+			b = append(b, '0')
+		case i == e.dPos && e.rewriteDelta:
+			b = append(b, n.dbuf...)
+		case i == e.fPos && e.finish != nil:
+			b = append(b, e.finish...)
+		default:
+			b = append(b, m.value...)
+		}
+	}
+	if e.setIndex && e.idxPos < 0 {
+		b = append(b, `,"index":0`...)
+	}
+	return append(b, '}')
 }
 
 // delta is what streamDelta did to one delta.
@@ -380,6 +417,18 @@ type delta struct {
 	cut      bool // the text limit was reached in it
 	cutEmpty bool // ... and none of its text fit
 	empty    bool // it says nothing (after the rewrite)
+}
+
+// deltaEdit is what streamDelta changes in one delta: positions of its
+// members (-1: none), and their new values.
+type deltaEdit struct {
+	addRole   bool
+	cPos      int    // content
+	content   []byte // its new value, or nil
+	renamePos int    // the upstream's reasoning member, moved to the client's
+	moved     []byte // reasoning to add as the client's member, or nil
+	tPos      int    // tool_calls
+	sendCalls int    // canonical fragments in n.tbuf
 }
 
 // streamDelta normalizes one choice's delta into n.dbuf: the role the
@@ -393,108 +442,120 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 	if n.delta, err = parseMembers(n.delta, raw); err != nil {
 		return d, &ProtocolError{Index: -1, Msg: "a delta must be an object"}
 	}
-	members := n.delta
-	addRole = addRole && index(members, "role") < 0
-	if addRole {
+	e := deltaEdit{addRole: addRole && index(n.delta, "role") < 0, cPos: index(n.delta, "content"), renamePos: -1, tPos: index(n.delta, "tool_calls")}
+	if e.addRole {
 		n.fixes[FixMissingRole]++
 	}
-	// The text: content, after any <think> split.
-	cPos := index(members, "content")
-	var content []byte // new content value, when it changes
-	var moved []byte   // reasoning to add as the client's member
-	renamePos := -1    // the upstream's reasoning member, renamed
-	switch n.opts.ReasoningIn {
-	case ReasoningThink:
-		if cPos >= 0 && len(members[cPos].value) > 2 && members[cPos].value[0] == '"' {
-			r, c := n.think.Split(stringOf2(members[cPos].value))
-			if n.keepText && idx == 0 {
-				n.text.WriteString(c)
-				n.textChars += utf8.RuneCountInString(c)
-				n.reasoning.WriteString(r)
-			}
-			content = appendString(nil, c)
-			if r != "" {
-				moved = appendString(nil, r)
-			}
-		}
-	case ReasoningField:
-		if n.out != "reasoning" {
-			renamePos = index(members, "reasoning")
-		}
-	case ReasoningContent:
-		if n.out != "reasoning_content" {
-			renamePos = index(members, "reasoning_content")
-		}
-	}
+	n.deltaReasoning(&e, idx)
 	if n.keepText && idx == 0 && n.opts.ReasoningIn != ReasoningThink {
-		if cPos >= 0 {
-			if text, ok := stringOf(members[cPos].value); ok {
-				chars := utf8.RuneCountInString(text)
-				if n.opts.LimitText && n.textChars+chars > n.opts.TextLimit {
-					kept := cutRunes(text, max(n.opts.TextLimit-n.textChars, 0))
-					n.cut, d.cut, d.cutEmpty = true, true, kept == ""
-					text, chars = kept, utf8.RuneCountInString(kept)
-					content = appendString(nil, kept)
-				}
-				n.text.WriteString(text)
-				n.textChars += chars
-			}
-		}
-		in := "reasoning_content"
-		if n.opts.ReasoningIn == ReasoningField {
-			in = "reasoning"
-		}
-		if v, ok := stringOf(lookup(members, in)); ok {
-			n.reasoning.WriteString(v)
-		}
+		n.deltaText(&e, &d)
 	}
-	// Tool-call fragments.
-	tPos := index(members, "tool_calls")
-	sendCalls := 0
-	if tPos >= 0 {
-		d.calls = !isNull(members[tPos].value) && string(members[tPos].value) != "[]"
+	if e.tPos >= 0 {
+		d.calls = !isNull(n.delta[e.tPos].value) && string(n.delta[e.tPos].value) != "[]"
 		n.tbuf = append(n.tbuf[:0], '[')
 		if n.opts.Buffer {
-			err = n.holdFragments(members[tPos].value)
+			err = n.holdFragments(n.delta[e.tPos].value)
 		} else {
-			n.tbuf, sendCalls, err = n.collector.appendFragments(n.tbuf, members[tPos].value, false)
+			n.tbuf, e.sendCalls, err = n.collector.appendFragments(n.tbuf, n.delta[e.tPos].value, false)
 		}
 		if err != nil {
 			return d, err
 		}
 		n.tbuf = append(n.tbuf, ']')
 	}
-	if !addRole && content == nil && moved == nil && renamePos < 0 && tPos < 0 {
+	if !e.addRole && e.content == nil && e.moved == nil && e.renamePos < 0 && e.tPos < 0 {
 		return d, nil
 	}
+	n.encodeDelta(&e, &d)
+	return d, nil
+}
+
+// deltaReasoning moves a delta's reasoning to the client's member:
+// renamed, or split out of <think> tags in its content (kept, for choice
+// 0, with KeepText).
+func (n *Normalizer) deltaReasoning(e *deltaEdit, idx int) {
+	switch n.opts.ReasoningIn {
+	case ReasoningThink:
+		if e.cPos < 0 || len(n.delta[e.cPos].value) <= 2 || n.delta[e.cPos].value[0] != '"' {
+			return
+		}
+		r, c := n.think.Split(stringOf2(n.delta[e.cPos].value))
+		if n.keepText && idx == 0 {
+			n.text.WriteString(c)
+			n.textChars += utf8.RuneCountInString(c)
+			n.reasoning.WriteString(r)
+		}
+		e.content = appendString(nil, c)
+		if r != "" {
+			e.moved = appendString(nil, r)
+		}
+	case ReasoningField:
+		if n.out != "reasoning" {
+			e.renamePos = index(n.delta, "reasoning")
+		}
+	case ReasoningContent:
+		if n.out != "reasoning_content" {
+			e.renamePos = index(n.delta, "reasoning_content")
+		}
+	}
+}
+
+// deltaText keeps choice 0's text and reasoning, and cuts the text at the
+// limit (the content then becomes what fits).
+func (n *Normalizer) deltaText(e *deltaEdit, d *delta) {
+	if e.cPos >= 0 {
+		if text, ok := stringViewOf(n.delta[e.cPos].value); ok {
+			chars := utf8.RuneCountInString(text)
+			if n.opts.LimitText && n.textChars+chars > n.opts.TextLimit {
+				kept := cutRunes(text, max(n.opts.TextLimit-n.textChars, 0))
+				n.cut, d.cut, d.cutEmpty = true, true, kept == ""
+				text, chars = kept, utf8.RuneCountInString(kept)
+				e.content = appendString(nil, kept)
+			}
+			n.text.WriteString(text)
+			n.textChars += chars
+		}
+	}
+	in := "reasoning_content"
+	if n.opts.ReasoningIn == ReasoningField {
+		in = "reasoning"
+	}
+	if v, ok := stringViewOf(lookup(n.delta, in)); ok {
+		n.reasoning.WriteString(v)
+	}
+}
+
+// encodeDelta writes the edited delta into n.dbuf.
+func (n *Normalizer) encodeDelta(e *deltaEdit, d *delta) {
 	d.rewrite = true
 	says := false // the new delta carries something other than null or ""
 	b := append(n.dbuf[:0], '{')
-	if addRole {
+	if e.addRole {
 		b = append(b, `"role":"assistant"`...)
 		says = true
 	}
-	for i := range members {
-		if i == renamePos || i == tPos && sendCalls == 0 {
+	for i := range n.delta {
+		if i == e.renamePos || i == e.tPos && e.sendCalls == 0 {
 			continue
 		}
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = members[i].appendKey(b)
+		b = n.delta[i].appendKey(b)
 		b = append(b, ':')
-		v := members[i].value
+		v := n.delta[i].value
 		switch {
-		case i == cPos && content != nil:
-			v = content
-		case i == tPos:
+		case i == e.cPos && e.content != nil:
+			v = e.content
+		case i == e.tPos:
 			v = n.tbuf
 		}
 		b = append(b, v...)
 		says = says || string(v) != "null" && string(v) != `""`
 	}
-	if renamePos >= 0 {
-		moved = members[renamePos].value
+	moved := e.moved
+	if e.renamePos >= 0 {
+		moved = n.delta[e.renamePos].value
 	}
 	if moved != nil {
 		if len(b) > 1 {
@@ -507,18 +568,17 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 	}
 	n.dbuf = append(b, '}')
 	d.empty = len(n.dbuf) == 2
-	d.heldOnly = tPos >= 0 && sendCalls == 0 && !says
-	return d, nil
+	d.heldOnly = e.tPos >= 0 && e.sendCalls == 0 && !says
 }
 
 // holdFragments keeps a delta's fragments in Buffer mode: merged into one
 // pending fragment per call, sent by Flush.
 func (n *Normalizer) holdFragments(toolCalls []byte) error {
 	_, err := n.collector.each(toolCalls, false, func(f out1) {
-		for len(n.pending) <= f.call.index {
+		for len(n.pending) <= f.index {
 			n.pending = append(n.pending, pendingCall{})
 		}
-		p := &n.pending[f.call.index]
+		p := &n.pending[f.index]
 		if f.id != "" {
 			p.id, p.name = f.id, f.name
 		}
@@ -573,7 +633,8 @@ func (n *Normalizer) choiceSaysNothing() bool {
 }
 
 // encodeChunk writes the chunk with its rewritten members into n.out1.
-func (n *Normalizer) encodeChunk(data []byte, replaceID, dropNullError, dropUsage bool) []byte {
+func (n *Normalizer) encodeChunk(e chunkEdit) []byte {
+	replaceID, dropNullError, dropUsage := e.replaceID, e.dropNullError, e.dropUsage
 	b := append(n.out1[:0], '{')
 	hadID := false
 	for i := range n.top {
@@ -660,6 +721,19 @@ func cutRunes(s string, n int) string {
 		n--
 	}
 	return s
+}
+
+// stringViewOf is stringOf without a copy when the string has no escapes:
+// the view shares raw's bytes, and lives as long as they do.
+func stringViewOf(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	end, escaped, err := skipString(raw, 0)
+	if err != nil || end != len(raw) {
+		return "", false
+	}
+	return stringView(raw, 0, end, escaped), true
 }
 
 // stringOf2 decodes a JSON string value known to be one.
@@ -751,7 +825,7 @@ func (n *Normalizer) Flush() [][]byte {
 			if k > 0 {
 				calls = append(calls, ',')
 			}
-			calls = appendFragment(calls, k, p.id, p.name, appendString(nil, string(p.args)), p.extra)
+			calls = out1{index: k, id: p.id, name: p.name, args: appendString(nil, string(p.args)), extra: p.extra}.append(calls)
 		}
 		calls = append(calls, ']')
 		out = append(out, n.made(`[{"index":0,"delta":{"tool_calls":`+string(calls)+`},"finish_reason":null}]`))

@@ -83,7 +83,7 @@ func goldenOptions(t *testing.T, s string) Options {
 			for _, q := range strings.Split(v, ",") {
 				switch q {
 				case "all":
-					o.Quirks = AllQuirks
+					o.Quirks = AllQuirks()
 				case "strict":
 				case "missing_index":
 					o.Quirks.MissingIndex = true

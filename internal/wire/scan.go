@@ -549,7 +549,6 @@ func stringOf(raw []byte) (string, bool) {
 	return stringValue(raw, 0, end, escaped), true
 }
 
-
 // Elements splits a JSON array into its elements' bytes (no copy); false
 // when raw is not a valid array.
 func Elements(raw []byte) ([]json.RawMessage, bool) { return elements(raw, nil) }

@@ -93,7 +93,7 @@ func FuzzRestream(f *testing.F) {
 		`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":2}}`)
 	f.Add(`: keepalive`, `{"usage":{}}`)
 	f.Fuzz(func(t *testing.T, a, b string) {
-		rs := NewNormalizer(Options{Quirks: AllQuirks, KeepText: true, SingleChoice: true})
+		rs := NewNormalizer(Options{Quirks: AllQuirks(), KeepText: true, SingleChoice: true})
 		for _, data := range []string{a, b} {
 			out, ok, err := rs.Chunk([]byte(data))
 			if err != nil {

@@ -57,16 +57,22 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 	if !changed && !merged {
 		return b, nil
 	}
+	return n.encodeWhole(b, choice, merged), nil
+}
+
+// encodeWhole writes the response with choice 0 replaced (and, merged,
+// alone).
+func (n *Normalizer) encodeWhole(b, choice []byte, merged bool) []byte {
 	out := make([]byte, 0, len(b)+64)
 	out = append(out, '{')
-	for i := range top {
+	for i := range n.top {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = top[i].appendKey(out)
+		out = n.top[i].appendKey(out)
 		out = append(out, ':')
-		if top[i].key != "choices" {
-			out = append(out, top[i].value...)
+		if n.top[i].key != "choices" {
+			out = append(out, n.top[i].value...)
 			continue
 		}
 		out = append(out, '[')
@@ -79,7 +85,7 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 		}
 		out = append(out, ']')
 	}
-	return append(out, '}'), nil
+	return append(out, '}')
 }
 
 // wholeChoice normalizes choice 0 of a whole response and returns it.
