@@ -282,7 +282,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	env := func(k string) string { return map[string]string{"TOOLGATE_CONFIG": cfg}[k] }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mainAddr, _, done, logs := started(t, ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, env)
+	mainAddr, _, done, logs := started(t, ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-flush-interval", "0s"}, env)
 	tr := &http.Transport{MaxIdleConnsPerHost: 20}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -313,12 +313,18 @@ func TestReloadUnderLoad(t *testing.T) {
 			}
 		})
 	}
+	// Each reload takes effect before the next is asked for: the access
+	// log names its route.
 	for i := 1; i <= 5; i++ {
-		time.Sleep(50 * time.Millisecond)
 		write(i)
 		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		route := fmt.Sprintf(`"route":"r%d"`, i)
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), route); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("reload %d did not take effect within 5 s; logs: %s", i, logs)
+			}
+		}
 	}
-	time.Sleep(100 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 	if failed.Load() > 0 || ok.Load() == 0 {
@@ -328,7 +334,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(logs.String(), "config reloaded") == 0 {
-		t.Errorf("no reload happened: %s", logs)
+	if n := strings.Count(logs.String(), "config reloaded"); n != 5 {
+		t.Errorf("%d reloads logged, want 5", n)
 	}
 }

@@ -1,17 +1,21 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
@@ -38,9 +42,38 @@ func flaky(t *testing.T, fail int, status int, retryAfter string) (*httptest.Ser
 	return srv, &calls
 }
 
+// waits is a fake clock for backoff: it records each wait and returns at
+// once, so the retry tests do not sleep.
+type waits struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (w *waits) options() gatewaytest.Options {
+	return gatewaytest.Options{Gateway: func(o *gateway.Options) {
+		o.Rand = func() float64 { return 0.5 } // no jitter
+		o.Sleep = func(ctx context.Context, d time.Duration) bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.d = append(w.d, d)
+			return ctx.Err() == nil
+		}
+	}}
+}
+
+func (w *waits) take() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.d
+	w.d = nil
+	return d
+}
+
 // Before the first byte, a 5xx, a 429 or a refused connection is retried
-// with backoff, honouring Retry-After up to retry_max_wait; every attempt
-// is in the access log and toolgate_upstream_attempts_total.
+// with backoff (doubled at each retry), honouring Retry-After up to
+// retry_max_wait; every attempt is in the access log and
+// toolgate_upstream_attempts_total. The clock is fake: the test asserts
+// the waits the gateway asked for, and waits for none.
 func TestRetries(t *testing.T) {
 	post := func(e *gatewaytest.Env) (*http.Response, string) {
 		resp := e.Post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
@@ -48,6 +81,8 @@ func TestRetries(t *testing.T) {
 		resp.Body.Close()
 		return resp, string(b)
 	}
+	clock := &waits{}
+	start := func(url, yaml string) *gatewaytest.Env { return gatewaytest.Start(t, url, yaml, clock.options()) }
 	cfg := func(retries int, extra string) string {
 		return `
 upstreams: [{name: up, url: "UPSTREAM_URL/v1"}]
@@ -56,9 +91,12 @@ routes: [{model: "*", upstream: up, retries: ` + strconv.Itoa(retries) + `, retr
 	}
 
 	up, calls := flaky(t, 2, 503, "")
-	e := gatewaytest.Start(t, up.URL, cfg(2, ""))
+	e := start(up.URL, cfg(2, ""))
 	if resp, body := post(e); resp.StatusCode != 200 || calls.Load() != 3 {
 		t.Fatalf("two 503s then ok, 2 retries: %d %s after %d calls", resp.StatusCode, body, calls.Load())
+	}
+	if w := clock.take(); !slices.Equal(w, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}) {
+		t.Errorf("waits %v, want 10ms then 20ms", w)
 	}
 	a := e.WaitAccess(t, 1)[0]
 	if a["attempts"] != int64(3) || a["attempt_outcomes"] != "status_5xx,status_5xx,ok" {
@@ -69,25 +107,32 @@ routes: [{model: "*", upstream: up, retries: ` + strconv.Itoa(retries) + `, retr
 	}
 
 	up, calls = flaky(t, 3, 503, "")
-	e = gatewaytest.Start(t, up.URL, cfg(2, ""))
+	e = start(up.URL, cfg(2, ""))
 	if resp, _ := post(e); resp.StatusCode != 503 || calls.Load() != 3 {
 		t.Errorf("retries exhausted: %d after %d calls", resp.StatusCode, calls.Load())
 	}
 
+	clock.take()
 	up, calls = flaky(t, 1, 429, "1")
-	e = gatewaytest.Start(t, up.URL, cfg(1, ""))
+	e = start(up.URL, cfg(1, ""))
 	if resp, body := post(e); resp.StatusCode != 200 || calls.Load() != 2 {
 		t.Errorf("a 429 with Retry-After 1: %d %s after %d calls", resp.StatusCode, body, calls.Load())
 	}
+	if w := clock.take(); !slices.Equal(w, []time.Duration{time.Second}) {
+		t.Errorf("waits %v, want the upstream's Retry-After: 1s", w)
+	}
 
 	up, calls = flaky(t, 1, 429, "60")
-	e = gatewaytest.Start(t, up.URL, cfg(3, ", retry_max_wait: 5s"))
+	e = start(up.URL, cfg(3, ", retry_max_wait: 5s"))
 	if resp, _ := post(e); resp.StatusCode != 429 || calls.Load() != 1 || resp.Header.Get("Retry-After") != "60" {
 		t.Errorf("Retry-After over retry_max_wait: %d after %d calls, Retry-After %q", resp.StatusCode, calls.Load(), resp.Header.Get("Retry-After"))
 	}
+	if w := clock.take(); len(w) != 0 {
+		t.Errorf("waited %v for a Retry-After over retry_max_wait", w)
+	}
 
 	up, calls = flaky(t, 5, 400, "")
-	e = gatewaytest.Start(t, up.URL, cfg(3, ""))
+	e = start(up.URL, cfg(3, ""))
 	if resp, _ := post(e); resp.StatusCode != 400 || calls.Load() != 1 {
 		t.Errorf("a 400 is not retried: %d after %d calls", resp.StatusCode, calls.Load())
 	}
@@ -95,7 +140,7 @@ routes: [{model: "*", upstream: up, retries: ` + strconv.Itoa(retries) + `, retr
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
-	e = gatewaytest.Start(t, dead, cfg(2, ""))
+	e = start(dead, cfg(2, ""))
 	if resp, _ := post(e); resp.StatusCode != 502 {
 		t.Errorf("nothing listening: %d", resp.StatusCode)
 	}
