@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 func ptr(n int) *int { return &n }
@@ -37,15 +38,6 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func transcript(t *testing.T, js string) []wire.Message {
-	t.Helper()
-	r, err := wire.DecodeRequest([]byte(`{"model":"m","messages":` + js + `}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Messages
-}
-
 func roles(msgs []wire.Message) string {
 	var s []string
 	for _, m := range msgs {
@@ -58,7 +50,7 @@ func roles(msgs []wire.Message) string {
 // trimmed by whole oldest turns, keeping system messages and the latest
 // user turn.
 func TestTrim(t *testing.T) {
-	msgs := transcript(t, `[{"role":"system","content":"ssss"},{"role":"user","content":"aaaa"},{"role":"assistant","content":"bbbb"},`+
+	msgs := wiretest.Messages(t, `[{"role":"system","content":"ssss"},{"role":"user","content":"aaaa"},{"role":"assistant","content":"bbbb"},`+
 		`{"role":"user","content":"cccc"},{"role":"assistant","content":"","tool_calls":[{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"x","content":"dd"},{"role":"user","content":"eeee"}]`)
 	total := InputChars(msgs) // 4+4+4+4+2+2+4 = 24

@@ -234,6 +234,10 @@ type Upstream struct {
 // quirkNames are the stream normalizations an upstream can switch on.
 var quirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks", "usage"}
 
+// QuirkNames returns the names an upstream's quirks list may hold besides
+// "all" and "strict".
+func QuirkNames() []string { return slices.Clone(quirkNames) }
+
 // Quirks is an upstream's list of normalizations; in YAML a single word
 // ("all", "strict") or a list of names.
 type Quirks []string

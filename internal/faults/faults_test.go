@@ -34,7 +34,7 @@ const (
 
 // upstream misbehaves according to the request's model name.
 func upstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	var rateLimited sync.Map // per request id: the first try is refused
+	var rateLimited sync.Map  // per request id: the first try is refused
 	var canceled atomic.Int64 // healthy streams the caller left before their end
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -116,7 +116,7 @@ func start(t testing.TB) *env {
 	up, canceled := upstream(t.(*testing.T))
 	e := gatewaytest.Start(t, up.URL, `
 upstreams:
-  - {name: up, url: "UPSTREAM_URL/v1", header_timeout: 1s, read_idle_timeout: 1s, max_event_bytes: 1048576}
+  - {name: up, url: "UPSTREAM_URL/v1", header_timeout: 2s, read_idle_timeout: 2s, max_event_bytes: 1048576}
 routes:
   - {model: "*", upstream: up, retries: 1, retry_backoff: 10ms}
 `)
@@ -222,7 +222,11 @@ func TestFaults(t *testing.T) {
 				want = float64(2 * n)
 			}
 			if got := e.metric(t, f.metric[0], f.metric[1], f.metric[2]); got != want {
-				t.Errorf("%s{%s=%q} = %v, want %v", f.metric[0], f.metric[1], f.metric[2], got, want)
+				outcomes := map[string]int{}
+				for _, l := range e.Access() {
+					outcomes[fmt.Sprint(l["attempt_outcomes"])]++
+				}
+				t.Errorf("%s{%s=%q} = %v, want %v; attempts seen: %v", f.metric[0], f.metric[1], f.metric[2], got, want, outcomes)
 			}
 			e.close()
 			settle(t, g0, base)

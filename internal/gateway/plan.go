@@ -101,7 +101,7 @@ func plans(cfg *config.Config, clients map[string]*upstream.Client, schemas *pol
 
 func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 	p := &upstreamPlan{
-		name: u.Name, client: c, quirks: resolveQuirks(u.Quirks),
+		name: u.Name, client: c, quirks: quirks(u.Quirks),
 		restore: u.RestoreReasoning && u.ReasoningField != "think", refusesForced: u.RefusesForcedToolChoice,
 		noStreamOptions: u.NoStreamOptions, outputLimitField: u.OutputLimitField,
 		maxResponse: u.MaxResponseBytes,
@@ -119,35 +119,10 @@ func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 	return p
 }
 
-// resolveQuirks maps an upstream's configured quirk names onto the
-// normalizer's switches.
-func resolveQuirks(names config.Quirks) wire.Quirks {
-	if slices.Contains(names, "all") {
-		return wire.AllQuirks()
-	}
-	var q wire.Quirks
-	for _, n := range names {
-		switch n {
-		case "missing_index":
-			q.MissingIndex = true
-		case "index_reuse":
-			q.IndexReuse = true
-		case "repeated_name":
-			q.RepeatedName = true
-		case "arguments_object":
-			q.ArgumentsObject = true
-		case "finish_reason":
-			q.FinishReason = true
-		case "missing_finish_reason":
-			q.MissingFinishReason = true
-		case "no_done":
-			q.NoDone = true
-		case "chunks":
-			q.Chunks = true
-		case "usage":
-			q.Usage = true
-		}
-	}
+// quirks resolves a validated quirks list (config checks its names
+// against the same list).
+func quirks(names config.Quirks) wire.Quirks {
+	q, _ := wire.ParseQuirks(names)
 	return q
 }
 

@@ -101,12 +101,16 @@ func expected(a map[string]any) map[string]float64 {
 			}
 		}
 	}
-	counts(str("repair"), func(name string, n int) { want[key("toolgate_repairs_total", "route", route, "action", name)] += float64(n) })
+	counts(str("repair"), func(name string, n int) {
+		want[key("toolgate_repairs_total", "route", route, "action", name)] += float64(n)
+	})
 	metricName := map[string]string{"arguments_to_string": "arguments_to_string", "synthesized_ids": "synthesized_id", "deduped_call_ids": "deduped_call_id", "tool_call_content": "tool_call_content"}
 	counts(str("normalize"), func(name string, n int) {
 		want[key("toolgate_repairs_total", "route", route, "action", metricName[name])] += float64(n)
 	})
-	counts(str("fixes"), func(name string, n int) { want[key("toolgate_normalizations_total", "upstream", up, "kind", name)] += float64(n) })
+	counts(str("fixes"), func(name string, n int) {
+		want[key("toolgate_normalizations_total", "upstream", up, "kind", name)] += float64(n)
+	})
 	if outcomes := str("attempt_outcomes"); outcomes != "" {
 		for _, o := range strings.Split(outcomes, ",") {
 			want[key("toolgate_upstream_attempts_total", "route", route, "upstream", up, "outcome", o)]++

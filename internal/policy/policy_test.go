@@ -6,15 +6,13 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
+// req is a one-message request with extra members (",…").
 func req(t *testing.T, extra string) *wire.ChatRequest {
 	t.Helper()
-	r, err := wire.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]` + extra + `}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return wiretest.Request(t, `"messages":[{"role":"user","content":"x"}]`+extra)
 }
 
 const tools = `,"tools":[{"type":"function","function":{"name":"get"}},{"type":"function","function":{"name":"put"}}]`

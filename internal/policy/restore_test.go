@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 // The memory store is bounded in size and time.
@@ -42,7 +43,7 @@ func TestRestoreReasoning(t *testing.T) {
 	ctx := context.Background()
 	RememberReasoning(ctx, store, Turn{Reasoning: "why-a", Calls: []wire.CollectedCall{{ID: "a"}}})
 	RememberReasoning(ctx, store, Turn{Reasoning: "why-text", Content: "It is sunny."})
-	msgs := transcriptOf(t, `[{"role":"user","content":"x"},`+
+	msgs := wiretest.Messages(t, `[{"role":"user","content":"x"},`+
 		`{"role":"assistant","content":null,"x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"a","content":"r"},`+
 		`{"role":"assistant","content":"It is sunny."},`+
@@ -61,13 +62,4 @@ func TestRestoreReasoning(t *testing.T) {
 	if string(msgs[1].Raw) == string(out[1].Raw) {
 		t.Error("the input was modified")
 	}
-}
-
-func transcriptOf(t *testing.T, js string) []wire.Message {
-	t.Helper()
-	r, err := wire.DecodeRequest([]byte(`{"model":"m","messages":` + js + `}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Messages
 }

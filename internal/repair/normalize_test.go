@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 func raws(msgs []wire.Message) string {
@@ -55,7 +56,7 @@ func TestNormalizations(t *testing.T) {
 			Fixes{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := transcript(t, tc.in)
+			in := wiretest.Messages(t, tc.in)
 			before := raws(in)
 			out, fixes := Normalize(in, tc.steps)
 			if got := raws(out); got != tc.want {
@@ -68,7 +69,7 @@ func TestNormalizations(t *testing.T) {
 				t.Error("the input was modified")
 			}
 			// Typed view and bytes agree: re-decoding the output gives the same calls.
-			again := transcript(t, "["+strings.ReplaceAll(raws(out), "\n", ",")+"]")
+			again := wiretest.Messages(t, "["+strings.ReplaceAll(raws(out), "\n", ",")+"]")
 			if show(again) != show(out) {
 				t.Errorf("typed view %s, bytes say %s", show(out), show(again))
 			}
@@ -82,7 +83,7 @@ func TestNormalizations(t *testing.T) {
 // With id synthesis on, a call with no id is sealed by Repair; with it off,
 // the seed's behaviour stands and the call is ignored (SPEC §1).
 func TestSynthesizedIDIsSealed(t *testing.T) {
-	in := transcript(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`)
+	in := wiretest.Messages(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`)
 	_, rep := Repair(in)
 	if !rep.Empty() {
 		t.Fatalf("without synthesis: %s", showReport(rep))
@@ -99,7 +100,7 @@ func TestSynthesizedIDIsSealed(t *testing.T) {
 		t.Errorf("still refused: %v", err)
 	}
 	// Deterministic: the same transcript gets the same id every time.
-	norm2, _ := Normalize(transcript(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`), Steps{SynthesizeIDs: true})
+	norm2, _ := Normalize(wiretest.Messages(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`), Steps{SynthesizeIDs: true})
 	if norm2[1].ToolCalls[0].ID != norm[1].ToolCalls[0].ID {
 		t.Error("synthesized ids differ between identical transcripts")
 	}

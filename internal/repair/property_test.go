@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 var (
@@ -74,7 +75,7 @@ func nonTool(msgs []wire.Message) [][]byte {
 // input's own bytes.
 func TestRepairProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		in := transcript(t, genTranscript(t, false))
+		in := wiretest.Messages(t, genTranscript(t, false))
 		out, rep := Repair(in)
 		if err := wire.CheckToolPairs(out); err != nil {
 			t.Fatalf("repaired transcript refused: %v\n%s", err, show(out))
@@ -130,7 +131,7 @@ func TestRepairProperties(t *testing.T) {
 func TestNormalizeThenRepairProperties(t *testing.T) {
 	steps := Steps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true, ToolCallContent: ContentNull}
 	rapid.Check(t, func(t *rapid.T) {
-		in := transcript(t, genTranscript(t, true))
+		in := wiretest.Messages(t, genTranscript(t, true))
 		norm, _ := Normalize(in, steps)
 		out, _ := Repair(norm)
 		if err := wire.CheckToolPairs(out); err != nil {

@@ -8,17 +8,8 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
-
-// transcript decodes a JSON array of OpenAI messages the way the gateway
-// does, so each message keeps its bytes.
-func transcript(t interface{ Fatalf(string, ...any) }, js string) []wire.Message {
-	req, err := wire.DecodeRequest([]byte(`{"model":"m","messages":` + js + `}`))
-	if err != nil {
-		t.Fatalf("bad test transcript: %v", err)
-	}
-	return req.Messages
-}
 
 // show renders a transcript compactly: user, asst[a,b], tool(a), and
 // seal(a:cut|reloaded) for a gateway-made seal.
@@ -138,7 +129,7 @@ func TestRepair(t *testing.T) {
 			"system user asst[a,b] seal(a:reloaded) seal(b:cut)", "sealed[2:a,2:b] dropped[] moved[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := transcript(t, tc.in)
+			in := wiretest.Messages(t, tc.in)
 			before := show(in)
 			out, rep := Repair(in)
 			if got := show(out); got != tc.want {
@@ -161,7 +152,7 @@ func TestRepair(t *testing.T) {
 // A seal's content is exactly the JSON {"success":false,"error":…} with the
 // sentence, keys in that order, with U+2014 dashes (SPEC §1.4).
 func TestSealContent(t *testing.T) {
-	out, _ := Repair(transcript(t, list(user, asst(call("a", "{"), call("b", "{}")))))
+	out, _ := Repair(wiretest.Messages(t, list(user, asst(call("a", "{"), call("b", "{}")))))
 	var got []string
 	for _, m := range out[2:] {
 		var s string
@@ -189,7 +180,7 @@ func TestSealContent(t *testing.T) {
 // Messages the repair did not create are the input's own bytes, unknown
 // fields included (SPEC §1.5).
 func TestUntouchedBytes(t *testing.T) {
-	in := transcript(t, `[{"role":"user","content":"hi","x_vendor":{"a": 1}},`+
+	in := wiretest.Messages(t, `[{"role":"user","content":"hi","x_vendor":{"a": 1}},`+
 		`{"role":"assistant","content":"","reasoning_content":"think","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"s"}}}]},`+
 		`{"role":"user","content":"later"},{"role":"tool","tool_call_id":"a","content":"ok","cache_control":{"type":"ephemeral"}}]`)
 	out, rep := Repair(in)
@@ -211,7 +202,7 @@ func TestUntouchedBytes(t *testing.T) {
 
 // A transcript that needs no repair costs no allocation in the repair step.
 func TestNoRepairNoAlloc(t *testing.T) {
-	in := transcript(t, list(user, asst(call("a", "{}"), call("b", "{}")), tool("b"), tool("a"), user, asst(call("c", "{}")), tool("c")))
+	in := wiretest.Messages(t, list(user, asst(call("a", "{}"), call("b", "{}")), tool("b"), tool("a"), user, asst(call("c", "{}")), tool("c")))
 	allocs := testing.AllocsPerRun(100, func() {
 		Repair(in)
 	})
@@ -222,7 +213,7 @@ func TestNoRepairNoAlloc(t *testing.T) {
 
 // The reject mode's message lists every problem.
 func TestRejectError(t *testing.T) {
-	_, rep := Repair(transcript(t, list(user, asst(call("a", "{}"), call("b", "{}")), tool("b"), tool("z"), user, tool("b"))))
+	_, rep := Repair(wiretest.Messages(t, list(user, asst(call("a", "{}"), call("b", "{}")), tool("b"), tool("z"), user, tool("b"))))
 	err := &RejectError{Report: rep}
 	for _, want := range []string{"the call a made in messages[1] has no reply", "messages[3] answers z", "messages[5] answers b"} {
 		if !strings.Contains(err.Error(), want) {

@@ -49,6 +49,37 @@ func AllQuirks() Quirks {
 		FinishReason: true, MissingFinishReason: true, NoDone: true, Chunks: true, Usage: true}
 }
 
+// quirkSwitches names each normalization as configured.
+var quirkSwitches = map[string]func(*Quirks) *bool{
+	"missing_index":         func(q *Quirks) *bool { return &q.MissingIndex },
+	"index_reuse":           func(q *Quirks) *bool { return &q.IndexReuse },
+	"repeated_name":         func(q *Quirks) *bool { return &q.RepeatedName },
+	"arguments_object":      func(q *Quirks) *bool { return &q.ArgumentsObject },
+	"finish_reason":         func(q *Quirks) *bool { return &q.FinishReason },
+	"missing_finish_reason": func(q *Quirks) *bool { return &q.MissingFinishReason },
+	"no_done":               func(q *Quirks) *bool { return &q.NoDone },
+	"chunks":                func(q *Quirks) *bool { return &q.Chunks },
+	"usage":                 func(q *Quirks) *bool { return &q.Usage },
+}
+
+// ParseQuirks switches on the named normalizations: "all" is every one,
+// "strict" none (it adds nothing); an unknown name is an error.
+func ParseQuirks(names []string) (Quirks, error) {
+	var q Quirks
+	for _, n := range names {
+		switch field, ok := quirkSwitches[n]; {
+		case n == "all":
+			q = AllQuirks()
+		case n == "strict":
+		case ok:
+			*field(&q) = true
+		default:
+			return Quirks{}, fmt.Errorf("unknown quirk %q", n)
+		}
+	}
+	return q, nil
+}
+
 // ProtocolError is a tool-call fragment stream that breaks the protocol
 // (SPEC §2): a malformed fragment, an id conflict, or a call left without
 // id or name.

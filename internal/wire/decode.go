@@ -199,41 +199,16 @@ func (d *decoder) messageList(at int) ([]Message, int, error) {
 
 // message reads messages[n] at b[at] into m.
 func (d *decoder) message(at, n int, m *Message) (int, error) {
-	b := d.b
-	if b[at] != '{' {
-		if _, err := skipValue(b, at, 2); err != nil {
-			return 0, err
-		}
-		return 0, typeError(msgParam(n, ""), b, at, "a message object")
+	o := objectAt{keys: &d.messages.object, param: func(f string) string { return msgParam(n, f) }, what: "a message object", depth: 2}
+	end, err := d.object(o, at, func(k string, v int) (int, error) { return d.messageMember(k, v, n, m) })
+	if err != nil {
+		return 0, err
 	}
-	r := readObject(b, at)
-	keys := &d.messages.object
-	keys.reset()
-	for {
-		ok, err := r.more()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			break
-		}
-		key, escaped, v, err := r.key()
-		if err != nil {
-			return 0, err
-		}
-		k := keyString(key, escaped) // shares b's bytes: no allocation
-		if err := keys.member(k, func() string { return msgParam(n, "."+k) }); err != nil {
-			return 0, err
-		}
-		if r.i, err = d.messageMember(k, v, n, m); err != nil {
-			return 0, err
-		}
-	}
-	m.Raw = b[at:r.i]
+	m.Raw = d.b[at:end]
 	if m.Role == "" {
 		return 0, &DecodeError{Kind: KindValue, Param: msgParam(n, ".role"), Offset: -1, Msg: "is required (system, user, assistant or tool)"}
 	}
-	return r.i, nil
+	return end, nil
 }
 
 // messageMember reads the member k of messages[n], whose value is at
@@ -328,34 +303,9 @@ func (c callAt) param(field string) string { return callParam(c.msg, c.call, fie
 
 func (d *decoder) toolCall(at int, pos callAt, c *ToolCall) (int, error) {
 	b := d.b
-	if b[at] != '{' {
-		if _, err := skipValue(b, at, 4); err != nil {
-			return 0, err
-		}
-		return 0, typeError(pos.param(""), b, at, "a tool call object")
-	}
-	r := readObject(b, at)
-	keys := &d.messages.call
-	keys.reset()
-	for {
-		ok, err := r.more()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			c.Raw = b[at:r.i]
-			return r.i, nil
-		}
-		key, escaped, v, err := r.key()
-		if err != nil {
-			return 0, err
-		}
-		name := keyString(key, escaped)
-		if err := keys.member(name, func() string { return pos.param("." + name) }); err != nil {
-			return 0, err
-		}
-		var end int
-		switch name {
+	o := objectAt{keys: &d.messages.call, param: pos.param, what: "a tool call object", depth: 4}
+	end, err := d.object(o, at, func(k string, v int) (end int, err error) {
+		switch k {
 		case "id":
 			if c.ID, end, err = stringAt(b, v); err == errWrongType {
 				err = typeError(pos.param(".id"), b, v, "a string")
@@ -369,28 +319,63 @@ func (d *decoder) toolCall(at int, pos callAt, c *ToolCall) (int, error) {
 		default:
 			end, err = skipValue(b, v, 5)
 		}
-		if err != nil {
-			return 0, err
-		}
-		r.i = end
+		return end, err
+	})
+	if err == nil {
+		c.Raw = b[at:end]
 	}
+	return end, err
 }
 
 func (d *decoder) function(at int, pos callAt, f *FunctionCall) (int, error) {
 	b := d.b
-	switch b[at] {
-	case 'n':
+	o := objectAt{keys: &d.messages.function, param: func(s string) string { return pos.param(".function" + s) }, what: "an object", depth: 5, null: true}
+	return d.object(o, at, func(k string, v int) (end int, err error) {
+		switch k {
+		case "name":
+			if f.Name, end, err = stringAt(b, v); err == errWrongType {
+				err = typeError(pos.param(".function.name"), b, v, "a string")
+			}
+		case "arguments":
+			if end, err = skipValue(b, v, 6); err == nil {
+				f.Arguments = b[v:end]
+			}
+		default:
+			end, err = skipValue(b, v, 6)
+		}
+		return end, err
+	})
+}
+
+// objectAt is one kind of object in a request: where its keys are
+// checked, how its members are named in errors (param(".name")), what a
+// value of another type is told it should be, its nesting depth, and
+// whether null stands for it.
+type objectAt struct {
+	keys  *Names
+	param func(field string) string
+	what  string
+	depth int
+	null  bool
+}
+
+// object walks the object at b[at]: each key is checked (a repeat, too
+// many members), then member reads that key's value at b[v] and returns
+// the value's end. It returns the object's end.
+func (d *decoder) object(o objectAt, at int, member func(key string, v int) (int, error)) (int, error) {
+	b := d.b
+	switch {
+	case b[at] == '{':
+	case o.null && b[at] == 'n':
 		return skipLiteral(b, at, "null")
-	case '{':
 	default:
-		if _, err := skipValue(b, at, 5); err != nil {
+		if _, err := skipValue(b, at, o.depth); err != nil {
 			return 0, err
 		}
-		return 0, typeError(pos.param(".function"), b, at, "an object")
+		return 0, typeError(o.param(""), b, at, o.what)
 	}
 	r := readObject(b, at)
-	keys := &d.messages.function
-	keys.reset()
+	o.keys.reset()
 	for {
 		ok, err := r.more()
 		if err != nil {
@@ -403,27 +388,13 @@ func (d *decoder) function(at int, pos callAt, f *FunctionCall) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		fk := keyString(key, escaped)
-		if err := keys.member(fk, func() string { return pos.param(".function." + fk) }); err != nil {
+		k := keyString(key, escaped) // shares b's bytes: no allocation
+		if err := o.keys.member(k, func() string { return o.param("." + k) }); err != nil {
 			return 0, err
 		}
-		var end int
-		switch fk {
-		case "name":
-			if f.Name, end, err = stringAt(b, v); err == errWrongType {
-				err = typeError(pos.param(".function.name"), b, v, "a string")
-			}
-		case "arguments":
-			if end, err = skipValue(b, v, 6); err == nil {
-				f.Arguments = b[v:end]
-			}
-		default:
-			end, err = skipValue(b, v, 6)
-		}
-		if err != nil {
+		if r.i, err = member(k, v); err != nil {
 			return 0, err
 		}
-		r.i = end
 	}
 }
 
@@ -560,33 +531,8 @@ func toolParam(k int, field string) string { return "tools[" + strconv.Itoa(k) +
 
 func (d *decoder) tool(at, k int, t *Tool) (int, error) {
 	b := d.b
-	if b[at] != '{' {
-		if _, err := skipValue(b, at, 2); err != nil {
-			return 0, err
-		}
-		return 0, typeError(toolParam(k, ""), b, at, "a tool object")
-	}
-	r := readObject(b, at)
-	keys := &d.tools.object
-	keys.reset()
-	for {
-		ok, err := r.more()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			t.Raw = b[at:r.i]
-			return r.i, nil
-		}
-		key, escaped, v, err := r.key()
-		if err != nil {
-			return 0, err
-		}
-		name := keyString(key, escaped)
-		if err := keys.member(name, func() string { return toolParam(k, "."+name) }); err != nil {
-			return 0, err
-		}
-		var end int
+	o := objectAt{keys: &d.tools.object, param: func(f string) string { return toolParam(k, f) }, what: "a tool object", depth: 2}
+	end, err := d.object(o, at, func(name string, v int) (end int, err error) {
 		switch name {
 		case "type":
 			if t.Type, end, err = stringAt(b, v); err == errWrongType {
@@ -595,62 +541,32 @@ func (d *decoder) tool(at, k int, t *Tool) (int, error) {
 		case "function":
 			end, err = d.toolFunction(v, k, t)
 		default:
-			end, err = skipValue(b, v, 2)
+			end, err = skipValue(b, v, 3)
 		}
-		if err != nil {
-			return 0, err
-		}
-		r.i = end
+		return end, err
+	})
+	if err == nil {
+		t.Raw = b[at:end]
 	}
+	return end, err
 }
 
 func (d *decoder) toolFunction(at, k int, t *Tool) (int, error) {
 	b := d.b
-	switch b[at] {
-	case 'n':
-		return skipLiteral(b, at, "null")
-	case '{':
-	default:
-		if _, err := skipValue(b, at, 2); err != nil {
-			return 0, err
-		}
-		return 0, typeError(toolParam(k, ".function"), b, at, "an object")
-	}
-	r := readObject(b, at)
-	keys := &d.tools.function
-	keys.reset()
-	for {
-		ok, err := r.more()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			return r.i, nil
-		}
-		key, escaped, v, err := r.key()
-		if err != nil {
-			return 0, err
-		}
-		name := keyString(key, escaped)
-		if err := keys.member(name, func() string { return toolParam(k, ".function."+name) }); err != nil {
-			return 0, err
-		}
-		var end int
+	o := objectAt{keys: &d.tools.function, param: func(f string) string { return toolParam(k, ".function"+f) }, what: "an object", depth: 3, null: true}
+	return d.object(o, at, func(name string, v int) (end int, err error) {
 		switch name {
 		case "name":
 			if t.Name, end, err = stringAt(b, v); err == errWrongType {
 				err = typeError(toolParam(k, ".function.name"), b, v, "a string")
 			}
 		case "parameters":
-			if end, err = skipValue(b, v, 3); err == nil && b[v] != 'n' {
+			if end, err = skipValue(b, v, 4); err == nil && b[v] != 'n' {
 				t.Parameters = b[v:end]
 			}
 		default:
-			end, err = skipValue(b, v, 3)
+			end, err = skipValue(b, v, 4)
 		}
-		if err != nil {
-			return 0, err
-		}
-		r.i = end
-	}
+		return end, err
+	})
 }

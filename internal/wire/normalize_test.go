@@ -80,33 +80,11 @@ func goldenOptions(t *testing.T, s string) Options {
 		k, v, _ := strings.Cut(f, "=")
 		switch k {
 		case "quirks":
-			for _, q := range strings.Split(v, ",") {
-				switch q {
-				case "all":
-					o.Quirks = AllQuirks()
-				case "strict":
-				case "missing_index":
-					o.Quirks.MissingIndex = true
-				case "index_reuse":
-					o.Quirks.IndexReuse = true
-				case "repeated_name":
-					o.Quirks.RepeatedName = true
-				case "arguments_object":
-					o.Quirks.ArgumentsObject = true
-				case "finish_reason":
-					o.Quirks.FinishReason = true
-				case "missing_finish_reason":
-					o.Quirks.MissingFinishReason = true
-				case "no_done":
-					o.Quirks.NoDone = true
-				case "chunks":
-					o.Quirks.Chunks = true
-				case "usage":
-					o.Quirks.Usage = true
-				default:
-					t.Fatalf("unknown quirk %q", q)
-				}
+			q, err := ParseQuirks(strings.Split(v, ","))
+			if err != nil {
+				t.Fatal(err)
 			}
+			o.Quirks = q
 		case "buffer":
 			o.Buffer = true
 		case "keep":

@@ -1,19 +1,13 @@
-package wire
+package wire_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
-)
 
-func msgs(t *testing.T, js string) []Message {
-	t.Helper()
-	req, err := DecodeRequest([]byte(`{"model":"m","messages":` + js + `}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return req.Messages
-}
+	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
+)
 
 // CheckToolPairs refuses what OpenAI refuses, with OpenAI's wording and
 // param (QUIRKS C01–C03), and accepts a paired transcript.
@@ -41,14 +35,14 @@ func TestCheckToolPairs(t *testing.T) {
 		{"empty id", "[" + u + "," + a("") + "]", "messages.[1].tool_calls.[0].id", "empty string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckToolPairs(msgs(t, tc.in))
+			err := wire.CheckToolPairs(wiretest.Messages(t, tc.in))
 			if tc.msg == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			pe, ok := err.(*PairingError)
+			pe, ok := err.(*wire.PairingError)
 			if !ok || pe.Param != tc.param || !strings.Contains(pe.Msg, tc.msg) {
 				t.Fatalf("err = %#v", err)
 			}
@@ -58,7 +52,7 @@ func TestCheckToolPairs(t *testing.T) {
 
 // Object edits change one member and keep the others' bytes and order.
 func TestObjectEdit(t *testing.T) {
-	o, err := ParseObject([]byte(` {"b": [1, 2], "a":"x", "b":3 } `))
+	o, err := wire.ParseObject([]byte(` {"b": [1, 2], "a":"x", "b":3 } `))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +65,7 @@ func TestObjectEdit(t *testing.T) {
 	if got := string(o.JSON()); got != `{"a":null,"c":{}}` {
 		t.Errorf("got %s", got)
 	}
-	if _, err := ParseObject([]byte(`{"a":1} x`)); err == nil {
+	if _, err := wire.ParseObject([]byte(`{"a":1} x`)); err == nil {
 		t.Error("trailing data accepted")
 	}
 }
@@ -90,12 +84,12 @@ func TestSetMember(t *testing.T) {
 		{`{"function":{"name":"f","arguments":{"a":1}},"id":"c"}`, `"{\"a\":1}"`, []string{"function", "arguments"}, `{"function":{"name":"f","arguments":"{\"a\":1}"},"id":"c"}`},
 		{`{"function":{"name":"f"}}`, `"{}"`, []string{"function", "arguments"}, `{"function":{"name":"f","arguments":"{}"}}`},
 	} {
-		got, ok := SetMember(json.RawMessage(tc.in), json.RawMessage(tc.value), tc.path...)
+		got, ok := wire.SetMember(json.RawMessage(tc.in), json.RawMessage(tc.value), tc.path...)
 		if !ok || string(got) != tc.want {
 			t.Errorf("SetMember(%s, %v) = %s %v, want %s", tc.in, tc.path, got, ok, tc.want)
 		}
 	}
-	if _, ok := SetMember(json.RawMessage(`{"function":3}`), json.RawMessage(`1`), "function", "arguments"); ok {
+	if _, ok := wire.SetMember(json.RawMessage(`{"function":3}`), json.RawMessage(`1`), "function", "arguments"); ok {
 		t.Error("a path through a non-object was set")
 	}
 }

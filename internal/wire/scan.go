@@ -183,22 +183,10 @@ func skipValue(b []byte, i, depth int) (int, error) {
 	if i >= len(b) {
 		return 0, unexpected(b, i, "")
 	}
-	switch c := b[i]; {
-	case c == '"':
-		end, _, err := skipString(b, i)
-		return end, err
-	case c == '{' || c == '[':
+	if c := b[i]; c == '{' || c == '[' {
 		return skipContainer(b, i, depth+1)
-	case c == '-' || isDigit(c):
-		return skipNumber(b, i)
-	case c == 't':
-		return skipLiteral(b, i, "true")
-	case c == 'f':
-		return skipLiteral(b, i, "false")
-	case c == 'n':
-		return skipLiteral(b, i, "null")
 	}
-	return 0, unexpected(b, i, "looking for beginning of value")
+	return skipScalar(b, i)
 }
 
 // keyString returns a member key as a Go string. An unescaped key shares

@@ -2,14 +2,20 @@
 package wiretest
 
 import (
-	"testing"
-
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
+// TB is what the helpers need of a test: *testing.T, *testing.B and a
+// property test's T all have it.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // Messages decodes a JSON array of messages, as a request carrying them
-// would, failing the test when it does not decode.
-func Messages(t testing.TB, js string) []wire.Message {
+// would (each message keeps its bytes), failing the test when it does not
+// decode.
+func Messages(t TB, js string) []wire.Message {
 	t.Helper()
 	return Request(t, `"messages":`+js).Messages
 }
@@ -17,14 +23,14 @@ func Messages(t testing.TB, js string) []wire.Message {
 // Request decodes a chat request whose members are model "m" and members
 // (a JSON object's members, without braces), failing the test when it
 // does not decode.
-func Request(t testing.TB, members string) *wire.ChatRequest {
+func Request(t TB, members string) *wire.ChatRequest {
 	t.Helper()
 	if members != "" && members[0] != ',' {
 		members = "," + members
 	}
 	r, err := wire.DecodeRequest([]byte(`{"model":"m"` + members + `}`))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("bad test request: %v", err)
 	}
 	return r
 }
