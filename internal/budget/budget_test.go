@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
@@ -100,7 +101,7 @@ func TestStricter(t *testing.T) {
 	a := Limits{MaxCalls: 2, MaxInputChars: Unlimited, MaxOutputChars: 100, MaxOutputTokens: 0, CallTimeout: time.Second}
 	b := Limits{MaxCalls: 5, MaxInputChars: 10, MaxOutputChars: Unlimited, MaxOutputTokens: 50, CallTimeout: Unlimited}
 	want := Limits{MaxCalls: 2, MaxInputChars: 10, MaxOutputChars: 100, MaxOutputTokens: 0, CallTimeout: time.Second}
-	if got := Stricter(a, b); got != want {
-		t.Errorf("%+v", got)
+	if diff := cmp.Diff(want, Stricter(a, b)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

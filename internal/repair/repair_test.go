@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
@@ -169,8 +170,8 @@ func TestSealContent(t *testing.T) {
 		`{"success":false,"error":"This tool call was never completed — the response was cut off before it finished."}`,
 		`{"success":false,"error":"This tool call was never completed — the session was reloaded or the history was trimmed."}`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("seal contents\n got: %q\nwant: %q", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("seal contents (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(SealCutOff, "\u2014") || !strings.Contains(SealReloaded, "\u2014") {
 		t.Error("the seal sentences must use U+2014")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 type got struct {
@@ -56,8 +58,8 @@ func TestEvents(t *testing.T) {
 				}
 				data = append(data, ev.Data)
 			}
-			if strings.Join(data, "|") != strings.Join(tc.want, "|") {
-				t.Errorf("events = %q, want %q", data, tc.want)
+			if diff := cmp.Diff(tc.want, data); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files' expected sections from what the code does")
@@ -196,11 +198,11 @@ func TestNormalizeGolden(t *testing.T) {
 				}
 				return
 			}
-			if got, want := strings.Join(out, "\n"), strings.Join(g.out, "\n"); got != want {
-				t.Errorf("out\n got:\n%s\nwant:\n%s", got, want)
+			if diff := cmp.Diff(g.out, out); diff != "" {
+				t.Errorf("out (-want +got):\n%s", diff)
 			}
-			if got, want := strings.Join(result, "\n"), strings.Join(g.result, "\n"); got != want {
-				t.Errorf("result\n got:\n%s\nwant:\n%s", got, want)
+			if diff := cmp.Diff(g.result, result); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
 			}
 		})
 	}
