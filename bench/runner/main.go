@@ -32,7 +32,8 @@ import (
 	"github.com/toolgate/toolgate/bench/load"
 )
 
-// targets, in the order each round visits them.
+// targets, in the order each round visits them; "baseline" (another
+// toolgate binary, -baseline) joins them when given.
 var targets = []string{"direct", "proxy", "toolgate"}
 
 // point is one load point.
@@ -76,7 +77,12 @@ func main() {
 	out := flag.String("out", "bench/results/latest.jsonl", "JSON lines output")
 	profile := flag.String("profile", "", "directory for toolgate's CPU and allocation profiles, one pair per load point (its first round)")
 	only := flag.String("only", "", "run only the load points whose name contains this")
+	baseline := flag.String("baseline", "", "another toolgate binary (a build of an earlier commit) measured beside this one, as the target \"baseline\"")
 	flag.Parse()
+	if *baseline != "" {
+		baselineBin = *baseline
+		targets = append(targets, "baseline")
+	}
 	if err := run(*bin, *full, *out, *profile, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-runner:", err)
 		os.Exit(1)
@@ -234,15 +240,16 @@ func runHold(bin string, p point, profileDir string) ([]row, error) {
 		base := rss(pid)
 		var at float64
 		var mem0, mem1 map[string]float64
-		if t == "toolgate" {
-			mem0 = goMem(urls["toolgate-admin"])
+		admin, gateway := urls[t+"-admin"]
+		if gateway {
+			mem0 = goMem(admin)
 		}
 		open, ferr := load.Hold(context.Background(), client, load.Target{URL: urls[t], Body: p.Body, Stream: true}, p.Hold, 1000, func(int) {
 			time.Sleep(3 * time.Second) // let the streams settle into their idle state
 			at = rss(pid)
-			if t == "toolgate" {
-				mem1 = goMem(urls["toolgate-admin"])
-				if profileDir != "" {
+			if gateway {
+				mem1 = goMem(admin)
+				if profileDir != "" && t == "toolgate" {
 					saveProfile(urls["toolgate-admin"]+"/debug/pprof/heap", filepath.Join(profileDir, p.Name+".heap.pprof"))
 				}
 			}
@@ -368,14 +375,22 @@ func printTable(rows []row) {
 
 // startAll starts the simulator with simArgs, the bare proxy and toolgate,
 // each on a free loopback port, and returns them with their URLs.
+// baselineBin is -baseline's binary, "" without it.
+var baselineBin string
+
 func startAll(bin string, simArgs []string) (map[string]*exec.Cmd, map[string]string, error) {
 	procs := map[string]*exec.Cmd{}
 	urls := map[string]string{}
 	simAddr, proxyAddr, gwAddr, adminAddr := freeAddr(), freeAddr(), freeAddr(), freeAddr()
+	baseAddr, baseAdmin := freeAddr(), freeAddr()
 	logDir := filepath.Join(os.TempDir(), "toolgate-bench")
 	os.MkdirAll(logDir, 0o755)
 	start := func(name, addr string, env []string, args ...string) error {
-		cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
+		path := filepath.Join(bin, args[0])
+		if name == "baseline" {
+			path = baselineBin
+		}
+		cmd := exec.Command(path, args[1:]...)
 		cmd.Env = append(os.Environ(), env...)
 		f, err := os.Create(filepath.Join(logDir, name+".log"))
 		if err != nil {
@@ -396,14 +411,18 @@ func startAll(bin string, simArgs []string) (map[string]*exec.Cmd, map[string]st
 		err = start("toolgate", gwAddr, []string{"BENCH_UPSTREAM=http://" + simAddr + "/v1"},
 			"toolgate", "--config", "bench/toolgate.yaml", "--listen", gwAddr, "--admin-listen", adminAddr)
 	}
+	if err == nil && baselineBin != "" {
+		err = start("baseline", baseAddr, []string{"BENCH_UPSTREAM=http://" + simAddr + "/v1"},
+			"toolgate", "--config", "bench/toolgate.yaml", "--listen", baseAddr, "--admin-listen", baseAdmin)
+	}
 	if err != nil {
 		stopAll(procs)
 		return nil, nil, err
 	}
-	for name, addr := range map[string]string{"direct": simAddr, "proxy": proxyAddr, "toolgate": gwAddr} {
+	for name, addr := range map[string]string{"direct": simAddr, "proxy": proxyAddr, "toolgate": gwAddr, "baseline": baseAddr} {
 		urls[name] = "http://" + addr + "/v1/chat/completions"
 	}
-	urls["toolgate-admin"] = "http://" + adminAddr
+	urls["toolgate-admin"], urls["baseline-admin"] = "http://"+adminAddr, "http://"+baseAdmin
 	return procs, urls, nil
 }
 

@@ -1,8 +1,35 @@
 // Package gateway is toolgate's HTTP surface: the chi router of the main
 // listener (POST /v1/chat/completions, GET /v1/models), the admin listener
-// (/metrics, /healthz, /readyz), and the chat handler that runs the pipeline
-// of DESIGN.md — decode, route, encode, send upstream, re-stream — as one
-// straight line over per-request values.
+// (/metrics, /healthz, /readyz), and the chat path that runs DESIGN.md's
+// pipeline as one straight line.
+//
+// [New] resolves the config once into a typed, immutable plan per route
+// (plan.go): the upstream's client and quirk set, repair steps, policy
+// and reasoning settings, budgets, the fallback chain as plans. Nothing
+// on the request path reads a config string. A reload builds a new
+// Gateway and swaps it whole.
+//
+// A request is one exchange (chat.go) that passes through stages, each a
+// call with one input and one result, in files named after them:
+//
+//	intake.go   the front door: key before body, limits, decoding of gzip/deflate/zstd
+//	chat.go     receive (key, body, decoded request, route) → serve (route, fallbacks)
+//	prepare.go  the request to send on one route, derived from the client's
+//	            (trim, normalize, repair, policy, output limit, reasoning, usage)
+//	admit.go    the counted admission (sessions, rate limits), once per request
+//	attempt.go  send upstream, retried with backoff; the judge's verdict
+//	stream.go   relay a stream through wire.Normalizer, chunk by chunk
+//	whole.go    the same normalizer over a non-streamed answer
+//	errors.go   the one table from a typed error's kind to status, type, code
+//
+// The client's decoded request is never changed: each route derives the
+// request it sends from it, so a retry or a fallback decodes nothing
+// again. Upstream dialects are normalized in wire alone; errors are typed
+// in the package that raises them (auth, budget, policy, repair, wire,
+// upstream) and mapped to HTTP here, in one table. Each stage writes its
+// result into the request's observe.Record; the access line and every
+// counter come from that one record (observe.Metrics.Observe), so the
+// log and the metrics cannot disagree.
 //
 // Decisions recorded here:
 //

@@ -94,45 +94,13 @@ func New(opts Options) (*Gateway, error) {
 		counters: opts.Counters,
 		pending:  opts.Pending,
 		close:    func() {},
-		clock:    clock{now: opts.Now, rand: opts.Rand, sleep: opts.Sleep},
+		clock:    newClock(opts),
 	}
-	if g.clock.now == nil {
-		g.clock.now = time.Now
-	}
-	if g.clock.rand == nil {
-		g.clock.rand = rand.Float64
-	}
-	if g.clock.sleep == nil {
-		g.clock.sleep = sleep
-	}
-	if opts.CloseState != nil {
-		g.close = opts.CloseState
-	}
-	if g.store == nil || g.counters == nil {
-		counters, store, closeState, err := openState(g.cfg, g.log)
-		if err != nil {
-			return nil, err
-		}
-		g.close = closeState
-		if g.store == nil {
-			g.store = store
-		}
-		if g.counters == nil {
-			g.counters = counters
-		}
+	if err := g.openState(opts); err != nil {
+		return nil, err
 	}
 	for _, u := range g.cfg.Upstreams {
-		g.clients[u.Name] = upstream.New(upstream.Target{
-			Name:             u.Name,
-			URL:              u.URL,
-			APIKey:           u.APIKey,
-			AuthHeader:       u.AuthHeader,
-			Headers:          u.Headers,
-			ConnectTimeout:   u.ConnectTimeout,
-			HeaderTimeout:    u.HeaderTimeout,
-			MaxErrorBody:     u.MaxErrorBodyBytes,
-			ErrorBodyTimeout: config.DefaultErrorBodyTimeout,
-		})
+		g.clients[u.Name] = upstreamClient(u)
 	}
 	g.plans = plans(g.cfg, g.clients, policy.NewSchemas(0))
 	g.simulated = true
@@ -148,6 +116,59 @@ func New(opts Options) (*Gateway, error) {
 	g.models = newModelLists(g.cfg, g.keys)
 	g.router = g.routes()
 	return g, nil
+}
+
+// newClock is opts' clock, the real one where a part is not given.
+func newClock(opts Options) clock {
+	c := clock{now: opts.Now, rand: opts.Rand, sleep: opts.Sleep}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.rand == nil {
+		c.rand = rand.Float64
+	}
+	if c.sleep == nil {
+		c.sleep = sleep
+	}
+	return c
+}
+
+// openState takes the state store and counters opts gives, and opens the
+// configured ones for what it does not give.
+func (g *Gateway) openState(opts Options) error {
+	if opts.CloseState != nil {
+		g.close = opts.CloseState
+	}
+	if g.store != nil && g.counters != nil {
+		return nil
+	}
+	counters, store, closeState, err := openState(g.cfg, g.log)
+	if err != nil {
+		return err
+	}
+	g.close = closeState
+	if g.store == nil {
+		g.store = store
+	}
+	if g.counters == nil {
+		g.counters = counters
+	}
+	return nil
+}
+
+// upstreamClient is the HTTP client for upstream u.
+func upstreamClient(u config.Upstream) *upstream.Client {
+	return upstream.New(upstream.Target{
+		Name:             u.Name,
+		URL:              u.URL,
+		APIKey:           u.APIKey,
+		AuthHeader:       u.AuthHeader,
+		Headers:          u.Headers,
+		ConnectTimeout:   u.ConnectTimeout,
+		HeaderTimeout:    u.HeaderTimeout,
+		MaxErrorBody:     u.MaxErrorBodyBytes,
+		ErrorBodyTimeout: config.DefaultErrorBodyTimeout,
+	})
 }
 
 // ServeHTTP implements http.Handler.

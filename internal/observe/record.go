@@ -183,12 +183,7 @@ func (r *Record) Log(l *zap.Logger) {
 		zap.Int64("bytes_in", r.BytesIn),
 		zap.Int64("bytes_out", r.BytesOut),
 	)
-	if r.Route != "" {
-		fields = append(fields, zap.String("route", r.Route))
-	}
-	if r.Key != "" {
-		fields = append(fields, zap.String("key", r.Key))
-	}
+	fields = nonEmpty(fields, "route", r.Route, "key", r.Key)
 	if r.Upstream != "" {
 		fields = append(fields, zap.String("upstream", r.Upstream), zap.String("model", r.Model),
 			zap.Duration("upstream_duration", r.UpstreamDuration))
@@ -199,50 +194,40 @@ func (r *Record) Log(l *zap.Logger) {
 	if r.ClientGone {
 		fields = append(fields, zap.Bool("client_gone", true))
 	}
-	if r.Repair != "" {
-		fields = append(fields, zap.String("repair", r.Repair))
-	}
-	if r.Normalize != "" {
-		fields = append(fields, zap.String("normalize", r.Normalize))
-	}
-	if f := r.Fixes(); f != "" {
-		fields = append(fields, zap.String("fixes", f))
-	}
-	if r.Limited != "" {
-		fields = append(fields, zap.String("limited", r.Limited))
-	}
-	if r.Trimmed > 0 {
-		fields = append(fields, zap.Int("trimmed", r.Trimmed))
-	}
+	fields = nonEmpty(fields, "repair", r.Repair, "normalize", r.Normalize, "fixes", r.Fixes(), "limited", r.Limited)
+	fields = count(fields, "trimmed", r.Trimmed)
 	if r.TotalTokens > 0 {
 		fields = append(fields, zap.Int64("tokens_in", r.PromptTokens), zap.Int64("tokens_out", r.CompletionTokens))
 	}
-	if r.Reasoning != "" {
-		fields = append(fields, zap.String("reasoning", r.Reasoning))
-	}
-	if r.ReasoningRestored > 0 {
-		fields = append(fields, zap.Int("reasoning_restored", r.ReasoningRestored))
-	}
-	if r.ReasoningMiss > 0 {
-		fields = append(fields, zap.Int("reasoning_restore_misses", r.ReasoningMiss))
-	}
-	if r.Fallback != "" {
-		fields = append(fields, zap.String("fallback", r.Fallback))
-	}
+	fields = nonEmpty(fields, "reasoning", r.Reasoning)
+	fields = count(fields, "reasoning_restored", r.ReasoningRestored)
+	fields = count(fields, "reasoning_restore_misses", r.ReasoningMiss)
+	fields = nonEmpty(fields, "fallback", r.Fallback)
 	if n := r.Calls(); n > 1 {
 		fields = append(fields, zap.Int("attempts", n))
 	}
 	if len(r.Attempts) > 0 {
 		fields = append(fields, zap.String("attempt_outcomes", r.AttemptLog()))
 	}
-	if r.Arguments != "" {
-		fields = append(fields, zap.String("invalid_arguments", r.Arguments))
-	}
-	if r.ErrorKind != "" {
-		fields = append(fields, zap.String("error_kind", r.ErrorKind))
-	}
-	if r.Error != "" {
-		fields = append(fields, zap.String("error", r.Error))
-	}
+	fields = nonEmpty(fields, "invalid_arguments", r.Arguments, "error_kind", r.ErrorKind, "error", r.Error)
 	ce.Write(fields...)
+}
+
+// nonEmpty appends each pair's string field (name, value, name, value…)
+// whose value is not empty.
+func nonEmpty(fields []zap.Field, pairs ...string) []zap.Field {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			fields = append(fields, zap.String(pairs[i], pairs[i+1]))
+		}
+	}
+	return fields
+}
+
+// count appends the field name when n is above zero.
+func count(fields []zap.Field, name string, n int) []zap.Field {
+	if n > 0 {
+		fields = append(fields, zap.Int(name, n))
+	}
+	return fields
 }

@@ -1,6 +1,6 @@
 // Package wire is toolgate's vocabulary for the OpenAI chat-completions wire:
-// the request and message types, the SSE event reader and writer, and the
-// error body every client sees.
+// the request and message types, the SSE event reader and writer, the one
+// normalizer of upstream answers, and the error body every client sees.
 //
 // It sits at both ends of the pipeline (DESIGN.md): [DecodeRequest] turns the
 // client's bytes into a [ChatRequest] and [ChatRequest.Encode] turns it back
@@ -34,4 +34,18 @@
 // stream is complete; the caller does, from whether [Event.Done] was seen. The
 // default maximum event size is [DefaultMaxEventSize] (8 MiB), well above
 // go-sse's 64 KB, because some relays send a whole response as one event.
+//
+// # One normalizer
+//
+// Every upstream answer, streamed or whole, goes through one [Normalizer]
+// built per attempt by [NewNormalizer] from [Options] (the upstream's
+// [Quirks], buffer or stream, the reasoning field, limits). Each chunk is
+// parsed once; the tool-call [Collector] aggregates the fragments by index
+// and validates them (SPEC §2); the quirks the upstream has are fixed in
+// that one place (A01–A40 in QUIRKS.md, each switchable by name with
+// [ParseQuirks]), and what was fixed is returned as a [Fixes] value.
+// The whole-answer path ([Normalizer.Whole]) reuses the streamed code on
+// the answer's choices, so a quirk is fixed the same way both ways.
+// testdata/normalize holds golden files, an upstream stream in and the
+// client's stream out, one per behaviour.
 package wire

@@ -30,36 +30,17 @@ func (m *member) appendKey(dst []byte) []byte {
 // ParseObject splits b, which must be a JSON object, into its members. The
 // Object refers to b's bytes: b must not be modified afterwards.
 func ParseObject(b []byte) (Object, error) {
-	var o Object
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return o, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "not a JSON object"}
+	members, err := parseMembers(make([]member, 0, smallObject), b)
+	if err != nil {
+		return Object{}, err
 	}
-	r := readObject(b, i)
-	for {
-		ok, err := r.more()
-		if err != nil {
-			return Object{}, decodeError(err)
-		}
-		if !ok {
-			break
-		}
-		key, escaped, at, err := r.key()
-		if err != nil {
-			return Object{}, decodeError(err)
-		}
-		end, err := skipValue(b, at, 1)
-		if err != nil {
-			return Object{}, decodeError(err)
-		}
-		o.members = append(o.members, member{key: keyString(key, escaped), rawKey: b[r.i : r.i+len(key)+2], value: b[at:end]})
-		r.i = end
-	}
-	if skipSpace(b, r.i) != len(b) {
-		return Object{}, &DecodeError{Kind: KindSyntax, Offset: int64(r.i), Msg: "unexpected data after the object"}
-	}
-	return o, nil
+	return Object{members: members}, nil
 }
+
+// smallObject is the member capacity an object's parse starts with: most
+// objects of the wire (a message, a choice, usage, a response's top level)
+// fit, in one allocation.
+const smallObject = 8
 
 // Get returns the raw value of a member (the last one when the key repeats)
 // and whether it is present.

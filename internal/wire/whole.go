@@ -20,6 +20,9 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 	if !Valid(b) {
 		return nil, &IncompleteError{Upstream: n.opts.Upstream, Err: errors.New("the response is not valid JSON")}
 	}
+	if n.top == nil {
+		n.top = make([]member, 0, smallObject)
+	}
 	top, err := parseMembers(n.top, b)
 	if err != nil {
 		return b, nil // not an object: no choice, no finish reason, for the judge to refuse
@@ -90,7 +93,7 @@ func (n *Normalizer) encodeWhole(b, choice []byte, merged bool) []byte {
 
 // wholeChoice normalizes choice 0 of a whole response and returns it.
 func (n *Normalizer) wholeChoice(raw []byte) ([]byte, bool, error) {
-	members, err := parseMembers(nil, raw)
+	members, err := parseMembers(make([]member, 0, smallObject), raw)
 	if err != nil {
 		return raw, false, &ProtocolError{Index: -1, Msg: "a choice must be an object"}
 	}
@@ -118,9 +121,10 @@ func (n *Normalizer) wholeChoice(raw []byte) ([]byte, bool, error) {
 }
 
 // wholeMessage collects a message's calls, makes object arguments
-// strings, moves its reasoning and keeps its text.
+// strings, moves its reasoning and keeps its text. The message is parsed
+// once (twice when its arguments were rewritten).
 func (n *Normalizer) wholeMessage(raw []byte) ([]byte, bool, error) {
-	members, err := parseMembers(nil, raw)
+	members, err := parseMembers(make([]member, 0, smallObject), raw)
 	if err != nil {
 		return raw, false, nil
 	}
@@ -134,34 +138,32 @@ func (n *Normalizer) wholeMessage(raw []byte) ([]byte, bool, error) {
 		if n.fixes[FixArgumentsObject] > before {
 			out, _ = SetMember(out, stringArguments(tc), "tool_calls")
 			changed = true
+			members, _ = parseMembers(members[:0], out)
 		}
 	}
 	// Reasoning to the client's member (A29, A30).
-	if m, ok := n.moveWholeReasoning(out); ok {
-		out, changed = m, true
+	o := Object{members: members}
+	if n.moveWholeReasoning(&o) {
+		out, changed = o.JSON(), true
 	}
-	members, _ = parseMembers(nil, out)
-	if text, ok := stringOf(lookup(members, "content")); ok {
+	if text, ok := stringOf(lookup(o.members, "content")); ok {
 		n.text.WriteString(text)
 	}
-	if r, ok := stringOf(lookup(members, n.out)); ok {
+	if r, ok := stringOf(lookup(o.members, n.out)); ok {
 		n.reasoning.WriteString(r)
 	}
 	return out, changed, nil
 }
 
 // moveWholeReasoning puts a message's reasoning in the client's member:
-// renamed, or split out of <think> tags in its content.
-func (n *Normalizer) moveWholeReasoning(msg []byte) ([]byte, bool) {
-	o, err := ParseObject(msg)
-	if err != nil {
-		return msg, false
-	}
+// renamed, or split out of <think> tags in its content. It reports
+// whether it changed the message.
+func (n *Normalizer) moveWholeReasoning(o *Object) bool {
 	switch n.opts.ReasoningIn {
 	case ReasoningThink:
 		text, ok := stringOf(lookup(o.members, "content"))
 		if !ok || text == "" {
-			return msg, false
+			return false
 		}
 		r, c := n.think.Split(text)
 		r2, c2 := n.think.Flush()
@@ -170,7 +172,7 @@ func (n *Normalizer) moveWholeReasoning(msg []byte) ([]byte, bool) {
 		if r != "" {
 			o.Set(n.out, appendString(nil, r))
 		}
-		return o.JSON(), true
+		return true
 	case ReasoningField, ReasoningContent:
 		in := "reasoning_content"
 		if n.opts.ReasoningIn == ReasoningField {
@@ -178,13 +180,13 @@ func (n *Normalizer) moveWholeReasoning(msg []byte) ([]byte, bool) {
 		}
 		v, ok := o.Get(in)
 		if !ok || in == n.out {
-			return msg, false
+			return false
 		}
 		o.Delete(in)
 		o.Set(n.out, v)
-		return o.JSON(), true
+		return true
 	}
-	return msg, false
+	return false
 }
 
 // mergeChoices folds the tool calls of every choice into the first, for a
