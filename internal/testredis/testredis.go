@@ -75,6 +75,7 @@ func (s *Server) run() error {
 	s.Addr = "127.0.0.1:" + strconv.Itoa(s.port)
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir, "--loglevel", "warning")
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
