@@ -10,6 +10,11 @@ var toolBody = []byte(`{"model":"sim-tool","messages":[{"role":"system","content
 // streamBody is a streamed text answer (50 chunks from the simulator).
 var streamBody = []byte(`{"model":"sim-text","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
 
+// parallelBody is a streamed answer of four parallel tool calls, each
+// call's arguments in 200 fragments (the simulator's parallel script):
+// the traffic toolgate exists for.
+var parallelBody = []byte(`{"model":"sim-parallel","stream":true,"messages":[{"role":"user","content":"Weather in four cities, please."}],"tools":[` + sim.WeatherTool + `]}`)
+
 // slowBody is a long stream of one chunk a second (the slow simulator).
 var slowBody = []byte(`{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"Take your time."}]}`)
 

@@ -44,6 +44,8 @@ type point struct {
 	Body   []byte
 	Stream bool
 	Hold   int // hold: concurrent streams
+	// Clients is a closed-loop point's concurrent clients (Kind closed).
+	Clients int
 }
 
 // row is one target's measurements at one load point, aggregated over
@@ -77,19 +79,20 @@ func main() {
 	out := flag.String("out", "bench/results/latest.jsonl", "JSON lines output")
 	profile := flag.String("profile", "", "directory for toolgate's CPU and allocation profiles, one pair per load point (its first round)")
 	only := flag.String("only", "", "run only the load points whose name contains this")
+	goBenchFlag := flag.Bool("go", true, "also run the Go benchmarks behind the per-chunk and long-stream targets (BenchmarkChunk, BenchmarkChatStream1000)")
 	baseline := flag.String("baseline", "", "another toolgate binary (a build of an earlier commit) measured beside this one, as the target \"baseline\"")
 	flag.Parse()
 	if *baseline != "" {
 		baselineBin = *baseline
 		targets = append(targets, "baseline")
 	}
-	if err := run(*bin, *full, *out, *profile, *only); err != nil {
+	if err := run(*bin, *full, *out, *profile, *only, *goBenchFlag); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-runner:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, full bool, out, profileDir, only string) error {
+func run(bin string, full bool, out, profileDir, only string, withGo bool) error {
 	rounds, dur := 3, 3*time.Second
 	holds := []int{1000}
 	if full {
@@ -104,6 +107,8 @@ func run(bin string, full bool, out, profileDir, only string) error {
 		{Name: "nonstream-2000", Kind: "open", Rate: 2000, Body: toolBody},
 		{Name: "stream50-200", Kind: "open", Rate: 200, Body: streamBody, Stream: true},
 		{Name: "transcript100-200", Kind: "open", Rate: 200, Body: transcriptBody()},
+		{Name: "stream50-saturated", Kind: "closed", Clients: 1000, Body: streamBody, Stream: true},
+		{Name: "toolcalls-100", Kind: "open", Rate: 100, Body: parallelBody, Stream: true},
 	}
 	for _, n := range holds {
 		points = append(points, point{Name: fmt.Sprintf("idle-streams-%d", n), Kind: "hold", Hold: n, Body: slowBody, Stream: true})
@@ -125,7 +130,7 @@ func run(bin string, full bool, out, profileDir, only string) error {
 	var all []row
 	var open, hold []point
 	for _, p := range points {
-		if p.Kind == "open" {
+		if p.Kind != "hold" {
 			open = append(open, p)
 		} else {
 			hold = append(hold, p)
@@ -148,10 +153,19 @@ func run(bin string, full bool, out, profileDir, only string) error {
 	for _, r := range all {
 		enc.Encode(r)
 	}
-	for _, c := range checks(all) {
+	var gbs []goBench
+	if withGo {
+		if gbs, err = runGoBenchmarks(); err != nil {
+			return err
+		}
+		for _, g := range gbs {
+			enc.Encode(g)
+		}
+	}
+	for _, c := range checks(all, gbs) {
 		enc.Encode(c)
 	}
-	printTable(all)
+	printTable(all, gbs)
 	return nil
 }
 
@@ -188,7 +202,7 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 	for _, p := range points {
 		// Warm up every target (connections, caches, the Go runtime).
 		for _, t := range targets {
-			load.Open(ctx, client, load.Target{URL: urls[t], Body: p.Body, Stream: p.Stream}, p.Rate, time.Second)
+			p.run(ctx, client, urls[t], time.Second)
 		}
 		res := map[string][]load.Result{}
 		cpu := map[string][]float64{}
@@ -202,7 +216,7 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 				if profileDir != "" && t == "toolgate" && round == 0 {
 					stopProfile = startProfile(urls["toolgate-admin"], profileDir, p.Name, dur)
 				}
-				r := load.Open(ctx, client, load.Target{URL: urls[t], Body: p.Body, Stream: p.Stream}, p.Rate, dur)
+				r := p.run(ctx, client, urls[t], dur)
 				if stopProfile != nil {
 					stopProfile()
 				}
@@ -220,6 +234,16 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 		}
 	}
 	return rows, nil
+}
+
+// run sends the point's load to url for d: at its rate (open) or from its
+// clients (closed).
+func (p point) run(ctx context.Context, client *http.Client, url string, d time.Duration) load.Result {
+	t := load.Target{URL: url, Body: p.Body, Stream: p.Stream}
+	if p.Kind == "closed" {
+		return load.Closed(ctx, client, t, p.Clients, d)
+	}
+	return load.Open(ctx, client, t, p.Rate, d)
 }
 
 // runHold measures memory per idle stream: each target holds p.Hold
@@ -311,10 +335,13 @@ type check struct {
 	Measured float64 `json:"measured"`
 	Limit    float64 `json:"limit"`
 	Unit     string  `json:"unit"`
+	AtLeast  bool    `json:"at_least,omitempty"` // the limit is a floor
 	Met      bool    `json:"met"`
 }
 
-func checks(rows []row) []check {
+// checks measures the results against the targets: the load points'
+// ratios to the bare proxy in the same run, and the Go benchmarks'.
+func checks(rows []row, gbs []goBench) []check {
 	get := func(p, t string) (row, bool) {
 		for _, r := range rows {
 			if r.Point == p && r.Target == t {
@@ -327,29 +354,61 @@ func checks(rows []row) []check {
 	add := func(name string, measured, limit float64, unit string) {
 		out = append(out, check{Target: name, Measured: round3(measured), Limit: limit, Unit: unit, Met: measured <= limit})
 	}
+	atLeast := func(name string, measured, limit float64, unit string) {
+		out = append(out, check{Target: name, Measured: round3(measured), Limit: limit, Unit: unit, AtLeast: true, Met: measured >= limit})
+	}
 	if g, ok := get("nonstream-2000", "toolgate"); ok {
 		p, _ := get("nonstream-2000", "proxy")
 		add("non-streamed 2000/s: toolgate's added p50 / the proxy's", ratio(g.Over50, p.Over50), 1.5, "×")
-		add("non-streamed 2000/s: toolgate's added p99 / the proxy's", ratio(g.Over99, p.Over99), 2, "×")
+		add("non-streamed 2000/s: toolgate's added p99 / the proxy's", ratio(g.Over99, p.Over99), 1.1, "×")
 		add("non-streamed 2000/s: errors", float64(g.Errors), 0, "")
 		add("non-streamed 2000/s: CPU per request / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 2, "×")
 	}
 	if g, ok := get("stream50-200", "toolgate"); ok {
+		p, _ := get("stream50-200", "proxy")
+		add("streams at 200/s: CPU per stream / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 1.15, "×")
 		add("streamed: time to first byte over direct", g.OverTTFB, 1, "ms")
 	}
-	for _, r := range rows {
-		if r.Target == "toolgate" && r.Streams > 0 {
-			add(fmt.Sprintf("%s: RSS per idle stream", r.Point), r.KBPer, 64, "KB")
+	if g, ok := get("stream50-saturated", "toolgate"); ok {
+		p, _ := get("stream50-saturated", "proxy")
+		atLeast("saturated streams (1000 clients): streams/s / the proxy's", ratio(g.Rate, p.Rate), 0.9, "×")
+		add("saturated streams: CPU per stream / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 1.3, "×")
+		add("saturated streams: added p50 / the proxy's", ratio(g.Over50, p.Over50), 1.5, "×")
+	}
+	if g, ok := get("toolcalls-100", "toolgate"); ok {
+		p, _ := get("toolcalls-100", "proxy")
+		add("tool-call streams (4 calls × 200 fragments) at 100/s: CPU per stream / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 1.3, "×")
+	}
+	var idle *row
+	for i, r := range rows {
+		if r.Target == "toolgate" && r.Streams > 0 && (idle == nil || r.Streams > idle.Streams) {
+			idle = &rows[i]
 		}
+	}
+	if idle != nil {
+		add(fmt.Sprintf("%s: RSS per idle stream", idle.Point), idle.KBPer, 48, "KB")
 	}
 	if g, ok := get("transcript100-200", "toolgate"); ok {
 		p, _ := get("transcript100-200", "proxy")
 		add("100-message transcript: toolgate p50 − proxy p50", (g.P50-p.P50)*1000, 100, "µs")
 	}
+	if g, ok := goResult(gbs, "BenchmarkChatStream1000/toolgate"); ok {
+		p, _ := goResult(gbs, "BenchmarkChatStream1000/reverseproxy")
+		add("1000-chunk stream end to end (BenchmarkChatStream1000): toolgate / the proxy", ratio(g.NsPerOp, p.NsPerOp), 3, "×")
+	}
+	for _, c := range []struct {
+		name, bench string
+		ns, allocs  float64
+	}{{"text delta", "BenchmarkChunk/text/chunks=1000", 1000, 1}, {"tool-call fragment", "BenchmarkChunk/toolcall/chunks=1000", 2000, 4}} {
+		if g, ok := goResult(gbs, c.bench); ok {
+			add("per chunk, "+c.name+": time (BenchmarkChunk)", g.NsPerOp/1000, c.ns, "ns")
+			add("per chunk, "+c.name+": allocations", g.AllocsOp/1000, c.allocs, "")
+		}
+	}
 	return out
 }
 
-func printTable(rows []row) {
+func printTable(rows []row, gbs []goBench) {
 	fmt.Println()
 	fmt.Println("| point | target | rate/s | errors | p50 ms | p90 ms | p99 ms | added p50 ms | added p99 ms | TTFB p50 ms | added TTFB ms | CPU s/1000 req | peak RSS MB | KB/stream |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -368,16 +427,20 @@ func printTable(rows []row) {
 	fmt.Println()
 	fmt.Println("| target | measured | limit | met |")
 	fmt.Println("|---|---|---|---|")
-	for _, c := range checks(rows) {
-		fmt.Printf("| %s | %.3f %s | %g %s | %v |\n", c.Target, c.Measured, c.Unit, c.Limit, c.Unit, c.Met)
+	for _, c := range checks(rows, gbs) {
+		op := "≤"
+		if c.AtLeast {
+			op = "≥"
+		}
+		fmt.Printf("| %s | %.3f %s | %s %g %s | %v |\n", c.Target, c.Measured, c.Unit, op, c.Limit, c.Unit, c.Met)
 	}
 }
 
-// startAll starts the simulator with simArgs, the bare proxy and toolgate,
-// each on a free loopback port, and returns them with their URLs.
 // baselineBin is -baseline's binary, "" without it.
 var baselineBin string
 
+// startAll starts the simulator with simArgs, the bare proxy and toolgate,
+// each on a free loopback port, and returns them with their URLs.
 func startAll(bin string, simArgs []string) (map[string]*exec.Cmd, map[string]string, error) {
 	procs := map[string]*exec.Cmd{}
 	urls := map[string]string{}

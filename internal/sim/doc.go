@@ -13,6 +13,8 @@
 //	        caller goes away, counted in Cancellations
 //	tool    one tool call: the first declared tool (or get_weather) with
 //	        arguments {"city":"Paris"}, streamed in fragments
+//	parallel  four parallel calls of that tool, one after the other, the
+//	        arguments of each (about 500 bytes) streamed in 200 fragments
 //	else    a short text answer in Chunks content chunks
 //
 // A streamed request whose model name contains "q-<name>" plays one of the

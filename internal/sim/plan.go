@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -57,12 +58,42 @@ func pieces(s string, n int) []string {
 
 const toolArgs = `{"city":"Paris"}`
 
+// The parallel script: parallelCalls calls, the arguments of each
+// (parallelArgs) in parallelFragments fragments.
+const (
+	parallelCalls     = 4
+	parallelFragments = 200
+	parallelArgs      = `{"city":"Paris","unit":"c","notes":"` + answer + " " + answer + " " + answer + " " + answer + `"}`
+)
+
+// parallelEvents are the parallel script's call fragments: each call's
+// first fragment (id, name), then its arguments, one call after another.
+func (p plan) parallelEvents() [][]byte {
+	var evs [][]byte
+	for k := range parallelCalls {
+		evs = append(evs, event(p.chunk(obj{"tool_calls": []obj{{
+			"index": k, "id": "call_sim_" + strconv.Itoa(k+1), "type": "function",
+			"function": obj{"name": p.tool, "arguments": ""},
+		}}}, nil)))
+		for _, part := range pieces(parallelArgs, parallelFragments) {
+			evs = append(evs, event(p.chunk(obj{"tool_calls": []obj{{
+				"index": k, "function": obj{"arguments": part},
+			}}}, nil)))
+		}
+	}
+	return evs
+}
+
 // events returns the streamed response as SSE events, `data: [DONE]` last.
 func (p plan) events() [][]byte {
 	var evs [][]byte
 	evs = append(evs, event(p.chunk(obj{"role": "assistant", "content": ""}, nil)))
 	finish := "stop"
-	if p.script == scriptTool {
+	switch p.script {
+	case scriptParallel:
+		finish = "tool_calls"
+		evs = append(evs, p.parallelEvents()...)
+	case scriptTool:
 		finish = "tool_calls"
 		evs = append(evs, event(p.chunk(obj{"tool_calls": []obj{{
 			"index": 0, "id": "call_sim_1", "type": "function",
@@ -73,7 +104,7 @@ func (p plan) events() [][]byte {
 				"index": 0, "function": obj{"arguments": part},
 			}}}, nil)))
 		}
-	} else {
+	default:
 		text := answer
 		for len(text) < p.chunks { // long streams repeat the answer
 			text += " " + answer
@@ -95,8 +126,11 @@ func (p plan) events() [][]byte {
 
 func (p plan) usageObj() obj {
 	out := len(strings.Fields(answer))
-	if p.script == scriptTool {
+	switch p.script {
+	case scriptTool:
 		out = 12
+	case scriptParallel:
+		out = parallelCalls * 120
 	}
 	return obj{"prompt_tokens": 20, "completion_tokens": out, "total_tokens": 20 + out}
 }
@@ -113,11 +147,19 @@ func (p plan) encode(stream bool) []byte {
 	}
 	msg := obj{"role": "assistant", "content": answer}
 	finish := "stop"
-	if p.script == scriptTool {
+	switch p.script {
+	case scriptTool:
 		finish = "tool_calls"
 		msg = obj{"role": "assistant", "content": nil, "tool_calls": []obj{{
 			"id": "call_sim_1", "type": "function", "function": obj{"name": p.tool, "arguments": toolArgs},
 		}}}
+	case scriptParallel:
+		finish = "tool_calls"
+		var calls []obj
+		for k := range parallelCalls {
+			calls = append(calls, obj{"id": "call_sim_" + strconv.Itoa(k+1), "type": "function", "function": obj{"name": p.tool, "arguments": parallelArgs}})
+		}
+		msg = obj{"role": "assistant", "content": nil, "tool_calls": calls}
 	}
 	b, _ := json.Marshal(obj{
 		"id": p.id, "object": "chat.completion", "created": 1700000000, "model": p.model,

@@ -66,7 +66,7 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	if opts.Fast {
 		s.fast = map[fastKey][]byte{}
-		for _, sc := range []script{scriptText, scriptTool} {
+		for _, sc := range []script{scriptText, scriptTool, scriptParallel} {
 			for _, stream := range []bool{false, true} {
 				for _, usage := range []bool{false, true} {
 					p := plan{script: sc, model: "sim", id: "chatcmpl-sim", tool: "get_weather", chunks: opts.Chunks, usage: usage}
@@ -109,6 +109,7 @@ const (
 	scriptError
 	scriptCut
 	scriptSlow
+	scriptParallel
 )
 
 func pick(model string) (script, int) {
@@ -125,6 +126,8 @@ func pick(model string) (script, int) {
 		return scriptCut, 0
 	case strings.Contains(model, "slow"):
 		return scriptSlow, 0
+	case strings.Contains(model, "parallel"):
+		return scriptParallel, 0
 	case strings.Contains(model, "tool"):
 		return scriptTool, 0
 	}
@@ -274,7 +277,7 @@ func (s *Sim) stream(w http.ResponseWriter, r *http.Request, p plan) {
 func (s *Sim) models(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	body := `{"object":"list","data":[`
-	for i, id := range []string{"sim-text", "sim-tool", "sim-error", "sim-cut", "sim-slow"} {
+	for i, id := range []string{"sim-text", "sim-tool", "sim-parallel", "sim-error", "sim-cut", "sim-slow"} {
 		if i > 0 {
 			body += ","
 		}

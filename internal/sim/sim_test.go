@@ -132,3 +132,59 @@ func TestTranscript(t *testing.T) {
 		t.Errorf("%d tool replies in 100 messages", tools)
 	}
 }
+
+// The parallel script streams four calls, each whole: its arguments, in
+// parallelFragments fragments, add up to parallelArgs; the non-streamed
+// answer carries the same calls.
+func TestParallel(t *testing.T) {
+	for _, fast := range []bool{false, true} {
+		srv := httptest.NewServer(New(Options{Fast: fast}))
+		_, body, err := post(t, srv.URL, `{"model":"sim-parallel","stream":true,"messages":[]}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := map[int]string{}
+		frags := map[int]int{}
+		for _, line := range strings.Split(body, "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var c struct {
+				Choices []struct {
+					Delta struct {
+						ToolCalls []struct {
+							Index    int
+							Function struct{ Arguments string }
+						} `json:"tool_calls"`
+					}
+				}
+			}
+			if err := json.Unmarshal([]byte(data), &c); err != nil {
+				t.Fatalf("%s: %v", data, err)
+			}
+			for _, ch := range c.Choices {
+				for _, tc := range ch.Delta.ToolCalls {
+					if tc.Function.Arguments != "" {
+						args[tc.Index] += tc.Function.Arguments
+						frags[tc.Index]++
+					}
+				}
+			}
+		}
+		if len(args) != parallelCalls {
+			t.Fatalf("fast=%v: %d calls", fast, len(args))
+		}
+		for k := range parallelCalls {
+			if args[k] != parallelArgs || frags[k] != parallelFragments {
+				t.Errorf("fast=%v: call %d: %d fragments, arguments %q", fast, k, frags[k], args[k])
+			}
+		}
+		_, body, _ = post(t, srv.URL, `{"model":"sim-parallel","messages":[]}`)
+		if n := strings.Count(body, `"id":"call_sim_`); n != parallelCalls {
+			t.Errorf("fast=%v: non-streamed answer has %d calls: %s", fast, n, body)
+		}
+		srv.Close()
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
