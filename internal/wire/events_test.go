@@ -153,8 +153,8 @@ func TestWriter(t *testing.T) {
 	if w.Committed() {
 		t.Fatal("committed before the first event")
 	}
-	w.Send(`{"a":1}`)
-	w.Send("two\nlines")
+	w.Send([]byte(`{"a":1}`))
+	w.Send([]byte("two\nlines"))
 	w.Fail(NewError("upstream_error", "x", "", "boom"))
 	w.Done()
 	want := "data: {\"a\":1}\n\ndata: two\ndata: lines\n\ndata: {\"error\":{\"message\":\"boom\",\"type\":\"upstream_error\",\"param\":null,\"code\":\"x\"}}\n\n"

@@ -1,10 +1,11 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"sync"
 )
 
 // Sink is where a Writer's events go: each event is written whole, then
@@ -16,27 +17,38 @@ type Sink interface {
 
 // Writer writes a client's SSE stream: data events, then either the terminal
 // `[DONE]` or one error event (SPEC §7). Each event is flushed as soon as it
-// is written. The first successful Send is the commit point: before it the
-// caller may still answer with an HTTP status instead.
+// is written, unless the Writer is Lazy. The first Send is the commit point:
+// before it the caller may still answer with an HTTP status instead.
 //
 // A Writer is created per request and is not safe for concurrent use.
 //
 // Events are encoded here rather than through go-sse's Message, which costs
-// two allocations per event: a text delta must stay within two (the
-// reader's). Data with newlines is sent as several data: lines, as the SSE
+// two allocations per event; Send allocates nothing once its buffer has
+// grown. Data with newlines is sent as several data: lines, as the SSE
 // format requires.
 type Writer struct {
 	sink      Sink
-	buf       []byte
+	buf       *[]byte // events not yet written to the sink (Lazy), from writeBuffers
 	committed bool
 	ended     bool
-	// Lazy leaves data events unflushed until Flush (or the terminal
-	// event): the caller flushes before it waits for more input, so
-	// events that arrived together leave together and none is held while
-	// the caller waits (see FlushBeforeRead).
-	Lazy    bool
-	pending bool
+	// Lazy gathers data events and writes them to the sink in one write,
+	// flushed, at Flush (or the terminal event, or once MaxBatch bytes
+	// are waiting): the caller flushes before it waits for more input, so
+	// events that arrived together leave together — one write instead of
+	// one per event — and none is held while the caller waits (see
+	// FlushBeforeRead).
+	Lazy bool
+	err  error // the sink's first error: every later Send or Flush reports it
 }
+
+// MaxBatch is the most a Lazy Writer gathers before it writes to its sink
+// without waiting for Flush.
+const MaxBatch = 64 << 10
+
+// writeBuffers hold the events a Writer gathers between flushes; a
+// Writer holds one only while it has events to write, so an idle stream
+// holds none.
+var writeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // NewWriter returns a Writer over sink.
 func NewWriter(sink Sink) *Writer { return &Writer{sink: sink} }
@@ -44,64 +56,133 @@ func NewWriter(sink Sink) *Writer { return &Writer{sink: sink} }
 // Committed reports whether anything has been sent to the client.
 func (w *Writer) Committed() bool { return w.committed }
 
-// Send writes one data event and flushes it. It returns the delivery error,
-// if any; after an error the stream must not be written again.
-func (w *Writer) Send(data string) error {
-	buf := w.buf[:0]
+// Send writes one data event and, unless Lazy, flushes it. It returns the
+// delivery error, if any; after an error the stream must not be written
+// again. data is not retained.
+func (w *Writer) Send(data []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.buf == nil {
+		w.buf = writeBuffers.Get().(*[]byte)
+	}
+	buf := *w.buf
 	for {
-		line, rest, more := strings.Cut(data, "\n")
+		i := bytes.IndexByte(data, '\n')
+		line := data
+		if i >= 0 {
+			line = data[:i]
+		}
 		buf = append(buf, "data: "...)
 		buf = append(buf, line...)
 		buf = append(buf, '\n')
-		if !more {
+		if i < 0 {
 			break
 		}
-		data = rest
+		data = data[i+1:]
 	}
 	buf = append(buf, '\n')
-	w.buf = buf
+	*w.buf = buf
 	w.committed = true
-	if _, err := w.sink.Write(buf); err != nil {
-		return err
-	}
-	if w.Lazy && !w.ended {
-		w.pending = true
+	if w.Lazy && !w.ended && len(buf) < MaxBatch {
 		return nil
 	}
-	w.pending = false
-	return w.sink.Flush()
+	return w.Flush()
 }
 
-// Flush sends what Lazy mode left unflushed, if anything.
+// Flush writes and flushes what Lazy mode gathered, if anything.
 func (w *Writer) Flush() error {
-	if !w.pending {
+	if w.err != nil {
+		return w.err
+	}
+	if w.buf == nil {
 		return nil
 	}
-	w.pending = false
-	return w.sink.Flush()
+	buf := *w.buf
+	if _, err := w.sink.Write(buf); err != nil {
+		w.err = err
+	} else if err := w.sink.Flush(); err != nil {
+		w.err = err
+	}
+	w.release()
+	return w.err
+}
+
+// release returns the Writer's buffer to the pool (a buffer grown by a
+// huge event is left to the collector).
+func (w *Writer) release() {
+	if cap(*w.buf) <= 2*MaxBatch {
+		*w.buf = (*w.buf)[:0]
+		writeBuffers.Put(w.buf)
+	}
+	w.buf = nil
 }
 
 // FlushBeforeRead returns r wrapped so that w is flushed before every read
 // of r: a Lazy writer then never holds an event while its source blocks.
+//
+// It also reads in bulk while the source is busy: after a read of r that
+// filled the buffer it was given (more is likely waiting), the next read
+// of r goes into a pooled 32 KB buffer, served to the caller from there,
+// so that a burst costs a few reads (and, the writer being flushed before
+// each, a few writes) instead of one per caller buffer (go-sse reads at
+// most 4 KB at a time). After a read that did not fill its buffer the
+// next one goes straight into the caller's: a stream that waits for its
+// source holds no pooled buffer.
 func FlushBeforeRead(r io.Reader, w *Writer) io.Reader {
 	return &flushBeforeRead{r: r, w: w}
 }
 
 type flushBeforeRead struct {
-	r io.Reader
-	w *Writer
+	r    io.Reader
+	w    *Writer
+	bulk *[]byte // the pooled buffer, while it holds unread data
+	data []byte  // the unread part of *bulk
+	err  error   // the read error that came with data, reported after it
+	busy bool    // the last read of r filled its buffer
 }
+
+// bulkReads are FlushBeforeRead's buffers.
+var bulkReads = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // ErrClientWrite is the error a FlushBeforeRead reader reports when the
 // flush to the client failed: the client, not the source, broke.
 var ErrClientWrite = errors.New("wire: writing to the client failed")
 
 func (f *flushBeforeRead) Read(p []byte) (int, error) {
+	if len(f.data) > 0 {
+		n := copy(p, f.data)
+		f.data = f.data[n:]
+		if len(f.data) > 0 {
+			return n, nil
+		}
+		bulkReads.Put(f.bulk)
+		f.bulk = nil
+		err := f.err
+		f.err = nil
+		return n, err
+	}
 	if err := f.w.Flush(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrClientWrite, err)
 	}
-	return f.r.Read(p)
+	if !f.busy || len(p) >= 32<<10 {
+		n, err := f.r.Read(p)
+		f.busy = n == len(p)
+		return n, err
+	}
+	bulk := bulkReads.Get().(*[]byte)
+	n, err := f.r.Read(*bulk)
+	f.busy = n == len(*bulk)
+	c := copy(p, (*bulk)[:n])
+	if c == n {
+		bulkReads.Put(bulk)
+		return c, err
+	}
+	f.bulk, f.data, f.err = bulk, (*bulk)[c:n], err
+	return c, nil
 }
+
+var doneData = []byte("[DONE]")
 
 // Done writes the terminal `data: [DONE]` event. It is written at most once.
 func (w *Writer) Done() error {
@@ -109,7 +190,7 @@ func (w *Writer) Done() error {
 		return nil
 	}
 	w.ended = true
-	return w.Send("[DONE]")
+	return w.Send(doneData)
 }
 
 // Fail writes body as the stream's single error event; no `[DONE]` follows.
@@ -119,5 +200,5 @@ func (w *Writer) Fail(body ErrorBody) error {
 		return nil
 	}
 	w.ended = true
-	return w.Send(string(body.JSON()))
+	return w.Send(body.JSON())
 }
