@@ -97,6 +97,9 @@ type Normalizer struct {
 	final   [][]byte      // Buffer: held finishing chunks
 	flushed bool
 
+	tmpl         template // the last chunk, when the next may reuse it (template.go)
+	fullPathOnly bool     // tests: no template
+
 	// Per-chunk scratch, reused.
 	top, choice, delta []member
 	elems              []span
@@ -160,6 +163,21 @@ var errErrorObject = errors.New("error object")
 // it. An error is a *ProtocolError (a payload that is not a JSON object
 // included) or an *IncompleteError (an error object, A38).
 func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
+	if n.tmpl.kind != noTemplate {
+		if out, ok := n.fromTemplate(data); ok {
+			return out, true, nil
+		}
+		n.tmpl.kind = noTemplate
+	}
+	before := n.state()
+	if out, send, err = n.chunk(data); send && !n.fullPathOnly {
+		n.noteTemplate(data, out, before)
+	}
+	return out, send, err
+}
+
+// chunk is Chunk's full path: the chunk parsed, every fix applied.
+func (n *Normalizer) chunk(data []byte) (out []byte, send bool, err error) {
 	switch first := firstByte(data); {
 	case first == ':':
 		// A keep-alive sent as data (QUIRKS A34, `data: : keepalive`).

@@ -1,0 +1,157 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// templateOptions reads a fuzz input's first two bytes as Normalizer
+// options.
+func templateOptions(sel []byte) Options {
+	for len(sel) < 2 {
+		sel = append(sel, 0)
+	}
+	o := Options{Upstream: "up", SingleChoice: sel[0]&1 == 0, KeepText: sel[0]&2 != 0, Buffer: sel[0]&4 != 0,
+		ClientUsage: sel[0]&8 != 0, ReasoningIn: ReasoningSource(sel[0] >> 4 % 3)}
+	if sel[1]&1 == 0 {
+		o.Quirks = AllQuirks()
+	}
+	if sel[1]&2 != 0 {
+		o.LimitText, o.TextLimit = true, int(sel[1]>>2)
+	}
+	if sel[0]&0x40 != 0 {
+		o.ReasoningOut = "reasoning"
+	}
+	return o
+}
+
+// outcome is everything a Normalizer says about one stream.
+func normalizeAll(n *Normalizer, payloads [][]byte) string {
+	var b strings.Builder
+	for _, p := range payloads {
+		out, send, err := n.Chunk(p)
+		fmt.Fprintf(&b, "%q %v %v\n", out, send, err)
+		if err != nil {
+			break
+		}
+		if n.Cut() {
+			fmt.Fprintf(&b, "cut %q\n", n.LengthChunk())
+			break
+		}
+	}
+	fin := n.Finish(true)
+	res := n.Result(nil)
+	callsErr := fmt.Sprint(res.CallsErr)
+	res.CallsErr = nil
+	fmt.Fprintf(&b, "finish %v %q\nflush %q\nusage %q\nresult %#v %s\nfixes %v\n", fin.Done, fin.Tail, n.Flush(), n.UsageChunk(), res, callsErr, n.Fixes())
+	return b.String()
+}
+
+// FuzzTemplate: a stream normalized with templates gives the same chunks,
+// state and result as the full path alone, chunk by chunk.
+func FuzzTemplate(f *testing.F) {
+	files, _ := filepath.Glob("testdata/normalize/*.txt")
+	for _, path := range files {
+		b, _ := os.ReadFile(path)
+		in, _, _ := strings.Cut(string(b), "\n-- out --")
+		_, in, _ = strings.Cut(in, "-- in --\n")
+		for _, sel := range [][]byte{{0, 0}, {2, 1}, {6, 0x2a}, {0x1a, 0}, {0x22, 0x41}} {
+			f.Add(append(sel, in...))
+		}
+	}
+	for _, tool := range []bool{false, true} {
+		s := strings.ReplaceAll(strings.ReplaceAll(benchStream(20, tool), "data: ", ""), "\n\n", "\n")
+		f.Add(append([]byte{2, 0}, s...))
+		f.Add(append([]byte{2, 0x32}, strings.ReplaceAll(s, "tok1", `t\u00e9\"k\n`)...))
+	}
+	// Keys in another order than the canonical one (the simulator's, sorted):
+	// every fragment is rewritten, around the same arguments.
+	sorted := `{"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":null,"index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}
+{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"","name":"f"},"id":"call_1","index":0,"type":"function"}]},"finish_reason":null,"index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}
+{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{\"a\""},"index":0}]},"finish_reason":null,"index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}
+{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":":1"},"index":0}]},"finish_reason":null,"index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}
+{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"}"},"index":0}]},"finish_reason":null,"index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}
+{"choices":[{"delta":{},"finish_reason":"tool_calls","index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}`
+	f.Add(append([]byte{0, 0}, sorted...))
+	f.Add(append([]byte{6, 1}, sorted...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 2 {
+			return
+		}
+		opts := templateOptions(b[:2])
+		var payloads [][]byte
+		for _, p := range bytes.Split(b[2:], []byte("\n")) {
+			if string(p) != "[DONE]" {
+				payloads = append(payloads, p)
+			}
+		}
+		full := NewNormalizer(opts)
+		full.fullPathOnly = true
+		want := normalizeAll(full, payloads)
+		got := normalizeAll(NewNormalizer(opts), payloads)
+		if got != want {
+			t.Fatalf("options %+v\nwith templates:\n%s\nfull path:\n%s", opts, got, want)
+		}
+	})
+}
+
+// The template serves ordinary streams: after the first chunk of each
+// shape, text deltas and argument fragments skip the full path — also
+// when every fragment is rewritten (keys in another order) — and what
+// they add still reaches the result.
+func TestTemplateUsed(t *testing.T) {
+	sortedStream := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"","name":"f"},"id":"call_1","index":0,"type":"function"}]},"finish_reason":null,"index":0}],"id":"c"}` + "\n")
+		for i := range n {
+			fmt.Fprintf(&b, `{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"tok%d "},"index":0}]},"finish_reason":null,"index":0}],"id":"c"}`+"\n", i)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name   string
+		stream string
+	}{
+		{"text", strings.ReplaceAll(strings.ReplaceAll(benchStream(100, false), "data: ", ""), "\n\n", "\n")},
+		{"tool", strings.ReplaceAll(strings.ReplaceAll(benchStream(100, true), "data: ", ""), "\n\n", "\n")},
+		{"tool, keys sorted", sortedStream(100)},
+	} {
+		n := NewNormalizer(Options{Quirks: AllQuirks(), KeepText: true, SingleChoice: true})
+		full, all := 0, 0
+		for _, p := range strings.Split(strings.TrimSuffix(tc.stream, "\n"), "\n") {
+			if p == "[DONE]" {
+				break
+			}
+			all++
+			if n.tmpl.kind == noTemplate || !n.fromTemplateProbe([]byte(p)) {
+				full++
+			}
+			if _, _, err := n.Chunk([]byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := n.Result(nil)
+		if full > 4 {
+			t.Errorf("%s: %d of %d chunks took the full path", tc.name, full, all)
+		}
+		if tc.name == "text" && !strings.HasPrefix(res.Text, "tok0 tok1 ") || tc.name != "text" && (len(res.Calls) != 1 || !strings.HasPrefix(res.Calls[0].Arguments, "tok0 tok1 ")) {
+			t.Errorf("%s: result %+v", tc.name, res)
+		}
+	}
+}
+
+// fromTemplateProbe reports whether data fits the template, changing
+// nothing.
+func (n *Normalizer) fromTemplateProbe(data []byte) bool {
+	t := &n.tmpl
+	p, s := len(t.prefix), len(t.suffix)
+	if len(data) < p+s || !bytes.Equal(data[:p], t.prefix) || !bytes.Equal(data[len(data)-s:], t.suffix) {
+		return false
+	}
+	end, _, err := skipString(data, p-1)
+	return err == nil && end == len(data)-s+1
+}
