@@ -46,7 +46,7 @@ func (g *Gateway) attempts(x *exchange, pr *prepared, hasFallback bool) error {
 	for n := 0; ; n++ {
 		retry := n < pr.plan.retries
 		err := g.attempt(ctx, x, &try{prepared: pr, deferFail: retry || hasFallback})
-		if err == nil || !retry || !retryable(err) || !g.backoff(ctx, pr.plan, n, err) {
+		if err == nil || !retry || x.released || !retryable(err) || !g.backoff(ctx, pr.plan, n, err) {
 			return err
 		}
 		g.log.Debug("retrying the upstream", zap.String("request_id", x.rec.RequestID), zap.Int("attempt", n+1), zap.Error(err))

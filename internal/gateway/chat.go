@@ -28,6 +28,9 @@ type exchange struct {
 	req      *wire.ChatRequest
 	plan     *plan // the route the model matched
 	admitted bool  // counted admission ran (once per request, whatever the route)
+	// released: a stream committed and let go of req; nothing may be
+	// tried again.
+	released bool
 }
 
 // chat serves POST /v1/chat/completions: receive the request, then serve
@@ -103,7 +106,7 @@ func (g *Gateway) serve(x *exchange) error {
 		if err == nil {
 			return nil
 		}
-		if last || !fallbackable(err) || x.r.Context().Err() != nil {
+		if last || x.released || !fallbackable(err) || x.r.Context().Err() != nil {
 			if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Status == http.StatusTooManyRequests && ue.RetryAfter > 0 {
 				x.w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ue.RetryAfter)))
 			}

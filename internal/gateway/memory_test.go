@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"runtime"
 	"sync"
 	"testing"
@@ -13,7 +15,8 @@ import (
 )
 
 // BenchmarkIdleStreams holds 500 streams of one chunk a second open, in
-// process, directly against the simulator and through toolgate, and
+// process, directly against the simulator, through a bare reverse proxy
+// and through toolgate, and
 // reports the Go heap, stacks and goroutines per stream after a GC. The
 // difference between the two is what toolgate adds per idle stream, apart
 // from the operating system's socket buffers.
@@ -21,13 +24,24 @@ func BenchmarkIdleStreams(b *testing.B) {
 	up := httptest.NewServer(sim.New(sim.Options{Chunks: 600, ChunkDelay: time.Second}))
 	defer up.Close()
 	gw := benchGateway(b, up.URL)
-	b.Run("direct", func(b *testing.B) { idleStreams(b, up.URL) })
-	b.Run("toolgate", func(b *testing.B) { idleStreams(b, gw) })
+	u, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	bare := httptest.NewServer(rp)
+	defer bare.Close()
+	short := []byte(`{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"Take your time."}]}`)
+	// A 200-message agent transcript (about 100 KB): once its stream is
+	// committed, toolgate no longer holds it.
+	long := append([]byte(`{"stream":true,`), sim.Transcript("sim-text", 200, -1)[1:]...)
+	b.Run("direct", func(b *testing.B) { idleStreams(b, up.URL, short) })
+	b.Run("reverseproxy", func(b *testing.B) { idleStreams(b, bare.URL, short) })
+	b.Run("toolgate", func(b *testing.B) { idleStreams(b, gw, short) })
+	b.Run("transcript/direct", func(b *testing.B) { idleStreams(b, up.URL, long) })
+	b.Run("transcript/toolgate", func(b *testing.B) { idleStreams(b, gw, long) })
 }
 
-func idleStreams(b *testing.B, target string) {
+func idleStreams(b *testing.B, target string, body []byte) {
 	const streams = 500
-	body := []byte(`{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"Take your time."}]}`)
 	for b.Loop() {
 		tr := &http.Transport{MaxIdleConnsPerHost: streams, MaxConnsPerHost: streams}
 		var before runtime.MemStats

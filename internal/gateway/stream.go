@@ -90,13 +90,24 @@ func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error
 func (s *relay) send(data []byte) bool {
 	if !s.out.Committed() {
 		s.x.rec.TTFB = time.Since(s.x.rec.Start)
+		s.release()
 	}
-	if err := s.out.Send(unsafe.String(unsafe.SliceData(data), len(data))); err != nil {
+	if err := s.out.Send(data); err != nil {
 		s.gone = true
 		s.x.rec.Error = "client write failed: " + err.Error()
 		return false
 	}
 	return true
+}
+
+// release lets go of the request once the stream is committed (no retry
+// or fallback can follow): the client's decoded request and body, the
+// request sent, its encoded body. A long stream of a large transcript
+// then holds only what it needs to judge the answer.
+func (s *relay) release() {
+	s.t.judge.Detach()
+	s.x.req, s.x.released = nil, true
+	s.t.req, s.t.body = nil, nil
 }
 
 // endStream judges how the stream ended and ends it for the client: the

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -147,6 +148,22 @@ func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// Detach makes the judge own what it keeps of the request (tool names,
+// parameter schemas), which until then are views of the request's bytes:
+// a stream calls it once committed, so that the request can be released
+// while the stream lasts.
+func (j *Judge) Detach() {
+	if j.params != nil {
+		params := make(map[string]json.RawMessage, len(j.params))
+		for name, schema := range j.params {
+			params[strings.Clone(name)] = bytes.Clone(schema)
+		}
+		j.params = params
+	}
+	j.tools = j.tools.Clone()
+	j.function = strings.Clone(j.function)
 }
 
 // readChoice reads tool_choice: "auto", "none", "required", or a function

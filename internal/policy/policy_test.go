@@ -99,3 +99,31 @@ func TestPrepareRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A detached judge keeps judging after the request's bytes are gone: its
+// tool names and schemas are its own.
+func TestDetach(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"function","function":{"name":"get"}},` +
+		`"tools":[{"type":"function","function":{"name":"get","parameters":{"type":"object","required":["city"]}}}]}`)
+	req, err := wire.DecodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := Prepare(req, Config{Mode: ModeSession, Arguments: ArgumentsReject, Schemas: NewSchemas(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Detach()
+	for i := range body {
+		body[i] = 'x' // the request's bytes reused for something else
+	}
+	call := func(args string) End {
+		return End{Done: true, FinishReason: "tool_calls", Calls: []wire.CollectedCall{{ID: "c", Name: "get", Arguments: args}}}
+	}
+	if o := j.Finish(call(`{"city":"Paris"}`)); !o.OK() {
+		t.Errorf("a valid call: %s %s", o.Kind, o.Msg)
+	}
+	if o := j.Finish(call(`{}`)); o.OK() || !strings.Contains(o.Msg, "city") {
+		t.Errorf("a call missing a required argument: %s %s", o.Kind, o.Msg)
+	}
+}

@@ -169,9 +169,35 @@ func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream b
 		RetryAfter: retryAfter(resp.Header.Get("Retry-After")), Err: fmt.Errorf("status %d", resp.StatusCode)}
 }
 
+// onceBody is a request body that lets go of its bytes once they are
+// read: the transport keeps the request as long as its response is read,
+// and a long stream of a large transcript would otherwise hold the whole
+// encoded body to its end. It cannot be rewound (the request has no
+// GetBody): a redirect of the POST is not followed, and the reconnect in
+// Send builds a new request instead.
+type onceBody struct{ b []byte }
+
+// Close lets go of the bytes (the transport closes a request's body once
+// it is written, or when the request fails).
+func (o *onceBody) Close() error { o.b = nil; return nil }
+
+func (o *onceBody) Read(p []byte) (int, error) {
+	if len(o.b) == 0 {
+		o.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, o.b)
+	o.b = o.b[n:]
+	if len(o.b) == 0 {
+		o.b = nil
+	}
+	return n, nil
+}
+
 // request builds one upstream request for body.
 func (c *Client) request(ctx context.Context, body []byte, in http.Header, stream bool) *http.Request {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body)) // the URL was checked at load
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, &onceBody{b: body}) // the URL was checked at load
+	req.ContentLength = int64(len(body))
 	copyRequestHeaders(req.Header, in)
 	req.Header.Set("Content-Type", "application/json")
 	if stream {

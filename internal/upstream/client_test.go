@@ -217,3 +217,31 @@ func newClient(t Target) *Client {
 	}
 	return New(t)
 }
+
+// The body goes with a Content-Length (no chunked encoding, which some
+// providers refuse), whole, and the request lets go of its bytes once they
+// are sent, though its response is still being read.
+func TestBodySentThenReleased(t *testing.T) {
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got.Store([]any{r.ContentLength, r.TransferEncoding, string(b)})
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	c := newClient(Target{Name: "u", URL: srv.URL})
+	defer c.CloseIdleConnections()
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 100<<10) + `"}]}`)
+	resp, _, err := c.Send(context.Background(), body, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if g := got.Load().([]any); g[0] != int64(len(body)) || g[1] != nil && len(g[1].([]string)) > 0 || g[2] != string(body) {
+		t.Errorf("upstream got Content-Length %v, Transfer-Encoding %v, %d bytes", g[0], g[1], len(g[2].(string)))
+	}
+	if ob, ok := resp.Request.Body.(*onceBody); !ok || ob.b != nil {
+		t.Errorf("the request's body is %T, still holding its bytes: %v", resp.Request.Body, ok && ob.b != nil)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // DecodeRequest decodes a chat-completions request body. It requires a JSON
@@ -439,6 +440,22 @@ func (s *Names) Len() int {
 		return len(s.m)
 	}
 	return s.n
+}
+
+// Clone returns a copy of the set whose names share no memory with the
+// set's (which may be views of a request's bytes).
+func (s *Names) Clone() Names {
+	var c Names
+	if s.m != nil {
+		for k := range s.m {
+			c.Add(strings.Clone(k))
+		}
+		return c
+	}
+	for _, k := range s.small[:s.n] {
+		c.Add(strings.Clone(k))
+	}
+	return c
 }
 
 // reset empties the set, keeping its map for the next object.
