@@ -2,15 +2,15 @@
 GO ?= go
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test run build image bench bench-full bench-go faults lint fuzz
+.PHONY: demo test run build image bench bench-full bench-go pgo faults lint fuzz
 
 ## demo: the gateway on its embedded default config, with a scripted client (no API key needed)
 demo:
-	$(GO) run ./cmd/gateway demo
+	$(GO) run -pgo=off ./cmd/gateway demo
 
 ## test: everything CI runs — formatting, vet, staticcheck and the race-enabled test suite
 test: lint
-	$(GO) test -race -count=1 -timeout 5m ./...
+	$(GO) test -race -pgo=off -count=1 -timeout 5m ./...
 	cd deploy/validate && $(GO) test -count=1 ./...
 
 ## run: the gateway with configs/gateway.yaml (real providers; keys from the environment)
@@ -28,10 +28,17 @@ IMAGE ?= toolgate:dev
 image:
 	docker build -t $(IMAGE) .
 
-## bench: the quick comparison (a few minutes): direct vs bare proxy vs toolgate, plus the per-chunk benchmark
+## bench: the quick comparison (a few minutes): direct vs bare proxy vs toolgate, the Go benchmarks behind the per-chunk and long-stream targets, and every target with its ratio
 bench: build
 	$(GO) run ./bench/runner -bin bin
-	$(GO) test -run '^$$' -bench 'BenchmarkChunk$$' -benchmem ./internal/wire/
+
+## pgo: refresh cmd/gateway/default.pgo (profile-guided optimization, used by every build of the gateway) from the CPU profiles of a make bench run
+pgo: build
+	rm -rf $(PGO_DIR) && mkdir -p $(PGO_DIR)
+	$(GO) run ./bench/runner -bin bin -go=false -only - -profile $(PGO_DIR) -out $(PGO_DIR)/run.jsonl
+	$(GO) tool pprof -proto $(PGO_DIR)/*.cpu.pprof > cmd/gateway/default.pgo
+
+PGO_DIR ?= $(or $(TMPDIR),/tmp)/toolgate-pgo
 
 ## bench-full: every load point (about 20 minutes), then every Go benchmark
 bench-full: build
@@ -62,5 +69,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzStringValue$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRestream$$' -fuzztime $(FUZZTIME) ./internal/wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRepair$$' -fuzztime $(FUZZTIME) ./internal/repair/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./internal/gateway/
