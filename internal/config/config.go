@@ -225,6 +225,11 @@ type Upstream struct {
 	// usage (stream_options.include_usage), for the token metrics and
 	// limits.
 	NoStreamOptions bool `yaml:"no_stream_options"`
+	// MaxToolCallIDLen is the longest tool-call id this upstream takes
+	// (QUIRKS C04: 40 for OpenAI): longer ids in a request's history are
+	// rewritten, consistently in the calls and their replies, for that
+	// request only. 0 (the default) is no limit; otherwise at least 8.
+	MaxToolCallIDLen int `yaml:"max_tool_call_id_len"`
 	// Quirks lists the stream normalizations applied to this upstream's
 	// responses: "all" (the default), "strict" (none: every protocol
 	// departure is an error), or a list of the names in quirkNames.
@@ -232,7 +237,7 @@ type Upstream struct {
 }
 
 // quirkNames are the stream normalizations an upstream can switch on.
-var quirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks", "usage"}
+var quirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks", "usage", "missing_id", "content_blocks", "post_finish"}
 
 // QuirkNames returns the names an upstream's quirks list may hold besides
 // "all" and "strict".
@@ -706,6 +711,9 @@ func (c *Config) Validate() error {
 		case "keep", "null", "empty":
 		default:
 			add(p+".tool_call_content", "must be keep, null or empty, got %q", u.ToolCallContent)
+		}
+		if u.MaxToolCallIDLen != 0 && u.MaxToolCallIDLen < 8 {
+			add(p+".max_tool_call_id_len", "must be 0 (no limit) or at least 8, got %d", u.MaxToolCallIDLen)
 		}
 		if u.OutputLimitField != "max_tokens" && u.OutputLimitField != "max_completion_tokens" {
 			add(p+".output_limit_field", "must be max_tokens or max_completion_tokens, got %q", u.OutputLimitField)

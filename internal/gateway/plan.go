@@ -66,6 +66,7 @@ type upstreamPlan struct {
 	noStreamOptions  bool
 	outputLimitField string
 	toolCallContent  repair.ContentMode
+	maxIDLen         int // ids longer are shortened (C04); 0: no limit
 	maxResponse      int64
 	maxEvent         int
 	readIdle         time.Duration
@@ -103,7 +104,7 @@ func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 	p := &upstreamPlan{
 		name: u.Name, client: c, quirks: quirks(u.Quirks),
 		restore: u.RestoreReasoning && u.ReasoningField != "think", refusesForced: u.RefusesForcedToolChoice,
-		noStreamOptions: u.NoStreamOptions, outputLimitField: u.OutputLimitField,
+		noStreamOptions: u.NoStreamOptions, outputLimitField: u.OutputLimitField, maxIDLen: u.MaxToolCallIDLen,
 		maxResponse: u.MaxResponseBytes,
 		maxEvent:    u.MaxEventBytes, readIdle: u.ReadIdleTimeout, simulated: u.Simulator,
 	}

@@ -79,6 +79,9 @@ func (pr *prepared) transcript() error {
 	if p.repair == repair.ModeReject && !pr.report.Empty() {
 		return &repair.RejectError{Report: pr.report}
 	}
+	if p.upstream.maxIDLen > 0 {
+		msgs, pr.fixes.ShortenedIDs = repair.ShortenIDs(msgs, p.upstream.maxIDLen)
+	}
 	if len(msgs) == 0 {
 		return &wire.DecodeError{Kind: wire.KindMissing, Param: "messages", Offset: -1,
 			Msg: "has no message left once the tool messages that answer no call are dropped; send the conversation that the tool messages belong to"}
@@ -170,7 +173,7 @@ func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 		h.Set(NormalizeHeader, rec.Normalize)
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "arguments_to_string", N: f.StringifiedArguments},
 			observe.Count{Name: "synthesized_id", N: f.SynthesizedIDs}, observe.Count{Name: "deduped_call_id", N: f.DedupedCallIDs},
-			observe.Count{Name: "tool_call_content", N: f.ToolCallContent})
+			observe.Count{Name: "tool_call_content", N: f.ToolCallContent}, observe.Count{Name: "shortened_call_id", N: f.ShortenedIDs})
 	}
 	if p.upstream.simulated {
 		h.Set(SimulatedHeader, "sim")

@@ -55,7 +55,7 @@ upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim}]
 `)
 	unfixable := map[string]string{
-		"noid": "left without id", "cutargs": "broke off", "negindex": "non-negative integer", "dupid": "already used",
+		"cutargs": "broke off", "negindex": "non-negative integer", "dupid": "already used",
 		"truncated": "cut off or garbled: Failed to parse arguments", "repeatargs": "cut off or garbled", "errorevent": "Provider returned error", "nonjson": "not a JSON object",
 		"placeholderid": "left without name",
 	}
@@ -114,6 +114,10 @@ routes: [{model: "*", upstream: sim}]
 		"placeholder_chunk":     1, // chunkids
 		"missing_index":         2, // noindex: both fragments
 		"choice_index":          3, // choiceindex: every chunk
+		"missing_id":            2, // noid, noidfield
+		"content_blocks":        2, // blocks: both content chunks
+		"dropped_block":         1, // blocks: the reference
+		"post_finish_chunk":     2, // postfinish, postusage
 	} {
 		if n := observetest.Value(t, e.Reg, "toolgate_normalizations_total", map[string]string{"kind": kind, "upstream": "sim"}); n != want {
 			t.Errorf("toolgate_normalizations_total{kind=%q} = %v, want %v", kind, n, want)
@@ -133,7 +137,7 @@ routes: [{model: "*", upstream: sim}]
 	// rule, so strict leaves it (and openai-go's accumulator drops chunks).
 	pass := map[string]bool{"sparse": true, "latename": true, "keepalive": true, "chunkids": true, "emptyfinish": true,
 		"emptytoolcalls": true, "extracontent": true, "interleaved": true, "multiline": true, "notype": true, "onechunk": true, "usageonly": true,
-		"cumulativeusage": true, "markup": true, "reasoningfield": true, "thinkinline": true}
+		"cumulativeusage": true, "markup": true, "reasoningfield": true, "thinkinline": true, "blocks": true, "postfinish": true, "postusage": true}
 	for _, name := range sim.QuirkNames() {
 		t.Run(name, func(t *testing.T) {
 			var refused int

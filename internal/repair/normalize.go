@@ -48,11 +48,12 @@ type Fixes struct {
 	SynthesizedIDs       int
 	DedupedCallIDs       int
 	ToolCallContent      int
+	ShortenedIDs         int // ids over the upstream's length limit, rewritten (ShortenIDs)
 }
 
 // Any reports whether any normalization changed something.
 func (f Fixes) Any() bool {
-	return f.StringifiedArguments+f.SynthesizedIDs+f.DedupedCallIDs+f.ToolCallContent > 0
+	return f.StringifiedArguments+f.SynthesizedIDs+f.DedupedCallIDs+f.ToolCallContent+f.ShortenedIDs > 0
 }
 
 // Header is the X-Toolgate-Normalize value, listing the non-zero counts,
@@ -72,6 +73,7 @@ func (f Fixes) Header() string {
 	add("synthesized_ids", f.SynthesizedIDs)
 	add("deduped_call_ids", f.DedupedCallIDs)
 	add("tool_call_content", f.ToolCallContent)
+	add("shortened_call_ids", f.ShortenedIDs)
 	return s
 }
 
@@ -223,6 +225,87 @@ func DedupeCallIDs(msgs []wire.Message) ([]wire.Message, int) {
 		return calls, n
 	})
 }
+
+// ShortenIDs rewrites every tool-call id longer than max characters, in
+// the calls that make it and in the replies that answer it, to one that
+// fits (QUIRKS C04: OpenAI refuses ids over 40): "call_" and letters and
+// digits from a hash of the id (only the letters and digits under 10
+// characters), never an id the transcript already uses. The same id gets
+// the same new id in every message, so pairs stay pairs; the rewrite is
+// for this request only. It returns how many ids it rewrote.
+func ShortenIDs(msgs []wire.Message, max int) ([]wire.Message, int) {
+	used := map[string]bool{}
+	var long []string
+	note := func(id string) {
+		if id == "" || used[id] {
+			return
+		}
+		used[id] = true
+		if len(id) > max {
+			long = append(long, id)
+		}
+	}
+	for i := range msgs {
+		for _, c := range msgs[i].ToolCalls {
+			note(c.ID)
+		}
+		note(msgs[i].ToolCallID)
+	}
+	if len(long) == 0 {
+		return msgs, 0
+	}
+	short := make(map[string]string, len(long))
+	for _, id := range long {
+		for n := 0; ; n++ {
+			s := hashID(id, n, max)
+			if !used[s] {
+				used[s], short[id] = true, s
+				break
+			}
+		}
+	}
+	out, _ := editCalls(msgs, func(_ int, m *wire.Message) ([]wire.ToolCall, int) {
+		var calls []wire.ToolCall
+		for k, c := range m.ToolCalls {
+			if s, ok := short[c.ID]; ok {
+				if calls == nil {
+					calls = append([]wire.ToolCall(nil), m.ToolCalls...)
+				}
+				calls[k] = withCallFields(c, s, nil)
+			}
+		}
+		return calls, len(calls)
+	})
+	for i := range out {
+		if s, ok := short[out[i].ToolCallID]; ok && out[i].Role == "tool" {
+			if &out[0] == &msgs[0] {
+				out = append([]wire.Message(nil), msgs...)
+			}
+			idJSON, _ := json.Marshal(s)
+			out[i] = withMember(out[i], "tool_call_id", idJSON)
+			out[i].ToolCallID = s
+		}
+	}
+	return out, len(short)
+}
+
+// hashID is attempt n at a new id of at most max characters for id.
+func hashID(id string, n, max int) string {
+	sum := sha256.Sum256([]byte(id + "\x00" + strconv.Itoa(n)))
+	b := make([]byte, 0, 5+len(sum))
+	if max >= 10 {
+		b = append(b, "call_"...)
+	}
+	for _, c := range sum {
+		if len(b) == max || len(b) == 29 {
+			break
+		}
+		b = append(b, base62[int(c)%len(base62)])
+	}
+	return string(b)
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // ToolCallContent rewrites the content of assistant messages that carry
 // tool_calls according to mode.

@@ -111,3 +111,39 @@ func TestFixesHeader(t *testing.T) {
 		t.Errorf("%q", h)
 	}
 }
+
+// Ids over the limit are rewritten the same way in the call and in its
+// reply, fit the limit, collide with no id in use, and leave every other
+// byte; a second pass changes nothing.
+func TestShortenIDs(t *testing.T) {
+	long := "fc_" + strings.Repeat("a", 50) // a Responses id: 53 characters
+	long2 := "toolu_" + strings.Repeat("b", 40)
+	msgs := wiretest.Messages(t, `[{"role":"user","content":"x"},`+
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"`+long+`","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"short","type":"function","function":{"name":"g","arguments":"{}"}}]},`+
+		`{"role":"tool","tool_call_id":"`+long+`","content":"r1","cache_control":{"type":"ephemeral"}},{"role":"tool","tool_call_id":"short","content":"r2"},`+
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"`+long2+`","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
+		`{"role":"tool","tool_call_id":"`+long2+`","content":"r3"}]`)
+	for _, max := range []int{40, 9} {
+		out, n := ShortenIDs(msgs, max)
+		if n != 2 {
+			t.Fatalf("max %d: %d ids rewritten", max, n)
+		}
+		a, b := out[1].ToolCalls[0].ID, out[4].ToolCalls[0].ID
+		if len(a) > max || len(b) > max || a == b || out[2].ToolCallID != a || out[5].ToolCallID != b || out[1].ToolCalls[1].ID != "short" {
+			t.Errorf("max %d: ids %q %q, replies %q %q", max, a, b, out[2].ToolCallID, out[5].ToolCallID)
+		}
+		if string(out[2].Raw) != `{"role":"tool","tool_call_id":"`+a+`","content":"r1","cache_control":{"type":"ephemeral"}}` ||
+			!strings.Contains(string(out[1].Raw), `"id":"`+a+`"`) || strings.Contains(string(out[1].Raw), long) {
+			t.Errorf("max %d: rewritten as %s and %s", max, out[1].Raw, out[2].Raw)
+		}
+		if err := wire.CheckToolPairs(out); err != nil {
+			t.Errorf("max %d: %v", max, err)
+		}
+		if again, n := ShortenIDs(out, max); n != 0 || len(again) != len(out) {
+			t.Errorf("max %d: a second pass rewrote %d", max, n)
+		}
+		if strings.Contains(string(msgs[1].Raw), a) {
+			t.Error("the input was modified")
+		}
+	}
+}

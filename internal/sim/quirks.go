@@ -118,8 +118,26 @@ var quirkScripts = map[string][]string{
 	// A30: reasoning inline in content, the tags split across chunks.
 	"thinkinline": withDone(role, delta(`{"content":"<thi"}`), delta(`{"content":"nk>The user wants weather.</th"}`), delta(`{"content":"ink>Calling the tool."}`),
 		delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), finish("tool_calls")),
-	// A07: the id is empty: no fix without guessing.
+	// A07: the id is empty (Gemini's OpenAI-compatible endpoint).
 	"noid": toolStream(`{"index":0,"id":"","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`),
+	// A07: no id at all, on any fragment (vLLM).
+	"noidfield": toolStream(`{"index":0,"type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}`,
+		`{"index":0,"function":{"arguments":":\"Paris\"}"}}`),
+	// A31: content as typed blocks (Mistral's reasoning models): thinking,
+	// then text with a reference block, then the call.
+	"blocks": withDone(role, delta(`{"content":[{"type":"thinking","thinking":[{"type":"text","text":"The user wants "},{"type":"text","text":"the weather."}]}]}`),
+		delta(`{"content":[{"type":"text","text":"Looking it up."},{"type":"reference","reference_ids":[1]}]}`),
+		delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`), finish("tool_calls")),
+	// A chunk after the finish chunk, finish_reason null: Azure's content
+	// filter results.
+	"postfinish": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`),
+		finish("tool_calls"),
+		`data: {"id":"chatcmpl-q","object":"chat.completion.chunk","created":1700000000,"model":"sim-quirk","choices":[{"index":0,"delta":{},"finish_reason":null,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`+"\n\n"),
+	// A chunk after the finish chunk, finish_reason null: OpenRouter's
+	// usage chunk.
+	"postusage": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`),
+		finish("tool_calls"),
+		`data: {"id":"chatcmpl-q","object":"chat.completion.chunk","created":1700000000,"model":"sim-quirk","choices":[{"index":0,"delta":{},"finish_reason":null}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`+"\n\n"),
 	// A19/A20: the stream stops mid-arguments, with neither finish nor [DONE].
 	"cutargs": {role, delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Pa"}}]}`)},
 }

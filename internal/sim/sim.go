@@ -168,6 +168,10 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 			writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", err.Param, err.Msg)
 			return
 		}
+		if param, msg := checkIDLengths(body); msg != "" {
+			writeErrorCode(w, http.StatusBadRequest, "invalid_request_error", param, "string_above_max_length", msg)
+			return
+		}
 	}
 	if strings.Contains(req.Model, "deepseek") {
 		s.thinking(w, body, req.Stream)
@@ -297,6 +301,31 @@ func checkPairs(body []byte) *wire.PairingError {
 		return pe
 	}
 	return nil
+}
+
+// checkIDLengths applies OpenAI's limit on tool-call ids (QUIRKS C04):
+// 40 characters, with OpenAI's wording.
+func checkIDLengths(body []byte) (param, msg string) {
+	req, err := wire.DecodeRequest(body)
+	if err != nil {
+		return "", ""
+	}
+	for i, m := range req.Messages {
+		for k, c := range m.ToolCalls {
+			if len(c.ID) > 40 {
+				param = fmt.Sprintf("messages[%d].tool_calls[%d].id", i, k)
+				return param, fmt.Sprintf("Invalid '%s': string too long. Expected a string with maximum length 40, but got a string with length %d instead.", param, len(c.ID))
+			}
+		}
+	}
+	return "", ""
+}
+
+func writeErrorCode(w http.ResponseWriter, status int, typ, param, code, msg string) {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": param, "code": code}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {

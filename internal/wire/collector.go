@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -41,12 +42,30 @@ type Quirks struct {
 	// Usage (A22, A25): usage is taken out of every chunk and sent once,
 	// last, to a client that asked for it.
 	Usage bool
+	// MissingID (A07): a call whose id is empty or absent gets one, made
+	// up on its first fragment that has a name ("call_" and 24 letters
+	// and digits, derived from the response's id and the call's index, so
+	// stable within the answer). Without it such a call is left without
+	// id: a protocol error (SPEC §2).
+	MissingID bool
+	// ContentBlocks (A31): content sent as an array of typed blocks
+	// (Mistral's text, thinking, reference) becomes the content string
+	// and reasoning in the client's field; other blocks are dropped.
+	ContentBlocks bool
+	// PostFinish: a choice's finish reason goes out once, in the last
+	// chunk the client gets for that choice. A finishing chunk's finish is
+	// held to the end of the stream (its content goes at once), and a
+	// later chunk for the finished choice (Azure's content-filter chunk,
+	// OpenRouter's usage chunk, both with finish_reason null) is folded
+	// into it: its members kept, its usage taken as usage always is.
+	PostFinish bool
 }
 
 // AllQuirks returns every normalization on (an upstream's "all").
 func AllQuirks() Quirks {
 	return Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true,
-		FinishReason: true, MissingFinishReason: true, NoDone: true, Chunks: true, Usage: true}
+		FinishReason: true, MissingFinishReason: true, NoDone: true, Chunks: true, Usage: true,
+		MissingID: true, ContentBlocks: true, PostFinish: true}
 }
 
 // quirkSwitches names each normalization as configured.
@@ -60,6 +79,9 @@ var quirkSwitches = map[string]func(*Quirks) *bool{
 	"no_done":               func(q *Quirks) *bool { return &q.NoDone },
 	"chunks":                func(q *Quirks) *bool { return &q.Chunks },
 	"usage":                 func(q *Quirks) *bool { return &q.Usage },
+	"missing_id":            func(q *Quirks) *bool { return &q.MissingID },
+	"content_blocks":        func(q *Quirks) *bool { return &q.ContentBlocks },
+	"post_finish":           func(q *Quirks) *bool { return &q.PostFinish },
 }
 
 // ParseQuirks switches on the named normalizations: "all" is every one,
@@ -170,7 +192,8 @@ type Collector struct {
 	byIdx  map[int]*collecting // upstream index → the call now using it
 	byID   map[string]*collecting
 	last   *collecting
-	own    Fixes // fixes, when the collector is not a Normalizer's
+	own    Fixes  // fixes, when the collector is not a Normalizer's
+	seed   string // the response's id, for synthesized call ids
 	frag   []member
 	fn     []member
 }
@@ -359,6 +382,9 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 	if err := c.identify(call, f); err != nil {
 		return err
 	}
+	if call.id == "" && call.name != "" && c.quirks.MissingID {
+		c.synthesizeID(call)
+	}
 	if call.args.Len()+len(f.args) > MaxCallArguments {
 		return &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("the call's arguments exceed %d bytes", MaxCallArguments)}
 	}
@@ -420,6 +446,33 @@ func (c *Collector) identify(call *collecting, f fragment) error {
 	return nil
 }
 
+// synthesizeID gives a call that has a name but no id one (A07): "call_"
+// and 24 letters and digits from the response's id and the call's
+// canonical index, so the same answer gets the same ids, never one the
+// response already uses.
+func (c *Collector) synthesizeID(call *collecting) {
+	for n := 0; ; n++ {
+		h := sha256.Sum256([]byte(c.seed + "\x00" + strconv.Itoa(call.index) + "\x00" + strconv.Itoa(n)))
+		id := make([]byte, 0, 29)
+		id = append(id, "call_"...)
+		for _, b := range h[:24] {
+			id = append(id, base62[int(b)%len(base62)])
+		}
+		if _, taken := c.byID[string(id)]; taken {
+			continue
+		}
+		call.id = string(id)
+		if c.byID == nil {
+			c.byID = map[string]*collecting{}
+		}
+		c.byID[call.id] = call
+		c.fixes[FixMissingID]++
+		return
+	}
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
 // optView reads an optional string field without copying it: absent, null
 // and "" are "". The view shares the fragment's bytes.
 func optView(raw []byte, field string) (string, error) {
@@ -474,6 +527,15 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 	}
 	c.last = call
 	return call, nil
+}
+
+// ids returns the calls' ids in canonical order.
+func (c *Collector) ids() []string {
+	out := make([]string, len(c.calls))
+	for k, call := range c.calls {
+		out[k] = call.id
+	}
+	return out
 }
 
 // Finish returns the collected calls in canonical order, or a

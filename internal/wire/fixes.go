@@ -15,26 +15,31 @@ const (
 	FixArgumentsObject     Fix = iota // arguments_object: arguments sent as a JSON value, made its text (A12)
 	FixChoiceIndex                    // choice_index: a lone choice's index made 0 (A27)
 	FixChunkID                        // chunk_id: a chunk's id made the first chunk's (A24)
+	FixContentBlocks                  // content_blocks: content sent as typed blocks made text and reasoning (A31)
+	FixDroppedBlock                   // dropped_block: a content block with no text or reasoning (a reference) dropped (A31)
 	FixEmptyFinishReason              // empty_finish_reason: "" read as no finish reason (A18)
 	FixFinishReason                   // finish_reason: "stop" (or none) after calls made "tool_calls" (A15)
 	FixIndexReuse                     // index_reuse: a new id at a used index starts a new call (A02)
 	FixKeepaliveData                  // keepalive_data: a keep-alive sent as data dropped (A34)
 	FixMergedChoices                  // merged_choices: calls spread over choices folded into one (A28)
 	FixMissingFinishReason            // missing_finish_reason: [DONE] without a finish reason given one (A17)
+	FixMissingID                      // missing_id: a call without an id given one (A07)
 	FixMissingIndex                   // missing_index: a fragment without an index placed (A01)
 	FixMissingRole                    // missing_role: the first delta given role "assistant" (A26)
 	FixNoDone                         // no_done: a finish reason then EOF taken as complete (A21)
 	FixNullError                      // null_error: an "error": null member removed (A40)
 	FixPlaceholderChunk               // placeholder_chunk: an empty first chunk dropped (A23)
+	FixPostFinish                     // post_finish_chunk: a chunk for a finished choice folded into its finish (Azure's content filter, OpenRouter's usage)
 	FixRepeatedName                   // repeated_name: a name repeated on a continuation dropped (A10)
 	FixSecondFinishReason             // second_finish_reason: a second terminal finish dropped (A16)
 	numFixes
 )
 
 var fixNames = [numFixes]string{
-	"arguments_object", "choice_index", "chunk_id", "empty_finish_reason", "finish_reason", "index_reuse",
-	"keepalive_data", "merged_choices", "missing_finish_reason", "missing_index", "missing_role", "no_done",
-	"null_error", "placeholder_chunk", "repeated_name", "second_finish_reason",
+	"arguments_object", "choice_index", "chunk_id", "content_blocks", "dropped_block", "empty_finish_reason",
+	"finish_reason", "index_reuse", "keepalive_data", "merged_choices", "missing_finish_reason", "missing_id",
+	"missing_index", "missing_role", "no_done", "null_error", "placeholder_chunk", "post_finish_chunk",
+	"repeated_name", "second_finish_reason",
 }
 
 func (f Fix) String() string { return fixNames[f] }

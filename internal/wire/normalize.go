@@ -93,6 +93,8 @@ type Normalizer struct {
 
 	protocol error // what made a whole response unusable, for Result
 
+	heldFinishes []heldFinish // PostFinish: finish reasons held to the end
+
 	pending []pendingCall // Buffer: one merged fragment per call, by canonical index
 	final   [][]byte      // Buffer: held finishing chunks
 	flushed bool
@@ -108,6 +110,7 @@ type Normalizer struct {
 }
 
 type span struct {
+	omit    bool   // the choice goes out no more (PostFinish)
 	b       []byte // the element as received, when rewritten is false
 	start   int    // the rewritten element's bytes in cbuf
 	end     int
@@ -294,6 +297,7 @@ func (n *Normalizer) noteHead(top []member) {
 		return
 	}
 	n.seen = true
+	n.collector.seed = string(id)
 	for _, k := range [...]string{"id", "object", "created", "model"} {
 		i := index(top, k)
 		if i < 0 {
@@ -367,19 +371,13 @@ func (n *Normalizer) chunkChoice(k, count int) (rewrite, heldOnly, drop bool, er
 		}
 	}
 	fPos := index(n.choice, "finish_reason")
-	var finish []byte // the finish_reason to write, when it changes
-	if fPos >= 0 && !isNull(n.choice[fPos].value) {
-		fRaw := n.choice[fPos].value
-		if d.cut {
-			finish, fRaw = []byte(`"length"`), []byte(`"length"`) // the text limit ends it
-		}
-		replace, dropChoice := n.finishReason(fRaw, idx, d)
-		if replace != nil {
-			finish = replace
-		}
-		d.heldOnly = d.heldOnly || dropChoice
-	} else if d.cut && d.cutEmpty && count == 1 && !d.calls {
+	finish, omit, drop := n.choiceFinish(idx, count, fPos, dPos, &d)
+	switch {
+	case drop:
 		return false, false, true, nil // nothing of it fits, and it says nothing else
+	case omit:
+		n.elems[k] = span{omit: true}
+		return true, true, false, nil
 	}
 	if !setIndex && !d.rewrite && finish == nil {
 		return false, d.heldOnly, false, nil
@@ -388,6 +386,124 @@ func (n *Normalizer) chunkChoice(k, count int) (rewrite, heldOnly, drop bool, er
 	n.cbuf = n.encodeChoice(n.cbuf, choiceEdit{setIndex: setIndex, idxPos: idxPos, dPos: dPos, rewriteDelta: d.rewrite, fPos: fPos, finish: finish})
 	n.elems[k] = span{start: start, end: len(n.cbuf), rewrite: true}
 	return true, d.heldOnly, false, nil
+}
+
+// choiceFinish applies the finish-reason fixes to the current choice and,
+// with the PostFinish quirk, holds a terminal finish to the end of the
+// stream, or folds a later chunk of a finished choice into the held
+// finish. It returns the finish_reason to write (nil: as it came), omit
+// for a choice that goes out no more, drop for a chunk the text limit
+// left empty.
+func (n *Normalizer) choiceFinish(idx, count, fPos, dPos int, d *delta) (finish []byte, omit, drop bool) {
+	post := n.opts.Quirks.PostFinish && !n.opts.Buffer
+	if fPos < 0 || isNull(n.choice[fPos].value) {
+		if d.cut && d.cutEmpty && count == 1 && !d.calls {
+			return nil, false, true
+		}
+		if post && idx < len(n.finished) && n.finished[idx] {
+			n.fixes[FixPostFinish]++
+			if !n.choiceSays(dPos, d) {
+				n.held(idx).fold(n.choice)
+				return nil, true, false
+			}
+		}
+		return nil, false, false
+	}
+	fRaw := n.choice[fPos].value
+	if d.cut {
+		finish, fRaw = []byte(`"length"`), []byte(`"length"`) // the text limit ends it
+	}
+	replace, dropChoice := n.finishReason(fRaw, idx, *d)
+	if replace != nil {
+		finish = replace
+	}
+	d.heldOnly = d.heldOnly || dropChoice
+	final := finish
+	if final == nil {
+		final = fRaw
+	}
+	if !post || dropChoice || string(final) == "null" || idx >= maxHeldFinish {
+		return finish, false, false
+	}
+	h := n.held(idx)
+	h.reason = append(h.reason[:0], final...)
+	if !n.choiceSays(dPos, d) {
+		h.fold(n.choice) // the choice goes no more: its other members go with its finish
+		return nil, true, false
+	}
+	return []byte("null"), false, false
+}
+
+// heldFinish is a choice's finish reason held to the end of the stream
+// (the PostFinish quirk), with the members of its chunks that had nothing
+// else to say.
+type heldFinish struct {
+	index  int
+	reason []byte
+	extra  []member
+}
+
+// maxHeldFinish bounds the choices whose finish is held.
+const maxHeldFinish = 1024
+
+// held returns choice idx's held finish, made when missing.
+func (n *Normalizer) held(idx int) *heldFinish {
+	for i := range n.heldFinishes {
+		if n.heldFinishes[i].index == idx {
+			return &n.heldFinishes[i]
+		}
+	}
+	n.heldFinishes = append(n.heldFinishes, heldFinish{index: idx})
+	return &n.heldFinishes[len(n.heldFinishes)-1]
+}
+
+// fold keeps a choice's members other than its index, delta and finish
+// reason (Azure's content_filter_results, logprobs), each by its name.
+func (h *heldFinish) fold(choice []member) {
+	for _, m := range choice {
+		switch m.key {
+		case "index", "delta", "finish_reason":
+			continue
+		}
+		if i := index(h.extra, m.key); i >= 0 {
+			h.extra[i].value = append([]byte(nil), m.value...)
+			continue
+		}
+		h.extra = append(h.extra, m.clone())
+	}
+}
+
+// choiceSays reports whether the current choice's delta says anything.
+func (n *Normalizer) choiceSays(dPos int, d *delta) bool {
+	if d.rewrite {
+		return !d.empty
+	}
+	if dPos < 0 {
+		return false
+	}
+	v := n.choice[dPos].value
+	return !isNull(v) && string(v) != "{}"
+}
+
+// heldFinishChunks are the chunks that send the held finish reasons, one
+// per choice, in the order the choices finished.
+func (n *Normalizer) heldFinishChunks() [][]byte {
+	var out [][]byte
+	for _, h := range n.heldFinishes {
+		b := []byte(`[{"index":`)
+		b = strconv.AppendInt(b, int64(h.index), 10)
+		b = append(b, `,"delta":{},"finish_reason":`...)
+		b = append(b, h.reason...)
+		for i := range h.extra {
+			b = append(b, ',')
+			b = h.extra[i].appendKey(b)
+			b = append(b, ':')
+			b = append(b, h.extra[i].value...)
+		}
+		out = append(out, n.made(string(append(b, "}]"...))))
+	}
+	n.heldFinishes = nil
+	return out
 }
 
 // choiceEdit is what chunkChoice changes in one choice.
@@ -441,6 +557,7 @@ type delta struct {
 // members (-1: none), and their new values.
 type deltaEdit struct {
 	addRole   bool
+	blocks    bool   // the content was typed blocks, now e.content (A31)
 	cPos      int    // content
 	content   []byte // its new value, or nil
 	renamePos int    // the upstream's reasoning member, moved to the client's
@@ -464,6 +581,9 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 	if e.addRole {
 		n.fixes[FixMissingRole]++
 	}
+	if e.cPos >= 0 && n.opts.Quirks.ContentBlocks && firstByte(n.delta[e.cPos].value) == '[' {
+		n.flattenContent(&e, idx)
+	}
 	n.deltaReasoning(&e, idx)
 	if n.keepText && idx == 0 && n.opts.ReasoningIn != ReasoningThink {
 		n.deltaText(&e, &d)
@@ -481,7 +601,7 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 		}
 		n.tbuf = append(n.tbuf, ']')
 	}
-	if !e.addRole && e.content == nil && e.moved == nil && e.renamePos < 0 && e.tPos < 0 {
+	if !e.addRole && e.content == nil && e.moved == nil && e.renamePos < 0 && e.tPos < 0 && !e.blocks {
 		return d, nil
 	}
 	n.encodeDelta(&e, &d)
@@ -494,7 +614,7 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 func (n *Normalizer) deltaReasoning(e *deltaEdit, idx int) {
 	switch n.opts.ReasoningIn {
 	case ReasoningThink:
-		if e.cPos < 0 || len(n.delta[e.cPos].value) <= 2 || n.delta[e.cPos].value[0] != '"' {
+		if e.blocks || e.cPos < 0 || len(n.delta[e.cPos].value) <= 2 || n.delta[e.cPos].value[0] != '"' {
 			return
 		}
 		r, c := n.think.Split(stringOf2(n.delta[e.cPos].value))
@@ -522,7 +642,11 @@ func (n *Normalizer) deltaReasoning(e *deltaEdit, idx int) {
 // limit (the content then becomes what fits).
 func (n *Normalizer) deltaText(e *deltaEdit, d *delta) {
 	if e.cPos >= 0 {
-		if text, ok := stringViewOf(n.delta[e.cPos].value); ok {
+		content := n.delta[e.cPos].value
+		if e.blocks {
+			content = e.content
+		}
+		if text, ok := stringViewOf(content); ok {
 			chars := utf8.RuneCountInString(text)
 			if n.opts.LimitText && n.textChars+chars > n.opts.TextLimit {
 				kept := cutRunes(text, max(n.opts.TextLimit-n.textChars, 0))
@@ -672,10 +796,15 @@ func (n *Normalizer) encodeChunk(e chunkEdit) []byte {
 			b = append(b, n.headID...)
 		case m.key == "choices" && len(m.value) > 0 && m.value[0] == '[':
 			b = append(b, '[')
-			for k, e := range n.elems {
-				if k > 0 {
+			first := true
+			for _, e := range n.elems {
+				if e.omit {
+					continue
+				}
+				if !first {
 					b = append(b, ',')
 				}
+				first = false
 				if e.rewrite {
 					b = append(b, n.cbuf[e.start:e.end]...)
 				} else {
@@ -782,6 +911,9 @@ func (n *Normalizer) Finish(sawDone bool) Finished {
 	}
 	if t := n.thinkTail(); t != nil {
 		f.Tail = append(f.Tail, t)
+	}
+	if f.Done {
+		f.Tail = append(f.Tail, n.heldFinishChunks()...)
 	}
 	if f.Done && !n.cut && n.finish == "" && q.MissingFinishReason {
 		f.Tail = append(f.Tail, n.finishChunk())

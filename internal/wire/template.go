@@ -47,12 +47,13 @@ type chunkState struct {
 	finish            string
 	usageSeen, cut    bool
 	heldCalls, finals int
+	heldFinishes      int
 }
 
 func (n *Normalizer) state() chunkState {
 	return chunkState{fixes: n.fixes, seen: n.seen, roleSeen: n.roleSeen, calls: n.collector.Calls(),
 		finished: len(n.finished), finish: n.finish, usageSeen: n.usageSeen, cut: n.cut,
-		heldCalls: len(n.pending), finals: len(n.final)}
+		heldCalls: len(n.pending), finals: len(n.final), heldFinishes: len(n.heldFinishes)}
 }
 
 // fromTemplate sends data through the template when it fits: it returns

@@ -28,6 +28,7 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 		return b, nil // not an object: no choice, no finish reason, for the judge to refuse
 	}
 	n.top = top
+	n.collector.seed = string(lookup(top, "id"))
 	if v := lookup(top, "error"); !isNull(v) {
 		return nil, n.errorObject(b)
 	}
@@ -131,19 +132,20 @@ func (n *Normalizer) wholeMessage(raw []byte) ([]byte, bool, error) {
 	out := raw
 	changed := false
 	if tc := lookup(members, "tool_calls"); !isNull(tc) {
-		before := n.fixes[FixArgumentsObject]
+		objects, ids := n.fixes[FixArgumentsObject], n.fixes[FixMissingID]
 		if _, err := n.collector.each(tc, true, func(out1) {}); err != nil {
 			return raw, false, err
 		}
-		if n.fixes[FixArgumentsObject] > before {
-			out, _ = SetMember(out, stringArguments(tc), "tool_calls")
+		if n.fixes[FixArgumentsObject] > objects || n.fixes[FixMissingID] > ids {
+			out, _ = SetMember(out, rewriteCalls(tc, n.collector.ids()), "tool_calls")
 			changed = true
 			members, _ = parseMembers(members[:0], out)
 		}
 	}
-	// Reasoning to the client's member (A29, A30).
+	// Reasoning to the client's member (A29, A30, A31).
 	o := Object{members: members}
-	if n.moveWholeReasoning(&o) {
+	blocks := n.opts.Quirks.ContentBlocks && n.flattenWholeContent(&o)
+	if n.moveWholeReasoning(&o) || blocks {
 		out, changed = o.JSON(), true
 	}
 	if text, ok := stringOf(lookup(o.members, "content")); ok {
@@ -223,10 +225,11 @@ func (n *Normalizer) mergeChoices() ([]byte, bool) {
 	return out, ok
 }
 
-// stringArguments rewrites a message's tool_calls so that arguments given
-// as a JSON value other than a string become its text (QUIRKS A12); every
-// other member keeps its bytes.
-func stringArguments(toolCalls []byte) []byte {
+// rewriteCalls rewrites a message's tool_calls: arguments given as a JSON
+// value other than a string become its text (QUIRKS A12) and, with ids
+// (the collector's, by position), a call whose id is empty or absent gets
+// its made-up one (A07); every other member keeps its bytes.
+func rewriteCalls(toolCalls []byte, ids []string) []byte {
 	elems, ok := Elements(toolCalls)
 	if !ok {
 		return toolCalls
@@ -237,10 +240,17 @@ func stringArguments(toolCalls []byte) []byte {
 			out = append(out, ',')
 		}
 		o, err := ParseObject(call)
+		if err != nil {
+			out = append(out, call...)
+			continue
+		}
+		if id, _ := o.Get("id"); k < len(ids) && (len(id) == 0 || string(id) == `""` || string(id) == "null") {
+			call, _ = SetMember(call, appendString(nil, ids[k]), "id")
+		}
 		fn, _ := o.Get("function")
 		f, ferr := ParseObject(fn)
 		a, _ := f.Get("arguments")
-		if err != nil || ferr != nil || len(a) == 0 || a[0] == '"' || string(a) == "null" {
+		if ferr != nil || len(a) == 0 || a[0] == '"' || string(a) == "null" {
 			out = append(out, call...)
 			continue
 		}

@@ -1,0 +1,81 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// nodeResult is what clients/node/stream.mjs printed.
+type nodeResult struct {
+	Helper struct {
+		Content   *string `json:"content"`
+		Reasoning *string `json:"reasoning"`
+		Finish    string  `json:"finish"`
+		Calls     []struct {
+			ID, Name, Arguments string
+		} `json:"calls"`
+		Error string `json:"error"`
+	} `json:"helper"`
+	Chunks struct {
+		LastFinish *string `json:"lastFinish"`
+		Content    string  `json:"content"`
+		Error      string  `json:"error"`
+	} `json:"chunks"`
+}
+
+// runNode streams model through the gateway with the official OpenAI Node
+// SDK (clients/node). Without node or the SDK installed (npm ci --prefix
+// clients/node) the test is skipped, except where TOOLGATE_REQUIRE_NODE is
+// set (.ci/run sets it once it has installed the SDK): there it fails.
+func runNode(t *testing.T, baseURL, model string) nodeResult {
+	t.Helper()
+	dir, _ := filepath.Abs("../../clients/node")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil || serr != nil {
+		if os.Getenv("TOOLGATE_REQUIRE_NODE") != "" {
+			t.Fatalf("the Node SDK tests need node and `npm ci --prefix clients/node`: %v %v", err, serr)
+		}
+		t.Skip("node or the OpenAI Node SDK is not installed (npm ci --prefix clients/node)")
+	}
+	out, err := exec.Command(node, filepath.Join(dir, "stream.mjs"), baseURL, model).Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var r nodeResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("node printed %s: %v", out, err)
+	}
+	return r
+}
+
+// The official Node SDK reads the A31 and post-finish streams right through
+// the gateway: its helper's message has the text (not "[object Object]"),
+// the reasoning and the finish reason, and code that keeps the last
+// chunk's finish_reason sees the real one. Against the same upstreams
+// passed on as they came (strict), it does not — what the normalization is
+// for.
+func TestNodeSDKDialects(t *testing.T) {
+	e := dialectEnv(t)
+	r := runNode(t, e.URL, "sim-q-blocks")
+	if h := r.Helper; h.Error != "" || h.Content == nil || *h.Content != "Looking it up." || h.Reasoning == nil || *h.Reasoning == "" || h.Finish != "tool_calls" || len(h.Calls) != 1 {
+		t.Errorf("A31, helper: %+v", r.Helper)
+	}
+	if r.Chunks.Error != "" || r.Chunks.Content != "Looking it up." {
+		t.Errorf("A31, chunks: %+v", r.Chunks)
+	}
+	if s := runNode(t, e.URL, "strict-blocks"); s.Chunks.Content == "Looking it up." {
+		t.Errorf("A31 passed on as it came read right: %+v (the test shows nothing)", s.Chunks)
+	}
+	for _, script := range []string{"postfinish", "postusage"} {
+		r := runNode(t, e.URL, "sim-q-"+script)
+		if r.Helper.Error != "" || r.Helper.Finish != "tool_calls" || len(r.Helper.Calls) != 1 || r.Chunks.LastFinish == nil || *r.Chunks.LastFinish != "tool_calls" {
+			t.Errorf("%s: %+v %+v", script, r.Helper, r.Chunks)
+		}
+		if s := runNode(t, e.URL, "strict-"+script); s.Chunks.LastFinish != nil && *s.Chunks.LastFinish == "tool_calls" {
+			t.Errorf("%s passed on as it came ended with the finish reason: %+v (the test shows nothing)", script, s.Chunks)
+		}
+	}
+}
