@@ -54,7 +54,8 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		{"a streamed tool call (model sim-tool)", demoTool, 1},
 		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, QUIRKS A02)", demoQuirk, 1},
 		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair, 1},
-		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking, 2},
+		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking("sim-deepseek"), 2},
+		{"an Anthropic upstream (the Messages API, simulated): a tool call with thinking, replayed without its reasoning — the thinking block and its signature are put back (model sim-claude-toolloop)", demoThinking("sim-claude-toolloop"), 2},
 		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error"), 1},
 		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut"), 1},
 	}
@@ -197,11 +198,17 @@ func demoRepair(ctx context.Context, c openai.Client, w io.Writer) error {
 	return nil
 }
 
-func demoThinking(ctx context.Context, c openai.Client, w io.Writer) error {
+// demoThinking runs two turns of a tool conversation with a thinking
+// model; the client replays the first turn without its reasoning.
+func demoThinking(model string) func(context.Context, openai.Client, io.Writer) error {
+	return func(ctx context.Context, c openai.Client, w io.Writer) error { return thinkingTurns(ctx, c, w, model) }
+}
+
+func thinkingTurns(ctx context.Context, c openai.Client, w io.Writer, model string) error {
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")}
 	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})}
 	for turn := 1; turn <= 2; turn++ {
-		stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "sim-deepseek", Messages: msgs, Tools: tools})
+		stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: model, Messages: msgs, Tools: tools})
 		acc := openai.ChatCompletionAccumulator{}
 		var reasoning strings.Builder
 		for stream.Next() {
@@ -220,6 +227,9 @@ func demoThinking(ctx context.Context, c openai.Client, w io.Writer) error {
 		}
 		m := acc.Choices[0].Message
 		fmt.Fprintf(w, "    turn %d: reasoning_content %q, %d tool call(s)\n", turn, reasoning.String(), len(m.ToolCalls))
+		if reasoning.Len() == 0 {
+			return fmt.Errorf("turn %d: no reasoning", turn)
+		}
 		if len(m.ToolCalls) == 0 {
 			break
 		}

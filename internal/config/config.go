@@ -30,6 +30,8 @@ const (
 	DefaultMaxResponseBytes  = 32 << 20
 	DefaultMaxEventBytes     = 8 << 20
 	DefaultAuthHeader        = "Authorization"
+	DefaultAnthropicVersion  = "2023-06-01"
+	DefaultMaxTokens         = 4096
 )
 
 // Config is the whole configuration tree.
@@ -167,13 +169,26 @@ type Server struct {
 	Pprof bool `yaml:"pprof"`
 }
 
-// Upstream is one provider endpoint speaking the OpenAI chat-completions wire.
+// Upstream is one provider endpoint: one speaking the OpenAI
+// chat-completions wire, or Anthropic's Messages API.
 type Upstream struct {
 	// Name identifies the upstream in routes, logs and metrics.
 	Name string `yaml:"name"`
+	// Protocol is the wire the upstream speaks: openai (chat completions,
+	// the default) or anthropic (the Messages API: requests and answers
+	// are translated, clients keep speaking chat completions).
+	Protocol string `yaml:"protocol"`
 	// URL is the API base URL, e.g. https://api.openai.com/v1; the gateway
-	// appends /chat/completions. Required unless Simulator is set.
+	// appends /chat/completions (protocol anthropic: /messages, e.g. to
+	// https://api.anthropic.com/v1). Required unless Simulator is set.
 	URL string `yaml:"url"`
+	// AnthropicVersion is the anthropic-version header of a protocol
+	// anthropic upstream. Default 2023-06-01.
+	AnthropicVersion string `yaml:"anthropic_version"`
+	// DefaultMaxTokens is the max_tokens sent to a protocol anthropic
+	// upstream (which requires one) when the request and the route's
+	// budget set no output limit. Default 4096.
+	DefaultMaxTokens int `yaml:"default_max_tokens"`
 	// Simulator makes this upstream the built-in simulated provider, started
 	// by the gateway on a loopback port; URL must then be empty.
 	Simulator bool `yaml:"simulator"`
@@ -520,8 +535,22 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
+		if u.Protocol == "" {
+			u.Protocol = "openai"
+		}
 		if u.AuthHeader == "" {
 			u.AuthHeader = DefaultAuthHeader
+			if u.Protocol == "anthropic" {
+				u.AuthHeader = "x-api-key"
+			}
+		}
+		if u.Protocol == "anthropic" {
+			if u.AnthropicVersion == "" {
+				u.AnthropicVersion = DefaultAnthropicVersion
+			}
+			if u.DefaultMaxTokens == 0 {
+				u.DefaultMaxTokens = DefaultMaxTokens
+			}
 		}
 		setDur(&u.ConnectTimeout, DefaultConnectTimeout)
 		setDur(&u.HeaderTimeout, DefaultHeaderTimeout)
@@ -692,6 +721,14 @@ func (c *Config) Validate() error {
 			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 				add(p+".url", "must be an absolute http or https URL, got %q", u.URL)
 			}
+		}
+		switch u.Protocol {
+		case "openai", "anthropic":
+		default:
+			add(p+".protocol", "must be openai or anthropic, got %q", u.Protocol)
+		}
+		if u.DefaultMaxTokens < 0 {
+			add(p+".default_max_tokens", "must be positive, got %d", u.DefaultMaxTokens)
 		}
 		if strings.ContainsAny(u.AuthHeader, " :\r\n") {
 			add(p+".auth_header", "must be a header name, got %q", u.AuthHeader)

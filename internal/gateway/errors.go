@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/anthropic"
 )
 
 // RouteError is a model name that no route serves.
@@ -99,6 +100,12 @@ func errorFor(err error) (int, wire.ErrorBody) {
 			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", e.Upstream, e.Msg))
 	case *policy.RequestError:
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_value", e.Param, e.Error())
+	case *anthropic.RequestError:
+		code := "invalid_value"
+		if e.Unsupported {
+			code = "unsupported_parameter"
+		}
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, e.Param, e.Error())
 	case *wire.IncompleteError:
 		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", e.Upstream)
 		if e.Message != "" {
@@ -115,7 +122,7 @@ func firstKnown(err error) error {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch e.(type) {
 		case *IntakeError, *wire.DecodeError, *auth.Error, *budget.LimitError, *budget.StateError, *repair.RejectError,
-			*RouteError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *wire.IncompleteError:
+			*RouteError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *anthropic.RequestError, *wire.IncompleteError:
 			return e
 		}
 	}
@@ -188,9 +195,9 @@ func upstreamError(e *upstream.Error) (int, wire.ErrorBody) {
 	case 408, 504:
 		return http.StatusGatewayTimeout, wire.NewError("upstream_error", "upstream_timeout", "",
 			fmt.Sprintf("The upstream %s timed out (%d): %s", e.Upstream, e.Status, msg))
-	case 503:
+	case 503, 529: // 529: Anthropic's overloaded_error
 		return http.StatusServiceUnavailable, wire.NewError("upstream_error", "upstream_unavailable", "",
-			fmt.Sprintf("The upstream %s is unavailable (503): %s", e.Upstream, msg))
+			fmt.Sprintf("The upstream %s is unavailable (%d): %s", e.Upstream, e.Status, msg))
 	}
 	return http.StatusBadGateway, wire.NewError("upstream_error", "upstream_error", "",
 		fmt.Sprintf("The upstream %s failed (%d): %s", e.Upstream, e.Status, msg))

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"runtime/debug"
@@ -158,12 +159,24 @@ func (g *Gateway) openState(opts Options) error {
 
 // upstreamClient is the HTTP client for upstream u.
 func upstreamClient(u config.Upstream) *upstream.Client {
+	path, headers := "", u.Headers
+	if u.Protocol == "anthropic" {
+		path = "/messages"
+		headers = maps.Clone(headers)
+		if headers == nil {
+			headers = map[string]string{}
+		}
+		if _, set := headers["anthropic-version"]; !set {
+			headers["anthropic-version"] = u.AnthropicVersion
+		}
+	}
 	return upstream.New(upstream.Target{
 		Name:             u.Name,
 		URL:              u.URL,
+		Path:             path,
 		APIKey:           u.APIKey,
 		AuthHeader:       u.AuthHeader,
-		Headers:          u.Headers,
+		Headers:          headers,
 		ConnectTimeout:   u.ConnectTimeout,
 		HeaderTimeout:    u.HeaderTimeout,
 		MaxErrorBody:     u.MaxErrorBodyBytes,

@@ -51,11 +51,28 @@ type plan struct {
 	fallbacks []*plan
 }
 
+// protocol is the wire an upstream speaks.
+type protocol uint8
+
+const (
+	protocolOpenAI    protocol = iota // chat completions, as the clients
+	protocolAnthropic                 // the Messages API, translated (internal/wire/anthropic)
+)
+
+// thinkingMember is the member of an assistant message the reasoning
+// store's thinking blocks are restored into for an anthropic upstream: a
+// JSON string holding the blocks, read by the translator, never sent.
+const thinkingMember = "toolgate_thinking_blocks"
+
 // upstreamPlan is one upstream resolved at load.
 type upstreamPlan struct {
-	name   string
-	client *upstream.Client
-	quirks wire.Quirks
+	name     string
+	protocol protocol
+	// defaultMaxTokens is an anthropic upstream's max_tokens when nothing
+	// sets one.
+	defaultMaxTokens int
+	client           *upstream.Client
+	quirks           wire.Quirks
 	// reasoning is where the upstream puts reasoning; field, the member it
 	// takes it back in ("" for inline think tags: nothing to restore).
 	reasoning wire.ReasoningSource
@@ -109,6 +126,15 @@ func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 		maxEvent:    u.MaxEventBytes, readIdle: u.ReadIdleTimeout, simulated: u.Simulator,
 	}
 	p.toolCallContent, _ = repair.ParseContentMode(u.ToolCallContent)
+	if u.Protocol == "anthropic" {
+		// Thinking comes back through the translator as reasoning_content;
+		// its blocks, signatures and all, are remembered and restored
+		// (Anthropic needs them back); a forced tool_choice is refused
+		// while thinking.
+		p.protocol, p.defaultMaxTokens = protocolAnthropic, u.DefaultMaxTokens
+		p.reasoning, p.field, p.restore, p.refusesForced = wire.ReasoningContent, thinkingMember, true, true
+		return p
+	}
 	switch u.ReasoningField {
 	case "reasoning":
 		p.reasoning, p.field = wire.ReasoningField, "reasoning"
@@ -142,6 +168,9 @@ func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *poli
 	p.policy = policy.Config{Mode: mode, EnforceParallel: r.EnforceParallelToolCalls, Arguments: args, Schemas: schemas, MaxTools: maxTools}
 	p.buffer = r.ToolCalls == "buffer" || args == policy.ArgumentsReject
 	p.reasoning = resolveReasoning(r.Reasoning)
+	if up.protocol == protocolAnthropic && p.reasoning.Format != policy.FormatNone {
+		p.reasoning.Format = policy.FormatBudget // Anthropic's own: thinking with budget_tokens
+	}
 	p.reasoningOut = r.Reasoning.Output
 	p.offOnMiss = r.Reasoning.OnMiss == "disable_thinking"
 	p.offWhenForced = r.Reasoning.ForcedToolChoice == "disable_thinking"

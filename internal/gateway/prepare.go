@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/anthropic"
 )
 
 // prepared is a request ready to send on one route: derived from the
@@ -21,11 +22,14 @@ type prepared struct {
 	// clientUsage: the client asked for the usage chunk.
 	clientUsage bool
 
-	trimmed  int
-	report   repair.Report
-	fixes    repair.Fixes
-	restored policy.Restored
-	level    policy.Level
+	trimmed int
+	// droppedEmpty counts empty turns an anthropic upstream would refuse,
+	// left out.
+	droppedEmpty int
+	report       repair.Report
+	fixes        repair.Fixes
+	restored     policy.Restored
+	level        policy.Level
 }
 
 // prepare derives the request to send on route p from the client's:
@@ -52,10 +56,29 @@ func (g *Gateway) prepare(x *exchange, p *plan) (*prepared, error) {
 		return nil, err
 	}
 	pr.clientUsage = pr.req.Stream && streamUsage(pr.req, p.upstream.noStreamOptions)
-	if pr.body, err = pr.req.Encode(p.targetModel(x.req.Model)); err != nil {
+	if err := pr.encode(p.targetModel(x.req.Model)); err != nil {
 		return nil, err
 	}
 	return pr, nil
+}
+
+// encode writes the body to send, in the upstream's protocol.
+func (pr *prepared) encode(model string) error {
+	up := pr.plan.upstream
+	if up.protocol != protocolAnthropic {
+		var err error
+		pr.body, err = pr.req.Encode(model)
+		return err
+	}
+	body, rep, err := anthropic.Request(pr.req, anthropic.Options{Model: model, DefaultMaxTokens: up.defaultMaxTokens, ThinkingMember: thinkingMember})
+	if err != nil {
+		return err
+	}
+	pr.body, pr.droppedEmpty = body, rep.DroppedEmpty
+	if rep.ThinkingOff {
+		pr.level = policy.Off // the last tool turn's thinking was not found
+	}
+	return nil
 }
 
 // transcript trims the messages to the input budget, normalizes and
@@ -167,6 +190,9 @@ func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 		h.Set(RepairHeader, rec.Repair)
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "sealed", N: len(pr.report.Sealed)},
 			observe.Count{Name: "dropped", N: len(pr.report.Dropped)}, observe.Count{Name: "moved", N: len(pr.report.Moved)})
+	}
+	if pr.droppedEmpty > 0 {
+		rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_empty_turn", N: pr.droppedEmpty})
 	}
 	if f := pr.fixes; f.Any() {
 		rec.Normalize = f.Header()

@@ -167,3 +167,32 @@ routes: [{model: "*", upstream: ds}]
 		t.Errorf("reasoning not restored across replicas: %s", s.LastRequest())
 	}
 }
+
+// An Anthropic upstream's thinking blocks are shared through Redis like
+// any remembered reasoning: a tool conversation that alternates replicas
+// gets its signed thinking blocks back on every replay.
+func TestRedisSharedThinkingBlocks(t *testing.T) {
+	srv := testredis.Start(t)
+	a, b, s := twoGateways(t, srv, `
+state: {store: redis, redis_url: "REDIS_URL"}
+upstreams: [{name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: claude, reasoning: {format: thinking-budget, level: low}}]
+`)
+	msgs := gatewaytest.UserMsg("Weather in Paris, twice please.")
+	for turn, e := range []*gatewaytest.Env{a, b, a} {
+		r := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "claude-toolloop", Messages: msgs, Tools: weatherTool})
+		if r.err != nil {
+			t.Fatalf("turn %d: %v\nlast request: %s", turn+1, r.err, s.LastRequest())
+		}
+		if len(r.msg.ToolCalls) == 0 {
+			if turn != 2 {
+				t.Fatalf("turn %d: no call", turn+1)
+			}
+			break
+		}
+		msgs = append(msgs, r.msg.ToParam(), openai.ToolMessage("sunny", r.msg.ToolCalls[0].ID))
+	}
+	if strings.Count(string(s.LastRequest()), `"type":"thinking"`) != 2 {
+		t.Errorf("thinking blocks not restored across replicas: %s", s.LastRequest())
+	}
+}

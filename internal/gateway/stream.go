@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/anthropic"
 )
 
 // relay re-streams one upstream response to the client: the upstream's
@@ -22,6 +23,9 @@ type relay struct {
 	t   *try
 	n   *wire.Normalizer
 	out *wire.Writer
+	// tr translates an anthropic upstream's events into chunks; nil for
+	// an openai one.
+	tr *anthropic.Stream
 	// gone: writing to the client failed.
 	gone bool
 }
@@ -43,10 +47,16 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 		rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	}()
 	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: wire.NewWriter(dw)}
+	if t.plan.upstream.protocol == protocolAnthropic {
+		s.tr = anthropic.NewStream()
+	}
 	s.out.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
 	sawDone, readErr, chunkErr := s.pump(ctx)
 	err := g.endStream(s, sawDone, readErr, chunkErr)
 	t.record.Fixes = fixesOf(s.n.Fixes())
+	if s.tr != nil && s.tr.Paused() {
+		t.record.Fixes = append(t.record.Fixes, observe.Count{Name: "pause_turn", N: 1})
+	}
 	addUsage(x.rec, s.n.Result(nil).Usage)
 	return err
 }
@@ -66,24 +76,50 @@ func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error
 		if ev.Data == "" {
 			continue
 		}
-		data, send, err := s.n.Chunk(unsafe.Slice(unsafe.StringData(ev.Data), len(ev.Data)))
+		data := unsafe.Slice(unsafe.StringData(ev.Data), len(ev.Data))
+		if s.tr == nil {
+			if end, done, err := s.forward(data); end {
+				return done, nil, err
+			}
+			continue
+		}
+		chunks, done, err := s.tr.Event(data)
 		if err != nil {
 			return false, nil, err
 		}
-		if send && !s.send(data) {
-			return false, nil, nil
-		}
-		if s.n.Cut() {
-			// The output budget is spent: the client has exactly
-			// maxOutputChars of text, and the stream ends here, as "length".
-			s.x.rec.Limited = budget.MaxOutputChars.String()
-			if s.n.Result(nil).FinishReason == "" && !s.send(s.n.LengthChunk()) {
-				return false, nil, nil
+		for _, c := range chunks {
+			if end, done, err := s.forward(c); end {
+				return done, nil, err
 			}
-			return true, nil, nil
+		}
+		if done {
+			return true, nil, nil // message_stop: Anthropic's end marker
 		}
 	}
 	return false, nil, nil
+}
+
+// forward sends one upstream chunk through the normalizer to the client.
+// end says the stream ends here: as complete (done, at the output budget),
+// with a chunk's error, or because the client is gone.
+func (s *relay) forward(chunk []byte) (end, done bool, chunkErr error) {
+	data, send, err := s.n.Chunk(chunk)
+	if err != nil {
+		return true, false, err
+	}
+	if send && !s.send(data) {
+		return true, false, nil
+	}
+	if !s.n.Cut() {
+		return false, false, nil
+	}
+	// The output budget is spent: the client has exactly maxOutputChars of
+	// text, and the stream ends here, as "length".
+	s.x.rec.Limited = budget.MaxOutputChars.String()
+	if s.n.Result(nil).FinishReason == "" && !s.send(s.n.LengthChunk()) {
+		return true, false, nil
+	}
+	return true, true, nil
 }
 
 // send writes one event to the client; false when the client is gone.
@@ -141,6 +177,9 @@ func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) err
 	judged(x, t, outcome)
 	switch {
 	case outcome.OK():
+		if s.tr != nil {
+			res.Reasoning = string(s.tr.Thinking()) // the blocks, signatures and all, are what goes back
+		}
 		g.remember(x, t, res)
 		for _, data := range append(s.n.Flush(), fin.Tail...) {
 			if !s.send(data) {

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/anthropic"
 )
 
 // whole relays a non-streamed response: read within max_response_bytes,
@@ -20,16 +21,27 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	up := t.plan.upstream
 	n := wire.NewNormalizer(t.plan.normalizer(t.prepared))
 	b, err := io.ReadAll(io.LimitReader(t.resp.Body, up.maxResponse+1))
+	var answer anthropic.Answer
 	switch {
 	case err != nil:
 		err = &wire.IncompleteError{Upstream: up.name, Err: err}
 	case int64(len(b)) > up.maxResponse:
 		err = &wire.IncompleteError{Upstream: up.name, Err: errors.New("the response is larger than max_response_bytes")}
+	case up.protocol == protocolAnthropic:
+		if answer, err = anthropic.Whole(b, up.name); err == nil {
+			b, err = n.Whole(answer.Chat)
+		}
 	default:
 		b, err = n.Whole(b)
 	}
 	res := n.Result(nil)
 	t.record.Fixes = fixesOf(res.Fixes)
+	if answer.Paused {
+		t.record.Fixes = append(t.record.Fixes, observe.Count{Name: "pause_turn", N: 1})
+	}
+	if answer.Thinking != nil {
+		res.Reasoning = string(answer.Thinking) // the blocks, signatures and all, are what goes back
+	}
 	addUsage(x.rec, res.Usage)
 	done := err == nil
 	outcome := t.judge.Finish(policy.End{Done: done, Calls: res.Calls, CallsErr: res.CallsErr, FinishReason: res.FinishReason, Text: res.Text})

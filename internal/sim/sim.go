@@ -64,6 +64,8 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	s.mux.HandleFunc("POST /chat/completions", s.chat)
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("POST /v1/messages", s.messages)
+	s.mux.HandleFunc("POST /messages", s.messages)
 	if opts.Fast {
 		s.fast = map[fastKey][]byte{}
 		for _, sc := range []script{scriptText, scriptTool, scriptParallel} {

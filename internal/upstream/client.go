@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +21,10 @@ import (
 type Target struct {
 	// Name is the configured upstream name.
 	Name string
-	// URL is the API base URL; "/chat/completions" is appended.
+	// URL is the API base URL; Path is appended.
 	URL string
+	// Path is the endpoint below URL; "" is "/chat/completions".
+	Path string
 	// APIKey is sent in AuthHeader; empty sends no credentials.
 	APIKey string
 	// AuthHeader is "Authorization" (sent as "Bearer <key>") or another
@@ -68,7 +71,7 @@ func New(t Target) *Client {
 	freshTr.DisableKeepAlives = true
 	return &Client{
 		target: t,
-		url:    strings.TrimSuffix(t.URL, "/") + "/chat/completions",
+		url:    strings.TrimSuffix(t.URL, "/") + cmp.Or(t.Path, "/chat/completions"),
 		// No Client.Timeout: it would cut long streams. Deadlines come from
 		// the caller's context.
 		hc:    &http.Client{Transport: tr, CheckRedirect: noRedirect},

@@ -1,0 +1,380 @@
+package sim
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The simulator's Anthropic mode: POST /v1/messages speaks the Messages
+// API — its event sequence, its whole messages, its errors — and checks
+// every request by Anthropic's rules first (QUIRKS C10–C14, max_tokens,
+// the anthropic-version header), answering Anthropic's own 400 wording
+// when one is broken. The model name picks the script, as for chat
+// completions:
+//
+//	error-NNN  fails with status NNN (529: overloaded_error, 429: rate_limit_error with retry-after)
+//	cut        the stream (or body) is cut mid-way
+//	midstream  the stream sends an error event (overloaded_error) mid-way
+//	parallel   two tool_use blocks (the first declared tool, Paris and Rome)
+//	toolloop   a tool_use block until the transcript has two tool results, then text
+//	tool       one tool_use block
+//	else       a text answer
+//
+// With thinking enabled every answer starts with a thinking block, signed
+// (an HMAC of its text); a thinking block sent back must carry that
+// signature unchanged.
+
+// anthropicMessage is one turn of a Messages request.
+type anthropicMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// anthropicBlock is one content block of a turn.
+type anthropicBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	ToolUseID string          `json:"tool_use_id"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Input     json.RawMessage `json:"input"`
+}
+
+type anthropicRequest struct {
+	Model     string             `json:"model"`
+	MaxTokens *int               `json:"max_tokens"`
+	Messages  []anthropicMessage `json:"messages"`
+	Tools     []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+	ToolChoice *struct {
+		Type string `json:"type"`
+	} `json:"tool_choice"`
+	Thinking *struct {
+		Type   string `json:"type"`
+		Budget int    `json:"budget_tokens"`
+	} `json:"thinking"`
+	Temperature *float64 `json:"temperature"`
+	Stream      bool     `json:"stream"`
+}
+
+func (r *anthropicRequest) thinkingOn() bool {
+	return r.Thinking != nil && r.Thinking.Type == "enabled"
+}
+
+// blocks reads a turn's content: a string is one text block.
+func (m anthropicMessage) blocks() []anthropicBlock {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return []anthropicBlock{{Type: "text", Text: &s}}
+	}
+	var bs []anthropicBlock
+	_ = json.Unmarshal(m.Content, &bs)
+	return bs
+}
+
+var signKey = []byte("toolgate-sim-thinking")
+
+// signature is what the simulator signs a thinking block's text with.
+func signature(thinking string) string {
+	h := hmac.New(sha256.New, signKey)
+	h.Write([]byte(thinking))
+	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+func (s *Sim) messages(w http.ResponseWriter, r *http.Request) {
+	body, err := readAll(r)
+	s.requests.Add(1)
+	s.mu.Lock()
+	s.last, s.lastHeader = body, r.Header.Clone()
+	s.mu.Unlock()
+	if err != nil {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "could not read the body: "+err.Error())
+		return
+	}
+	var req anthropicRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "There was an error parsing the body: "+err.Error())
+		return
+	}
+	if r.Header.Get("anthropic-version") == "" {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
+		return
+	}
+	if msg := checkAnthropic(&req); msg != "" {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", msg)
+		return
+	}
+	if i := strings.Index(req.Model, "error-"); i >= 0 && len(req.Model) >= i+9 {
+		status, _ := strconv.Atoi(req.Model[i+6 : i+9])
+		switch status {
+		case 529:
+			anthropicError(w, 529, "overloaded_error", "Overloaded")
+		case 429:
+			w.Header().Set("retry-after", "1")
+			anthropicError(w, 429, "rate_limit_error", "This request would exceed the rate limit for your organization.")
+		default:
+			anthropicError(w, status, "api_error", "Internal server error")
+		}
+		return
+	}
+	blocks, stop := s.anthropicAnswer(&req)
+	id := fmt.Sprintf("msg_sim_%d", s.seq.Add(1))
+	if req.Stream {
+		s.anthropicStream(w, r, id, &req, blocks, stop)
+		return
+	}
+	b, _ := json.Marshal(map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": blocks,
+		"stop_reason": stop, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 20, "output_tokens": 12, "cache_read_input_tokens": 5},
+	})
+	if strings.Contains(req.Model, "cut") {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.Write(b[:len(b)/2])
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// anthropicAnswer is the script's answer: its content blocks and stop
+// reason.
+func (s *Sim) anthropicAnswer(req *anthropicRequest) ([]map[string]any, string) {
+	results := 0
+	for _, m := range req.Messages {
+		for _, b := range m.blocks() {
+			if b.Type == "tool_result" {
+				results++
+			}
+		}
+	}
+	var out []map[string]any
+	if req.thinkingOn() {
+		t := fmt.Sprintf("Thinking about it, step %d.", results+1)
+		out = append(out, map[string]any{"type": "thinking", "thinking": t, "signature": signature(t)})
+	}
+	tool := "get_weather"
+	if len(req.Tools) > 0 {
+		tool = req.Tools[0].Name
+	}
+	use := func(id, city string) map[string]any {
+		return map[string]any{"type": "tool_use", "id": id, "name": tool, "input": map[string]string{"city": city}}
+	}
+	n := s.seq.Add(1)
+	switch {
+	case strings.Contains(req.Model, "parallel"):
+		return append(out, map[string]any{"type": "text", "text": "Checking both."},
+			use(fmt.Sprintf("toolu_sim_%da", n), "Paris"), use(fmt.Sprintf("toolu_sim_%db", n), "Rome")), "tool_use"
+	case strings.Contains(req.Model, "toolloop") && results < 2, strings.Contains(req.Model, "tool") && !strings.Contains(req.Model, "toolloop"):
+		return append(out, use(fmt.Sprintf("toolu_sim_%d", n), "Paris")), "tool_use"
+	}
+	return append(out, map[string]any{"type": "text", "text": answer}), "end_turn"
+}
+
+// anthropicStream sends the answer as Anthropic streams it: message_start,
+// ping, each block's start, deltas and stop, message_delta, message_stop.
+func (s *Sim) anthropicStream(w http.ResponseWriter, r *http.Request, id string, req *anthropicRequest, blocks []map[string]any, stop string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var events []string
+	ev := func(typ string, v map[string]any) {
+		v["type"] = typ
+		b, _ := json.Marshal(v)
+		events = append(events, "event: "+typ+"\ndata: "+string(b)+"\n\n")
+	}
+	ev("message_start", map[string]any{"message": map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 20, "output_tokens": 1, "cache_read_input_tokens": 5}}})
+	ev("ping", map[string]any{})
+	for i, b := range blocks {
+		switch b["type"] {
+		case "text":
+			ev("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			for _, p := range pieces(b["text"].(string), 4) {
+				ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "text_delta", "text": p}})
+			}
+		case "thinking":
+			ev("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "thinking", "thinking": ""}})
+			for _, p := range pieces(b["thinking"].(string), 3) {
+				ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": p}})
+			}
+			ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
+		case "tool_use":
+			ev("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
+			input, _ := json.Marshal(b["input"])
+			for _, p := range pieces(string(input), 3) {
+				ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": p}})
+			}
+		}
+		ev("content_block_stop", map[string]any{"index": i})
+	}
+	ev("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]int{"output_tokens": 12}})
+	ev("message_stop", map[string]any{})
+	for i, e := range events {
+		if strings.Contains(req.Model, "cut") && i == len(events)/2 {
+			panic(http.ErrAbortHandler) // the connection drops mid-stream
+		}
+		if strings.Contains(req.Model, "midstream") && i == len(events)/2 {
+			io.WriteString(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
+			return
+		}
+		if i > 0 && s.opts.ChunkDelay > 0 {
+			select {
+			case <-r.Context().Done():
+				s.cancellations.Add(1)
+				return
+			case <-time.After(s.opts.ChunkDelay):
+			}
+		}
+		if _, err := io.WriteString(w, e); err != nil {
+			return
+		}
+		rc.Flush()
+	}
+}
+
+func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+const thinkingDocs = "Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+
+// checkAnthropic applies Anthropic's request rules and returns the first
+// broken one in Anthropic's wording, or "".
+func checkAnthropic(req *anthropicRequest) string {
+	if req.MaxTokens == nil {
+		return "max_tokens: Field required"
+	}
+	for i, t := range req.Tools {
+		if !toolName.MatchString(t.Name) {
+			return fmt.Sprintf("tools.%d.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
+		}
+	}
+	if msg := checkThinking(req); msg != "" {
+		return msg
+	}
+	return checkTurns(req)
+}
+
+// checkThinking applies C14 and the rules that come with thinking.
+func checkThinking(req *anthropicRequest) string {
+	if !req.thinkingOn() {
+		return ""
+	}
+	switch {
+	case req.Thinking.Budget < 1024:
+		return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+	case req.Thinking.Budget >= *req.MaxTokens:
+		return "`max_tokens` must be greater than `thinking.budget_tokens`. " + thinkingDocs + "#max-tokens-and-context-window-size"
+	case req.Temperature != nil && *req.Temperature != 1:
+		return "`temperature` may only be set to 1 when thinking is enabled. " + thinkingDocs
+	case req.ToolChoice != nil && (req.ToolChoice.Type == "any" || req.ToolChoice.Type == "tool"):
+		return "Thinking may not be enabled when tool_choice forces tool use."
+	}
+	// The last tool turn must start with its thinking block.
+	n := len(req.Messages)
+	if n >= 2 && req.Messages[n-1].Role == "user" && req.Messages[n-2].Role == "assistant" {
+		a, u := req.Messages[n-2].blocks(), req.Messages[n-1].blocks()
+		if len(a) > 0 && len(u) > 0 && u[0].Type == "tool_result" && a[0].Type != "thinking" && a[0].Type != "redacted_thinking" {
+			return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. %s", n-2, a[0].Type, thinkingDocs)
+		}
+	}
+	return ""
+}
+
+// checkTurns applies the rules on turns and blocks (C10–C12, signatures).
+func checkTurns(req *anthropicRequest) string {
+	seen := map[string]bool{}
+	for i, m := range req.Messages {
+		blocks := m.blocks()
+		if len(blocks) == 0 && !(i == len(req.Messages)-1 && m.Role == "assistant") {
+			return fmt.Sprintf("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
+		}
+		var uses []string
+		for j, b := range blocks {
+			switch b.Type {
+			case "text":
+				if b.Text == nil || *b.Text == "" {
+					return "messages: text content blocks must be non-empty"
+				}
+			case "thinking":
+				if b.Signature != signature(b.Thinking) {
+					return fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+				}
+			case "tool_use":
+				if seen[b.ID] {
+					return fmt.Sprintf("messages.%d.content.%d: tool_use ids must be unique", i, j)
+				}
+				seen[b.ID] = true
+				uses = append(uses, b.ID)
+			}
+		}
+		if msg := checkResults(req.Messages, i, uses); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// checkResults checks that turn i's tool_use ids are answered by
+// tool_result blocks at the start of the next turn, and that the results
+// of turn i answer the calls of the turn before it (C10).
+func checkResults(msgs []anthropicMessage, i int, uses []string) string {
+	blocks := msgs[i].blocks()
+	results := 0
+	for j, b := range blocks {
+		if b.Type != "tool_result" {
+			continue
+		}
+		if j != results {
+			return fmt.Sprintf("messages.%d: Did not find %d tool_result block(s) at the beginning of this message. Messages following tool_use blocks must begin with a matching number of tool_result blocks.", i, results+1)
+		}
+		results++
+		found := false
+		if i > 0 {
+			for _, p := range msgs[i-1].blocks() {
+				found = found || p.Type == "tool_use" && p.ID == b.ToolUseID
+			}
+		}
+		if !found {
+			return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
+		}
+	}
+	if len(uses) == 0 || i == len(msgs)-1 {
+		return ""
+	}
+	answered := map[string]bool{}
+	for _, b := range msgs[i+1].blocks() {
+		if b.Type == "tool_result" {
+			answered[b.ToolUseID] = true
+		}
+	}
+	var missing []string
+	for _, id := range uses {
+		if !answered[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
+	}
+	return ""
+}

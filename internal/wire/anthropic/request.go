@@ -1,0 +1,273 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// RequestError is a chat request this upstream cannot take: a feature the
+// Messages API lacks (Unsupported), or a value it refuses (C14's thinking
+// bounds, arguments that are not an object). Nothing was sent.
+type RequestError struct {
+	Param       string
+	Msg         string
+	Unsupported bool
+}
+
+func (e *RequestError) Error() string { return e.Param + ": " + e.Msg }
+
+// Options are what Request needs besides the request.
+type Options struct {
+	// Model is the upstream's model name.
+	Model string
+	// DefaultMaxTokens is max_tokens when the request sets no output limit
+	// (the Messages API requires one).
+	DefaultMaxTokens int
+	// ThinkingMember is the member of an assistant message that holds,
+	// as a JSON string, the thinking blocks the gateway restored for that
+	// turn from its reasoning store.
+	ThinkingMember string
+}
+
+// Report says what Request changed beyond the translation itself.
+type Report struct {
+	// ThinkingOff: thinking was asked for, but the last tool turn's
+	// thinking blocks were not found; thinking was turned off (Anthropic
+	// refuses such a request).
+	ThinkingOff bool
+	// DroppedEmpty counts turns dropped for having no content (C12).
+	DroppedEmpty int
+}
+
+type message struct {
+	Role    string            `json:"role"`
+	Content []json.RawMessage `json:"content"`
+}
+
+type tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type body struct {
+	Model         string            `json:"model"`
+	MaxTokens     int               `json:"max_tokens"`
+	System        []json.RawMessage `json:"system,omitempty"`
+	Messages      []message         `json:"messages"`
+	Tools         []tool            `json:"tools,omitempty"`
+	ToolChoice    json.RawMessage   `json:"tool_choice,omitempty"`
+	StopSequences json.RawMessage   `json:"stop_sequences,omitempty"`
+	Temperature   json.RawMessage   `json:"temperature,omitempty"`
+	TopP          json.RawMessage   `json:"top_p,omitempty"`
+	TopK          json.RawMessage   `json:"top_k,omitempty"`
+	Thinking      json.RawMessage   `json:"thinking,omitempty"`
+	Metadata      json.RawMessage   `json:"metadata,omitempty"`
+	Stream        bool              `json:"stream,omitempty"`
+}
+
+// Request translates a prepared chat request (repaired, its reasoning
+// level written as thinking-budget's thinking member) into a Messages API
+// request body (see the package doc for what maps to what).
+func Request(req *wire.ChatRequest, o Options) ([]byte, Report, error) {
+	var rep Report
+	if err := unsupported(req); err != nil {
+		return nil, rep, err
+	}
+	b := body{Model: o.Model, Stream: req.Stream, MaxTokens: o.DefaultMaxTokens}
+	if n, ok := intMember(req, "max_tokens", "max_completion_tokens"); ok {
+		b.MaxTokens = n
+	}
+	var err error
+	if b.System, b.Messages, rep.DroppedEmpty, err = transcript(req.Messages, o.ThinkingMember); err != nil {
+		return nil, rep, err
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		b.Tools = append(b.Tools, tool{Name: t.Name, Description: toolDescription(t.Raw), InputSchema: schema})
+	}
+	if b.ToolChoice, err = toolChoice(req, len(b.Tools) > 0); err != nil {
+		return nil, rep, err
+	}
+	if stop, ok := req.Get("stop"); ok && string(stop) != "null" {
+		if stop[0] == '"' {
+			stop = append(append([]byte{'['}, stop...), ']')
+		}
+		b.StopSequences = stop
+	}
+	b.Temperature, b.TopP, b.TopK = member(req, "temperature"), member(req, "top_p"), member(req, "top_k")
+	if user, ok := req.Get("user"); ok && len(user) > 0 && user[0] == '"' {
+		b.Metadata = json.RawMessage(`{"user_id":` + string(user) + `}`)
+	}
+	if b.Thinking, rep.ThinkingOff, err = thinking(req, b.MaxTokens, b.Messages); err != nil {
+		return nil, rep, err
+	}
+	if thinkingOn(b.Thinking) {
+		b.Temperature, b.TopK = nil, nil // Anthropic refuses them while thinking
+	}
+	out, err := json.Marshal(b)
+	return out, rep, err
+}
+
+// unsupported refuses what the Messages API cannot do.
+func unsupported(req *wire.ChatRequest) error {
+	if n, ok := intMember(req, "n"); ok && n != 1 {
+		return &RequestError{Param: "n", Msg: "an anthropic upstream answers one choice; send n: 1 or leave it out", Unsupported: true}
+	}
+	if rf, ok := req.Get("response_format"); ok && string(rf) != "null" && !strings.Contains(string(rf), `"text"`) {
+		return &RequestError{Param: "response_format", Msg: "an anthropic upstream has no response_format; ask for the shape in the prompt or declare a tool", Unsupported: true}
+	}
+	if lp, ok := req.Get("logprobs"); ok && string(lp) == "true" {
+		return &RequestError{Param: "logprobs", Msg: "an anthropic upstream returns no logprobs", Unsupported: true}
+	}
+	if a, ok := req.Get("audio"); ok && string(a) != "null" {
+		return &RequestError{Param: "audio", Msg: "an anthropic upstream answers no audio", Unsupported: true}
+	}
+	return nil
+}
+
+// member returns a member's raw value, nil when absent or null.
+func member(req *wire.ChatRequest, key string) json.RawMessage {
+	if v, ok := req.Get(key); ok && string(v) != "null" {
+		return v
+	}
+	return nil
+}
+
+// intMember returns the first of keys that holds an integer.
+func intMember(req *wire.ChatRequest, keys ...string) (int, bool) {
+	for _, k := range keys {
+		if v := member(req, k); v != nil {
+			if n, err := strconv.Atoi(string(v)); err == nil {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// toolDescription is a declared tool's function.description.
+func toolDescription(raw json.RawMessage) string {
+	var t struct {
+		Function struct {
+			Description string `json:"description"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	return t.Function.Description
+}
+
+// toolChoice maps tool_choice and parallel_tool_calls onto Anthropic's
+// tool_choice.
+func toolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) {
+	choice := map[string]any{}
+	raw := member(req, "tool_choice")
+	var s string
+	switch {
+	case raw == nil:
+		choice["type"] = "auto"
+	case json.Unmarshal(raw, &s) == nil:
+		switch s {
+		case "auto":
+			choice["type"] = "auto"
+		case "none":
+			choice["type"] = "none"
+		case "required":
+			choice["type"] = "any"
+		default:
+			return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice", wire.Clip(s))}
+		}
+	default:
+		var f struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &f) != nil || f.Function.Name == "" {
+			return nil, &RequestError{Param: "tool_choice", Msg: `must be "none", "auto", "required" or {"type":"function","function":{"name":"…"}}`}
+		}
+		choice["type"], choice["name"] = "tool", f.Function.Name
+	}
+	if p := member(req, "parallel_tool_calls"); string(p) == "false" && choice["type"] != "none" {
+		choice["disable_parallel_tool_use"] = true
+	}
+	if !haveTools || raw == nil && len(choice) == 1 {
+		return nil, nil // Anthropic's default, or nothing to choose from
+	}
+	return json.Marshal(choice)
+}
+
+// thinking checks the thinking member against Anthropic's bounds (C14)
+// and turns it off when the last tool turn lacks its thinking block.
+func thinking(req *wire.ChatRequest, maxTokens int, msgs []message) (json.RawMessage, bool, error) {
+	raw := member(req, "thinking")
+	if raw == nil {
+		return nil, false, nil
+	}
+	var t struct {
+		Type   string `json:"type"`
+		Budget int    `json:"budget_tokens"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return nil, false, &RequestError{Param: "thinking", Msg: `must be {"type":"enabled","budget_tokens":N} or {"type":"disabled"}`}
+	}
+	if t.Type != "enabled" {
+		return raw, false, nil
+	}
+	switch {
+	case t.Budget < 1024:
+		return nil, false, &RequestError{Param: "thinking.budget_tokens", Msg: fmt.Sprintf("the thinking budget (%d tokens) must be at least 1024 for an anthropic upstream; raise the route's reasoning budget", t.Budget)}
+	case t.Budget >= maxTokens:
+		return nil, false, &RequestError{Param: "max_tokens", Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than max_tokens (%d); raise max_tokens or lower the reasoning level", t.Budget, maxTokens)}
+	}
+	if lastToolTurnUnthought(msgs) {
+		return nil, true, nil
+	}
+	return raw, false, nil
+}
+
+func thinkingOn(raw json.RawMessage) bool {
+	return raw != nil && strings.Contains(string(raw), `"enabled"`)
+}
+
+// lastToolTurnUnthought reports a transcript that ends inside a tool loop
+// (the last assistant turn made calls, only their results follow) whose
+// assistant turn does not start with a thinking block.
+func lastToolTurnUnthought(msgs []message) bool {
+	n := len(msgs)
+	if n < 2 || msgs[n-1].Role != "user" || msgs[n-2].Role != "assistant" {
+		return false
+	}
+	a := msgs[n-2].Content
+	calls := false
+	for _, b := range a {
+		calls = calls || blockType(b) == "tool_use"
+	}
+	if !calls {
+		return false
+	}
+	for _, b := range msgs[n-1].Content {
+		if blockType(b) != "tool_result" {
+			return false
+		}
+	}
+	first := blockType(a[0])
+	return first != "thinking" && first != "redacted_thinking"
+}
+
+// blockType reads a block's "type" (the blocks are the translator's own,
+// so their type is their first member).
+func blockType(b json.RawMessage) string {
+	var t struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(b, &t)
+	return t.Type
+}

@@ -1,0 +1,241 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// event is the part of a Messages stream event the translator reads.
+type event struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message *struct {
+		ID    string `json:"id"`
+		Model string `json:"model"`
+		Usage usage  `json:"usage"`
+	} `json:"message"`
+	ContentBlock *struct {
+		Type     string          `json:"type"`
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
+		Text     string          `json:"text"`
+		Thinking string          `json:"thinking"`
+		Data     string          `json:"data"`
+		Input    json.RawMessage `json:"input"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *usage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// usage is Anthropic's token count.
+type usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+// add keeps the largest counts seen (message_start has the input,
+// message_delta the output; both may repeat either).
+func (u *usage) add(v usage) {
+	u.InputTokens = max(u.InputTokens, v.InputTokens)
+	u.OutputTokens = max(u.OutputTokens, v.OutputTokens)
+	u.CacheCreationInputTokens = max(u.CacheCreationInputTokens, v.CacheCreationInputTokens)
+	u.CacheReadInputTokens = max(u.CacheReadInputTokens, v.CacheReadInputTokens)
+}
+
+// openAI is the usage as chat completions report it: the prompt counts
+// cached and cache-writing tokens too.
+func (u usage) openAI() json.RawMessage {
+	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	b, _ := json.Marshal(map[string]any{
+		"prompt_tokens": prompt, "completion_tokens": u.OutputTokens, "total_tokens": prompt + u.OutputTokens,
+		"prompt_tokens_details": map[string]int64{"cached_tokens": u.CacheReadInputTokens},
+	})
+	return b
+}
+
+// thought is a thinking block as it must go back to Anthropic.
+type thought struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// Stream translates one Messages stream into chat.completion.chunk
+// payloads. It is created per response and is not safe for concurrent
+// use.
+type Stream struct {
+	id, model string
+	created   int64
+	calls     map[int]int // content block index → canonical call index
+	thoughts  []thought
+	current   int // the thought the latest thinking block writes to, or -1
+	usage     usage
+	paused    bool
+}
+
+// NewStream returns a Stream.
+func NewStream() *Stream { return &Stream{calls: map[int]int{}, current: -1} }
+
+// Event returns the chunks one event of the stream becomes (none for
+// most), and done at message_stop. An error event becomes a chunk with an
+// error object, which the normalizer ends the stream with. A payload that
+// is not a Messages event is an error.
+func (s *Stream) Event(data []byte) (chunks [][]byte, done bool, err error) {
+	var ev event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, false, &wire.ProtocolError{Index: -1, Msg: "an anthropic stream event is not a JSON object: " + wire.Clip(err.Error())}
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			s.id, s.model = ev.Message.ID, ev.Message.Model
+			s.usage.add(ev.Message.Usage)
+		}
+		s.created = time.Now().Unix()
+		return [][]byte{s.chunk(`{"role":"assistant","content":""}`, "null")}, false, nil
+	case "content_block_start":
+		return s.blockStart(ev), false, nil
+	case "content_block_delta":
+		return s.blockDelta(ev), false, nil
+	case "message_delta":
+		if ev.Usage != nil {
+			s.usage.add(*ev.Usage)
+		}
+		if ev.Delta == nil || ev.Delta.StopReason == "" {
+			return nil, false, nil
+		}
+		reason := s.finishReason(ev.Delta.StopReason)
+		return [][]byte{s.chunk(`{}`, strconv.Quote(reason)), s.usageChunk()}, false, nil
+	case "message_stop":
+		return nil, true, nil
+	case "error":
+		msg, typ := "an unspecified error", "api_error"
+		if ev.Error != nil {
+			msg, typ = ev.Error.Message, ev.Error.Type
+		}
+		b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": msg, "type": typ}})
+		return [][]byte{b}, false, nil
+	}
+	return nil, false, nil // ping, content_block_stop, and events of later API versions
+}
+
+func (s *Stream) blockStart(ev event) [][]byte {
+	b := ev.ContentBlock
+	if b == nil {
+		return nil
+	}
+	switch b.Type {
+	case "text":
+		if b.Text != "" {
+			return [][]byte{s.chunk(`{"content":`+quote(b.Text)+`}`, "null")}
+		}
+	case "tool_use":
+		k := len(s.calls)
+		s.calls[ev.Index] = k
+		args := ""
+		if len(b.Input) > 0 && string(b.Input) != "{}" {
+			args = string(b.Input)
+		}
+		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+quote(b.ID)+`,"type":"function","function":{"name":`+quote(b.Name)+`,"arguments":`+quote(args)+`}}]}`, "null")}
+	case "thinking":
+		s.thoughts = append(s.thoughts, thought{Type: "thinking", Thinking: b.Thinking})
+		s.current = len(s.thoughts) - 1
+		if b.Thinking != "" {
+			return [][]byte{s.chunk(`{"reasoning_content":`+quote(b.Thinking)+`}`, "null")}
+		}
+	case "redacted_thinking":
+		s.thoughts = append(s.thoughts, thought{Type: "redacted_thinking", Data: b.Data})
+		s.current = -1
+	}
+	return nil
+}
+
+func (s *Stream) blockDelta(ev event) [][]byte {
+	d := ev.Delta
+	if d == nil {
+		return nil
+	}
+	switch d.Type {
+	case "text_delta":
+		return [][]byte{s.chunk(`{"content":`+quote(d.Text)+`}`, "null")}
+	case "input_json_delta":
+		k, ok := s.calls[ev.Index]
+		if !ok || d.PartialJSON == "" {
+			return nil
+		}
+		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"function":{"arguments":`+quote(d.PartialJSON)+`}}]}`, "null")}
+	case "thinking_delta":
+		if s.current >= 0 {
+			s.thoughts[s.current].Thinking += d.Thinking
+		}
+		return [][]byte{s.chunk(`{"reasoning_content":`+quote(d.Thinking)+`}`, "null")}
+	case "signature_delta":
+		if s.current >= 0 {
+			s.thoughts[s.current].Signature += d.Signature
+		}
+	}
+	return nil
+}
+
+// finishReason maps a stop reason onto chat completions' finish reasons.
+func (s *Stream) finishReason(stop string) string {
+	switch stop {
+	case "tool_use":
+		return "tool_calls"
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "refusal":
+		return "content_filter"
+	case "pause_turn":
+		s.paused = true
+	}
+	return "stop" // end_turn, stop_sequence, pause_turn, and stop reasons of later API versions
+}
+
+// chunk is one chat.completion.chunk of the response.
+func (s *Stream) chunk(delta, finish string) []byte {
+	return []byte(`{"id":` + quote(s.id) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(s.created, 10) +
+		`,"model":` + quote(s.model) + `,"choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`)
+}
+
+// usageChunk is the response's usage, in a chunk without choices.
+func (s *Stream) usageChunk() []byte {
+	return []byte(`{"id":` + quote(s.id) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(s.created, 10) +
+		`,"model":` + quote(s.model) + `,"choices":[],"usage":` + string(s.usage.openAI()) + `}`)
+}
+
+// Thinking returns the response's thinking blocks as Anthropic wants them
+// back (signatures and redacted data unchanged), a JSON array, or nil.
+func (s *Stream) Thinking() []byte {
+	if len(s.thoughts) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(s.thoughts)
+	return b
+}
+
+// Paused reports a response that stopped with pause_turn (a long server
+// tool turn Anthropic paused; the client may continue it).
+func (s *Stream) Paused() bool { return s.paused }
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

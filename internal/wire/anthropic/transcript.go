@@ -1,0 +1,194 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// transcript turns the chat messages into Anthropic's system blocks and
+// alternating turns.
+func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMessage, out []message, dropped int, err error) {
+	for i, m := range msgs {
+		var role string
+		var blocks []json.RawMessage
+		switch m.Role {
+		case "system", "developer":
+			parts, err := contentBlocks(m.Content, i, false)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			system = append(system, parts...)
+			continue
+		case "user":
+			role = "user"
+			blocks, err = contentBlocks(m.Content, i, true)
+		case "assistant":
+			role = "assistant"
+			blocks, err = assistantBlocks(m, i, thinkingMember)
+		case "tool":
+			role = "user"
+			blocks, err = toolResult(m, i)
+		default:
+			return nil, nil, 0, &RequestError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in Anthropic's Messages API", wire.Clip(m.Role)), Unsupported: true}
+		}
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if len(blocks) == 0 {
+			dropped++ // Anthropic refuses empty turns (C12)
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			continue
+		}
+		out = append(out, message{Role: role, Content: blocks})
+	}
+	return system, out, dropped, nil
+}
+
+// part is one content part of a chat message.
+type part struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	ImageURL     json.RawMessage `json:"image_url"`
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+// contentBlocks turns a message's content (a string, or content parts)
+// into text and image blocks; empty text is left out.
+func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessage, error) {
+	if len(content) == 0 || string(content) == "null" {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		if s == "" {
+			return nil, nil
+		}
+		return []json.RawMessage{textBlock(s, nil)}, nil
+	}
+	var parts []part
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return nil, &RequestError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+	}
+	var out []json.RawMessage
+	for k, p := range parts {
+		switch {
+		case p.Type == "text":
+			if p.Text != "" {
+				out = append(out, textBlock(p.Text, p.CacheControl))
+			}
+		case p.Type == "image_url" && images:
+			b, err := imageBlock(p, i, k)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		default:
+			return nil, &RequestError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to an anthropic upstream here", wire.Clip(p.Type)), Unsupported: true}
+		}
+	}
+	return out, nil
+}
+
+func textBlock(text string, cacheControl json.RawMessage) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Type         string          `json:"type"`
+		Text         string          `json:"text"`
+		CacheControl json.RawMessage `json:"cache_control,omitempty"`
+	}{"text", text, cacheControl})
+	return b
+}
+
+// imageBlock turns an image_url part into an image block: a data: URL
+// becomes a base64 source, any other URL a url source.
+func imageBlock(p part, i, k int) (json.RawMessage, error) {
+	var u struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(p.ImageURL, &u) != nil {
+		_ = json.Unmarshal(p.ImageURL, &u.URL) // image_url as a bare string
+	}
+	var source any
+	if rest, ok := strings.CutPrefix(u.URL, "data:"); ok {
+		mediaType, data, ok := strings.Cut(rest, ";base64,")
+		if !ok {
+			return nil, &RequestError{Param: fmt.Sprintf("messages[%d].content[%d].image_url.url", i, k), Msg: "a data: URL must be base64 (data:<media type>;base64,<data>)"}
+		}
+		source = map[string]string{"type": "base64", "media_type": mediaType, "data": data}
+	} else if u.URL != "" {
+		source = map[string]string{"type": "url", "url": u.URL}
+	} else {
+		return nil, &RequestError{Param: fmt.Sprintf("messages[%d].content[%d].image_url", i, k), Msg: "must have a url"}
+	}
+	b, _ := json.Marshal(struct {
+		Type         string          `json:"type"`
+		Source       any             `json:"source"`
+		CacheControl json.RawMessage `json:"cache_control,omitempty"`
+	}{"image", source, p.CacheControl})
+	return b, nil
+}
+
+// assistantBlocks are an assistant turn's blocks: its restored thinking
+// first, then its text, then one tool_use per call.
+func assistantBlocks(m wire.Message, i int, thinkingMember string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	if m.Raw != nil && thinkingMember != "" {
+		if o, err := wire.ParseObject(m.Raw); err == nil {
+			if v, ok := o.Get(thinkingMember); ok {
+				var stored string
+				var blocks []json.RawMessage
+				if json.Unmarshal(v, &stored) == nil && json.Unmarshal([]byte(stored), &blocks) == nil {
+					out = append(out, blocks...)
+				}
+			}
+		}
+	}
+	text, err := contentBlocks(m.Content, i, false)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, text...)
+	for k, c := range m.ToolCalls {
+		args := strings.TrimSpace(c.Function.ArgumentsText())
+		if args == "" {
+			args = "{}"
+		}
+		if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
+			return nil, &RequestError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for an anthropic upstream (its tool_use input is one)"}
+		}
+		b, _ := json.Marshal(struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}{"tool_use", c.ID, c.Function.Name, json.RawMessage(args)})
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// toolResult turns a tool reply into a tool_result block.
+func toolResult(m wire.Message, i int) ([]json.RawMessage, error) {
+	var content any = ""
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		content = s
+	} else if len(m.Content) > 0 && string(m.Content) != "null" {
+		blocks, err := contentBlocks(m.Content, i, true)
+		if err != nil {
+			return nil, err
+		}
+		content = blocks
+	}
+	b, _ := json.Marshal(struct {
+		Type      string `json:"type"`
+		ToolUseID string `json:"tool_use_id"`
+		Content   any    `json:"content"`
+	}{"tool_result", m.ToolCallID, content})
+	return []json.RawMessage{b}, nil
+}

@@ -1,0 +1,93 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Answer is a whole Messages response, translated.
+type Answer struct {
+	// Chat is the chat.completion body.
+	Chat []byte
+	// Thinking is its thinking blocks as Anthropic wants them back, or nil.
+	Thinking []byte
+	// Paused: it stopped with pause_turn.
+	Paused bool
+}
+
+// Whole translates a whole (non-streamed) Messages response. An error
+// body or a body that is not a message is a *wire.IncompleteError for
+// upstream.
+func Whole(b []byte, upstream string) (Answer, error) {
+	var m struct {
+		Type    string `json:"type"`
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Content []struct {
+			Type      string          `json:"type"`
+			Text      string          `json:"text"`
+			Thinking  string          `json:"thinking"`
+			Signature string          `json:"signature"`
+			Data      string          `json:"data"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Input     json.RawMessage `json:"input"`
+		} `json:"content"`
+		StopReason string `json:"stop_reason"`
+		Usage      usage  `json:"usage"`
+		Error      *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Type != "message" {
+		if m.Error != nil {
+			return Answer{}, &wire.IncompleteError{Upstream: upstream, Message: wire.Clip(m.Error.Message)}
+		}
+		return Answer{}, &wire.IncompleteError{Upstream: upstream, Message: "the response is not an anthropic message"}
+	}
+	var text, reasoning strings.Builder
+	var thoughts []thought
+	var calls []map[string]any
+	for _, c := range m.Content {
+		switch c.Type {
+		case "text":
+			text.WriteString(c.Text)
+		case "thinking":
+			reasoning.WriteString(c.Thinking)
+			thoughts = append(thoughts, thought{Type: "thinking", Thinking: c.Thinking, Signature: c.Signature})
+		case "redacted_thinking":
+			thoughts = append(thoughts, thought{Type: "redacted_thinking", Data: c.Data})
+		case "tool_use":
+			args := "{}"
+			if len(c.Input) > 0 {
+				args = string(c.Input)
+			}
+			calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Name, "arguments": args}})
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": nil}
+	if text.Len() > 0 {
+		msg["content"] = text.String()
+	}
+	if reasoning.Len() > 0 {
+		msg["reasoning_content"] = reasoning.String()
+	}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	s := Stream{}
+	var a Answer
+	a.Chat, _ = json.Marshal(map[string]any{
+		"id": m.ID, "object": "chat.completion", "created": time.Now().Unix(), "model": m.Model,
+		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": s.finishReason(m.StopReason)}},
+		"usage":   m.Usage.openAI(),
+	})
+	if len(thoughts) > 0 {
+		a.Thinking, _ = json.Marshal(thoughts)
+	}
+	a.Paused = s.paused
+	return a, nil
+}
