@@ -15,6 +15,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -56,6 +57,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair, 1},
 		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking("sim-deepseek"), 2},
 		{"an Anthropic upstream (the Messages API, simulated): a tool call with thinking, replayed without its reasoning — the thinking block and its signature are put back (model sim-claude-toolloop)", demoThinking("sim-claude-toolloop"), 2},
+		{"the Responses API (POST /v1/responses): a streamed function call, then its output sent with previous_response_id (model sim-tool)", demoResponses, 2},
 		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error"), 1},
 		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut"), 1},
 	}
@@ -236,6 +238,44 @@ func thinkingTurns(ctx context.Context, c openai.Client, w io.Writer, model stri
 		// openai-go's ToParam drops reasoning_content: the gateway restores it.
 		msgs = append(msgs, m.ToParam(), openai.ToolMessage("sunny", m.ToolCalls[0].ID))
 	}
+	return nil
+}
+
+func demoResponses(ctx context.Context, c openai.Client, w io.Writer) error {
+	tools := []responses.ToolUnionParam{responses.ToolParamOfFunction("get_weather",
+		map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}, false)}
+	stream := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "sim-tool", Tools: tools,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is the weather in Paris?")}})
+	var events []string
+	var final responses.Response
+	for stream.Next() {
+		ev := stream.Current()
+		events = append(events, ev.Type)
+		if ev.Type == "response.completed" {
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "    events: %s\n", strings.Join(events, ", "))
+	var call responses.ResponseFunctionToolCall
+	for _, it := range final.Output {
+		if it.Type == "function_call" {
+			call = it.AsFunctionCall()
+		}
+	}
+	if call.CallID == "" {
+		return errors.New("expected a function_call item")
+	}
+	fmt.Fprintf(w, "    %s: function_call call_id=%s name=%s arguments=%s\n", final.ID, call.CallID, call.Name, call.Arguments)
+	next, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "sim-text", PreviousResponseID: openai.String(final.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+			CallID: openai.String(call.CallID), Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String("sunny, 24°C")}}}}}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "    %s (previous_response_id %s): status %s, %q\n", next.ID, final.ID, next.Status, oneLine(next.OutputText()))
 	return nil
 }
 

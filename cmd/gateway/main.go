@@ -261,14 +261,19 @@ func reload(path string, getenv func(string) string, running *config.Config, liv
 	old := live.current()
 	opts := gateway.Options{Config: cfg, Logger: log, Metrics: metrics, Pending: pending}
 	sameState := cfg.State == running.State
+	var state gateway.State
 	if sameState {
-		opts.Counters, opts.Store, opts.CloseState = old.HandOverState()
+		state = old.HandOverState()
+		opts.Counters, opts.Store, opts.CloseState = state.Counters, state.Reasoning, state.Close
+		if cfg.Responses == running.Responses {
+			opts.Responses = state.Responses
+		}
 	}
 	g, err := gateway.New(opts)
 	if err != nil {
 		log.Error("config reload refused; the running config stays", zap.String("config", configName(path)), zap.Error(err))
 		if sameState {
-			old.TakeBackState(opts.Counters, opts.Store, opts.CloseState)
+			old.TakeBackState(state)
 		}
 		return running
 	}

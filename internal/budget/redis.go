@@ -179,6 +179,17 @@ func (s *Strings) Get(ctx context.Context, key string) (string, bool, error) {
 	return v, true, nil
 }
 
+// Delete removes the string under key; it reports whether there was one.
+func (s *Strings) Delete(ctx context.Context, key string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
+	defer cancel()
+	n, err := s.r.c.Del(ctx, s.key+key).Result()
+	if err != nil {
+		return false, fmt.Errorf("redis del: %w", err)
+	}
+	return n > 0, nil
+}
+
 // Put stores v under key.
 func (s *Strings) Put(ctx context.Context, key, v string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)

@@ -50,6 +50,8 @@ type Config struct {
 	// State says where counters (max_calls, rate limits) and remembered
 	// reasoning live: memory (one replica) or Redis (shared).
 	State State `yaml:"state"`
+	// Responses configures the Responses API's stored responses.
+	Responses Responses `yaml:"responses"`
 	// Upstreams are the providers requests can go to.
 	Upstreams []Upstream `yaml:"upstreams"`
 	// Routes map client model names to an upstream and its model name.
@@ -100,6 +102,17 @@ type State struct {
 	// fail_open (the default: admitted, logged and counted) or fail_closed
 	// (refused with 503).
 	OnError string `yaml:"on_error"`
+}
+
+// Responses configures POST /v1/responses' stored responses: what
+// previous_response_id, GET and DELETE /v1/responses/{id} read.
+type Responses struct {
+	// Store is none (the default: nothing kept; previous_response_id is
+	// refused), memory (at most 10,000 responses, in this replica) or
+	// redis (the state store's Redis; state.store must be redis).
+	Store string `yaml:"store"`
+	// TTL is how long a stored response is kept. Default 24h.
+	TTL time.Duration `yaml:"ttl"`
 }
 
 // Allows reports whether the key may use model.
@@ -276,6 +289,50 @@ func (q *Quirks) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// Passthrough is a route's passthrough: every path, or a list.
+type Passthrough struct {
+	All   bool
+	Paths []string
+}
+
+// UnmarshalYAML accepts true, false or a list of paths.
+func (p *Passthrough) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&p.All)
+	}
+	return n.Decode(&p.Paths)
+}
+
+// defaultPassthrough are the paths every openai route forwards.
+var defaultPassthrough = []string{"/v1/embeddings", "/v1/completions", "/v1/moderations"}
+
+// MatchPath returns the first route whose paths serve path, for a
+// request whose body names no model.
+func (c *Config) MatchPath(path string) (*Route, bool) {
+	for i := range c.Routes {
+		for _, pat := range c.Routes[i].Paths {
+			if globMatch(pat, path) {
+				return &c.Routes[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Forwards reports whether path may be forwarded on a route with this
+// passthrough.
+func (p Passthrough) Forwards(path string) bool {
+	if p.All || slices.Contains(defaultPassthrough, path) {
+		return true
+	}
+	for _, pat := range p.Paths {
+		if globMatch(pat, path) {
+			return true
+		}
+	}
+	return false
+}
+
 // Has reports whether the normalization name is switched on.
 func (q Quirks) Has(name string) bool {
 	for _, v := range q {
@@ -329,6 +386,16 @@ type Route struct {
 	// the upstream's (no connection, a timeout, a 429, a 5xx, a broken or
 	// refused response). A fallback's own fallbacks are not followed.
 	Fallbacks []string `yaml:"fallbacks"`
+	// Passthrough lets the route forward other /v1 paths than chat
+	// completions and responses, as they are: true (every path) or a list
+	// of paths (* matches any run of characters, "/v1/files*").
+	// /v1/embeddings, /v1/completions and /v1/moderations are forwarded on
+	// every route whose upstream speaks openai.
+	Passthrough Passthrough `yaml:"passthrough"`
+	// Paths are the /v1 paths this route serves for requests whose body
+	// names no model (GET /v1/files, uploads), as in Passthrough. The first
+	// route whose Paths match serves them.
+	Paths []string `yaml:"paths"`
 	// RetryBackoff is the wait before the first retry, doubled at each
 	// one (±20% jitter). Default 250ms.
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
@@ -502,6 +569,10 @@ func (c *Config) applyDefaults() {
 		c.Sessions.Header = "X-Session-Id"
 	}
 	setDur(&c.Sessions.Window, time.Hour)
+	if c.Responses.Store == "" {
+		c.Responses.Store = "none"
+	}
+	setDur(&c.Responses.TTL, 24*time.Hour)
 	if c.State.Store == "" {
 		c.State.Store = "memory"
 	}
@@ -680,6 +751,18 @@ func (c *Config) Validate() error {
 	default:
 		add("state.store", "must be memory or redis, got %q", c.State.Store)
 	}
+	switch c.Responses.Store {
+	case "none", "memory":
+	case "redis":
+		if c.State.Store != "redis" {
+			add("responses.store", "redis keeps responses in the state store's Redis: set state.store: redis (and state.redis_url)")
+		}
+	default:
+		add("responses.store", "must be none, memory or redis, got %q", c.Responses.Store)
+	}
+	if c.Responses.TTL < 0 {
+		add("responses.ttl", "must be a positive duration such as 24h, got %s", c.Responses.TTL)
+	}
 	if c.State.Timeout < 0 {
 		add("state.timeout", "must be a positive duration such as 250ms, got %s", c.State.Timeout)
 	}
@@ -819,6 +902,11 @@ func (c *Config) Validate() error {
 		}
 		if r.RetryBackoff < 0 || r.RetryMaxWait < 0 {
 			add(p+".retry_backoff", "retry_backoff and retry_max_wait must be positive durations")
+		}
+		for k, path := range append(append([]string{}, r.Passthrough.Paths...), r.Paths...) {
+			if !strings.HasPrefix(path, "/v1/") {
+				add(fmt.Sprintf("%s.passthrough/paths[%d]", p, k), "must be a /v1/ path (* matches any run of characters), got %q", path)
+			}
 		}
 		if r.ToolCalls != "stream" && r.ToolCalls != "buffer" {
 			add(p+".tool_calls", "must be stream or buffer, got %q", r.ToolCalls)

@@ -19,8 +19,12 @@ import (
 // headers of the key's limits. A refusal is a *budget.LimitError; a store
 // failure is a *budget.StateError with fail_closed, and is admitted
 // (logged and counted) with fail_open.
-func (g *Gateway) admit(x *exchange, pr *prepared) error {
-	a := budget.Admission{MaxCalls: pr.limits.MaxCalls, Window: g.cfg.Sessions.Window}
+func (g *Gateway) admit(x *exchange, pr *prepared) error { return g.admitWith(x, pr.limits.MaxCalls) }
+
+// admitWith is admit with the session's call limit (budget.Unlimited for
+// a request that is no model call of a session: the passthrough's).
+func (g *Gateway) admitWith(x *exchange, maxCalls int) error {
+	a := budget.Admission{MaxCalls: maxCalls, Window: g.cfg.Sessions.Window}
 	if x.key != nil {
 		a.Key, a.RequestsPerMinute, a.TokensPerMinute = x.key.Name, x.key.RateLimit.RequestsPerMinute, x.key.RateLimit.TokensPerMinute
 	}
@@ -68,6 +72,28 @@ func (g *Gateway) settle(x *exchange) {
 	if err := budget.AddTokens(ctx, g.counters, x.key.Name, x.rec.TotalTokens); err != nil {
 		g.stateFailed(x, "add_tokens", err)
 	}
+}
+
+// ResponseStore keeps the Responses API's stored responses (memory, or
+// the state store's Redis), each under its id, for responses.ttl.
+type ResponseStore interface {
+	Get(ctx context.Context, key string) (string, bool, error)
+	Put(ctx context.Context, key, v string) error
+	Delete(ctx context.Context, key string) (bool, error)
+}
+
+// openResponses returns the configured response store, nil for none; r
+// is the state store's Redis, nil when the state is in memory.
+func openResponses(cfg *config.Config, r *budget.Redis) ResponseStore {
+	switch cfg.Responses.Store {
+	case "memory":
+		return policy.NewMemoryStore(10000, cfg.Responses.TTL, nil)
+	case "redis":
+		if r != nil {
+			return r.Strings("responses:", cfg.Responses.TTL)
+		}
+	}
+	return nil
 }
 
 // openState returns the configured counter store and reasoning store.

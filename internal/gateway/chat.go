@@ -28,6 +28,9 @@ type exchange struct {
 	req      *wire.ChatRequest
 	plan     *plan // the route the model matched
 	admitted bool  // counted admission ran (once per request, whatever the route)
+	// resp is the Responses API call this exchange serves, nil for chat
+	// completions (the client's API: only the edges read it).
+	resp *responsesCall
 	// released: a stream committed and let go of req; nothing may be
 	// tried again.
 	released bool
@@ -44,7 +47,18 @@ type exchange struct {
 //	attempt  send, relay and judge, retried             (attempt.go, stream.go, whole.go)
 //	fail     the one error table                        (errors.go)
 func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	x, err := g.receive(w, r, rec)
+	g.handle(w, r, rec, nil)
+}
+
+// inbound translates a request of another client API into the chat
+// completions request the path serves, noting what the answer's
+// translation needs in x.
+type inbound func(x *exchange, body []byte) ([]byte, error)
+
+// handle serves one request of a client API whose inbound translator
+// is in (nil: chat completions, as it is).
+func (g *Gateway) handle(w http.ResponseWriter, r *http.Request, rec *observe.Record, in inbound) {
+	x, err := g.receive(w, r, rec, in)
 	if err != nil {
 		g.fail(w, r, rec, err)
 		return
@@ -57,9 +71,9 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 }
 
 // receive checks the key (before a byte of the body is read: a request
-// without one costs no more than its headers), reads and decodes the body,
-// and finds the route.
-func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.Record) (*exchange, error) {
+// without one costs no more than its headers), reads the body, translates
+// it (in, for another client API), decodes it, and finds the route.
+func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.Record, in inbound) (*exchange, error) {
 	key, err := g.keys.Check(r.Header)
 	if err != nil {
 		leaveBody(w)
@@ -74,6 +88,11 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 	rec.BytesIn = int64(len(body))
 	if err != nil {
 		return nil, err
+	}
+	if in != nil {
+		if body, err = in(x, body); err != nil {
+			return nil, err
+		}
 	}
 	if x.req, err = wire.DecodeRequest(body); err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/internal/wire/anthropic"
+	"github.com/toolgate/toolgate/internal/wire/responses"
 )
 
 // RouteError is a model name that no route serves.
@@ -100,6 +101,30 @@ func errorFor(err error) (int, wire.ErrorBody) {
 			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", e.Upstream, e.Msg))
 	case *policy.RequestError:
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_value", e.Param, e.Error())
+	case *responses.RequestError:
+		code := "invalid_value"
+		if e.Unsupported {
+			code = "unsupported_parameter"
+		}
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, e.Param, e.Error())
+	case *PassthroughError:
+		if e.Upstream != "" {
+			return http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
+				fmt.Sprintf("The route's upstream %s does not serve %s: only an upstream with protocol openai forwards the rest of /v1.", e.Upstream, wire.Clip(e.Path)))
+		}
+		return http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
+			fmt.Sprintf("Unknown request URL: %s %s. No route forwards it: /v1/embeddings, /v1/completions and /v1/moderations go to the route of the body's model, other /v1 paths need routes[].passthrough (or, without a model, routes[].paths).", wire.Clip(e.Method), wire.Clip(e.Path)))
+	case *StoredResponseError:
+		switch {
+		case e.Disabled:
+			return http.StatusBadRequest, wire.NewError("invalid_request_error", "responses_not_stored", "previous_response_id",
+				"This gateway keeps no responses, so previous_response_id cannot be followed: set responses.store to memory or redis in its config, or send the whole conversation as input.")
+		case e.Previous:
+			return http.StatusBadRequest, wire.NewError("invalid_request_error", "previous_response_not_found", "previous_response_id",
+				fmt.Sprintf("Previous response with id '%s' not found.", wire.Clip(e.ID)))
+		}
+		return http.StatusNotFound, wire.NewError("invalid_request_error", "response_not_found", "",
+			fmt.Sprintf("Response with id '%s' not found.", wire.Clip(e.ID)))
 	case *anthropic.RequestError:
 		code := "invalid_value"
 		if e.Unsupported {
@@ -122,7 +147,7 @@ func firstKnown(err error) error {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch e.(type) {
 		case *IntakeError, *wire.DecodeError, *auth.Error, *budget.LimitError, *budget.StateError, *repair.RejectError,
-			*RouteError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *anthropic.RequestError, *wire.IncompleteError:
+			*RouteError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *anthropic.RequestError, *responses.RequestError, *StoredResponseError, *PassthroughError, *wire.IncompleteError:
 			return e
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -33,6 +34,10 @@ type Options struct {
 	// Redis).
 	Store    policy.ReasoningStore
 	Counters budget.Store
+	// Responses keeps the Responses API's stored responses; nil means
+	// what the config's responses block says. A reload hands it over, so
+	// that stored responses outlive it.
+	Responses ResponseStore
 	// CloseState releases Store and Counters when the gateway closes
 	// (given with them by HandOverState); nil releases nothing.
 	CloseState func()
@@ -65,6 +70,7 @@ type Gateway struct {
 	models    modelLists
 	store     policy.ReasoningStore
 	counters  budget.Store
+	responses ResponseStore // nil: responses are not stored
 	pending   *Pending
 	clock     clock
 	// failClosed: a request is refused when the state store is
@@ -140,6 +146,12 @@ func (g *Gateway) openState(opts Options) error {
 	if opts.CloseState != nil {
 		g.close = opts.CloseState
 	}
+	defer func() {
+		if g.responses = opts.Responses; g.responses == nil {
+			redis, _ := g.counters.(*budget.Redis)
+			g.responses = openResponses(g.cfg, redis)
+		}
+	}()
 	if g.store != nil && g.counters != nil {
 		return nil
 	}
@@ -191,36 +203,61 @@ func (g *Gateway) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(observe.RequestID)
 	r.Post("/v1/chat/completions", g.instrument(g.chat))
+	r.Post("/v1/responses", g.instrument(g.createResponse))
+	r.Get("/v1/responses/{id}", g.instrument(g.storedResponse))
+	r.Delete("/v1/responses/{id}", g.instrument(g.storedResponse))
+	// The rest of /v1, forwarded as it is on the routes that allow it.
+	r.HandleFunc("/v1/*", g.instrument(g.passthrough))
 	r.Get("/v1/models", g.instrument(g.listModels))
 	r.NotFound(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
 		g.writeError(w, rec, http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
-			fmt.Sprintf("Unknown request URL: %s %s. This gateway serves POST /v1/chat/completions and GET /v1/models.", wire.Clip(r.Method), wire.Clip(r.URL.Path))))
+			fmt.Sprintf("Unknown request URL: %s %s. This gateway serves /v1 (chat completions, responses, models, and the paths its routes forward).", wire.Clip(r.Method), wire.Clip(r.URL.Path))))
 	}))
-	r.MethodNotAllowed(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-		allow := "POST"
-		if r.URL.Path == "/v1/models" {
-			allow = "GET"
-		}
-		w.Header().Set("Allow", allow)
-		g.writeError(w, rec, http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
-			fmt.Sprintf("%s is not allowed on %s; use %s.", wire.Clip(r.Method), wire.Clip(r.URL.Path), allow)))
-	}))
+	r.MethodNotAllowed(g.instrument(g.methodNotAllowed))
 	return r
 }
 
-// HandOverState gives this gateway's state (counters, remembered
-// reasoning, and what releases them) to its successor on a reload: this
-// gateway no longer closes it.
-func (g *Gateway) HandOverState() (budget.Store, policy.ReasoningStore, func()) {
-	closeState := g.close
+// ownMethods are the methods of the gateway's own endpoints: another
+// method on one of them is a 405, not a request to forward.
+func ownMethods(path string) (string, bool) {
+	switch {
+	case path == "/v1/chat/completions" || path == "/v1/responses":
+		return "POST", true
+	case path == "/v1/models":
+		return "GET", true
+	case strings.HasPrefix(path, "/v1/responses/"):
+		return "GET, DELETE", true
+	}
+	return "", false
+}
+
+func (g *Gateway) methodNotAllowed(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+	allow, _ := ownMethods(r.URL.Path)
+	w.Header().Set("Allow", allow)
+	g.writeError(w, rec, http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
+		fmt.Sprintf("%s is not allowed on %s; use %s.", wire.Clip(r.Method), wire.Clip(r.URL.Path), allow)))
+}
+
+// State is what a gateway hands to its successor on a reload: its
+// counters, remembered reasoning, stored responses, and what releases
+// them.
+type State struct {
+	Counters  budget.Store
+	Reasoning policy.ReasoningStore
+	Responses ResponseStore
+	Close     func()
+}
+
+// HandOverState gives this gateway's state to its successor on a reload:
+// this gateway no longer closes it.
+func (g *Gateway) HandOverState() State {
+	s := State{Counters: g.counters, Reasoning: g.store, Responses: g.responses, Close: g.close}
 	g.close = func() {}
-	return g.counters, g.store, closeState
+	return s
 }
 
 // TakeBackState undoes HandOverState when the successor could not start.
-func (g *Gateway) TakeBackState(_ budget.Store, _ policy.ReasoningStore, closeState func()) {
-	g.close = closeState
-}
+func (g *Gateway) TakeBackState(s State) { g.close = s.Close }
 
 // Close releases the upstream clients' idle connections and the state
 // store's.

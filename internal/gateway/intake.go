@@ -58,6 +58,16 @@ func (e *IntakeError) Unwrap() error { return e.Err }
 // and discard what is left of the body — the wait a client that stops
 // sending would hold the connection with.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := jsonMediaType(r.Header.Get("Content-Type")); err != nil {
+		leaveBody(w)
+		return nil, err
+	}
+	return g.readAnyBody(w, r)
+}
+
+// readAnyBody is readBody for a body of any media type (the passthrough's:
+// an upload is multipart).
+func (g *Gateway) readAnyBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit, timeout := g.cfg.Server.MaxBodyBytes, g.cfg.Server.ReadBodyTimeout
 	body, err := g.receiveBody(w, r, limit, timeout)
 	if err != nil {
@@ -79,9 +89,6 @@ func leaveBody(w http.ResponseWriter) {
 }
 
 func (g *Gateway) receiveBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) (_ []byte, err error) {
-	if err := jsonMediaType(r.Header.Get("Content-Type")); err != nil {
-		return nil, err
-	}
 	decode, err := contentDecoder(r.Header.Get("Content-Encoding"))
 	if err != nil {
 		return nil, err

@@ -6,6 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/sim"
 )
 
 // nodeResult is what clients/node/stream.mjs printed.
@@ -76,6 +79,61 @@ func TestNodeSDKDialects(t *testing.T) {
 		}
 		if s := runNode(t, e.URL, "strict-"+script); s.Chunks.LastFinish != nil && *s.Chunks.LastFinish == "tool_calls" {
 			t.Errorf("%s passed on as it came ended with the finish reason: %+v (the test shows nothing)", script, s.Chunks)
+		}
+	}
+}
+
+// runNodeScript runs a script of clients/node and decodes what it printed.
+func runNodeScript(t *testing.T, script string, v any, args ...string) {
+	t.Helper()
+	dir, _ := filepath.Abs("../../clients/node")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "ai")); err != nil || serr != nil {
+		if os.Getenv("TOOLGATE_REQUIRE_NODE") != "" {
+			t.Fatalf("the Node client tests need node and `npm ci --prefix clients/node`: %v %v", err, serr)
+		}
+		t.Skip("node or the Node clients are not installed (npm ci --prefix clients/node)")
+	}
+	out, err := exec.Command(node, append([]string{filepath.Join(dir, script)}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", script, err, out)
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("node %s printed %s: %v", script, out, err)
+	}
+}
+
+// The official OpenAI Node SDK and the Vercel AI SDK's OpenAI Responses
+// provider both read a streamed Responses API tool call through the
+// gateway: the event sequence their parsers check, one complete call.
+func TestNodeResponses(t *testing.T) {
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, responsesConfig)
+	for _, model := range []string{"sim-tool", "claude-tool"} {
+		var r struct {
+			Node struct {
+				Status string   `json:"status"`
+				Types  []string `json:"types"`
+				Calls  []struct {
+					CallID, Name, Arguments string
+				} `json:"calls"`
+				Error string `json:"error"`
+			} `json:"node"`
+			AISDK struct {
+				Calls []struct {
+					ID, Name string
+					Input    map[string]any
+				} `json:"calls"`
+				Errors []string `json:"errors"`
+				Finish string   `json:"finish"`
+				Error  string   `json:"error"`
+			} `json:"aisdk"`
+		}
+		runNodeScript(t, "responses.mjs", &r, e.URL, model)
+		if n := r.Node; n.Error != "" || n.Status != "completed" || len(n.Calls) != 1 || n.Calls[0].Name != "get_weather" || n.Calls[0].Arguments != `{"city":"Paris"}` || n.Types[len(n.Types)-1] != "response.completed" {
+			t.Errorf("%s: the OpenAI Node SDK saw %+v", model, n)
+		}
+		if a := r.AISDK; a.Error != "" || len(a.Errors) > 0 || len(a.Calls) != 1 || a.Calls[0].Name != "get_weather" || a.Calls[0].Input["city"] != "Paris" || a.Finish != "tool-calls" {
+			t.Errorf("%s: the Vercel AI SDK saw %+v", model, a)
 		}
 	}
 }

@@ -13,16 +13,20 @@ import (
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/internal/wire/anthropic"
+	"github.com/toolgate/toolgate/internal/wire/responses"
 )
 
 // relay re-streams one upstream response to the client: the upstream's
 // events through the normalizer to the writer, then the judge's verdict.
 // It is created per attempt and is not safe for concurrent use.
 type relay struct {
-	x   *exchange
-	t   *try
-	n   *wire.Normalizer
-	out *wire.Writer
+	x *exchange
+	t *try
+	n *wire.Normalizer
+	// out is the client's stream in its API's words; sse the SSE writer
+	// under it, flushed before each read of the upstream.
+	out clientStream
+	sse *wire.Writer
 	// tr translates an anthropic upstream's events into chunks; nil for
 	// an openai one.
 	tr *anthropic.Stream
@@ -46,13 +50,22 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 		stop()
 		rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	}()
-	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: wire.NewWriter(dw)}
+	sse := wire.NewWriter(dw)
+	sse.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
+	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: sse, sse: sse}
 	if t.plan.upstream.protocol == protocolAnthropic {
 		s.tr = anthropic.NewStream()
 	}
-	s.out.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
+	var enc *responses.Stream
+	if x.resp != nil {
+		enc = responses.NewStream(x.resp.meta, sse)
+		s.out = responsesOut{w: sse, s: enc}
+	}
 	sawDone, readErr, chunkErr := s.pump(ctx)
 	err := g.endStream(s, sawDone, readErr, chunkErr)
+	if enc != nil && enc.Completed() {
+		g.storeResponse(x, enc.Object(), enc.Output())
+	}
 	t.record.Fixes = fixesOf(s.n.Fixes())
 	if s.tr != nil && s.tr.Paused() {
 		t.record.Fixes = append(t.record.Fixes, observe.Count{Name: "pause_turn", N: 1})
@@ -66,7 +79,7 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error) {
 	t := s.t
 	opts := wire.ReadOptions{MaxEventSize: t.plan.upstream.maxEvent}
-	for ev, err := range wire.Events(ctx, wire.FlushBeforeRead(t.resp.Body, s.out), opts) {
+	for ev, err := range wire.Events(ctx, wire.FlushBeforeRead(t.resp.Body, s.sse), opts) {
 		if err != nil {
 			return false, err, nil
 		}
@@ -237,9 +250,19 @@ func (g *Gateway) failStream(s *relay, err error, deferFail bool) error {
 	return nil
 }
 
+// clientStream is the client's side of a stream, in its API's words:
+// chat completion chunks (a *wire.Writer), or Responses events
+// (responsesOut).
+type clientStream interface {
+	Send(chunk []byte) error
+	Committed() bool
+	Done() error
+	Fail(body wire.ErrorBody) error
+}
+
 // statusSent is the status to record when the client went away: 200 if the
 // stream had started, else 499.
-func statusSent(out *wire.Writer) int {
+func statusSent(out clientStream) int {
 	if out.Committed() {
 		return http.StatusOK
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/internal/wire/anthropic"
+	"github.com/toolgate/toolgate/internal/wire/responses"
 )
 
 // whole relays a non-streamed response: read within max_response_bytes,
@@ -57,6 +58,15 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		return nil
 	}
 	g.remember(x, t, res)
+	if x.resp != nil {
+		object, output, err := responses.Whole(b, x.resp.meta)
+		if err != nil {
+			g.fail(x.w, x.r, x.rec, err)
+			return nil
+		}
+		b = object
+		defer g.storeResponse(x, object, output)
+	}
 	h := x.w.Header()
 	upstream.CopyResponseHeaders(h, t.resp.Header)
 	h.Set("Content-Type", "application/json")

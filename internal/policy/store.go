@@ -104,6 +104,18 @@ func (s *MemoryStore) put(key, reasoning string) {
 	}
 }
 
+// Delete removes the entry under key; it reports whether there was one.
+func (s *MemoryStore) Delete(_ context.Context, key string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[key]
+	if ok {
+		s.ll.Remove(e)
+		delete(s.m, key)
+	}
+	return ok, nil
+}
+
 // Len returns the number of entries held.
 func (s *MemoryStore) Len() int {
 	s.mu.Lock()

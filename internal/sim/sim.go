@@ -65,6 +65,10 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("POST /chat/completions", s.chat)
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("POST /v1/messages", s.messages)
+	s.mux.HandleFunc("POST /v1/embeddings", s.embeddings)
+	s.mux.HandleFunc("POST /v1/completions", s.completions)
+	s.mux.HandleFunc("POST /v1/moderations", s.moderations)
+	s.mux.HandleFunc("GET /v1/files", s.files)
 	s.mux.HandleFunc("POST /messages", s.messages)
 	if opts.Fast {
 		s.fast = map[fastKey][]byte{}

@@ -47,6 +47,7 @@ type Target struct {
 // concurrent use.
 type Client struct {
 	target Target
+	base   string // the API base URL, without a trailing slash
 	url    string
 	hc     *http.Client
 	// fresh sends on a new connection each time (keep-alives off): the
@@ -71,6 +72,7 @@ func New(t Target) *Client {
 	freshTr.DisableKeepAlives = true
 	return &Client{
 		target: t,
+		base:   strings.TrimSuffix(t.URL, "/"),
 		url:    strings.TrimSuffix(t.URL, "/") + cmp.Or(t.Path, "/chat/completions"),
 		// No Client.Timeout: it would cut long streams. Deadlines come from
 		// the caller's context.
@@ -197,6 +199,56 @@ func (o *onceBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Forward sends a request of the rest of the API (embeddings,
+// moderations, files…) to path below the upstream's base URL (path
+// without its /v1: "/embeddings"), with the client's query, body,
+// content type and safe headers, and the upstream's credentials. It
+// returns the response whatever its status (the caller passes it on), or
+// an *Error for a transport failure; a request that fails on a reused
+// keep-alive connection before any response byte is sent once more on a
+// fresh one (reconnected).
+func (c *Client) Forward(ctx context.Context, method, path, query string, body []byte, in http.Header) (resp *http.Response, reconnected bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	build := func(ctx context.Context) *http.Request {
+		url := c.base + path
+		if query != "" {
+			url += "?" + query
+		}
+		var b io.Reader
+		if method != http.MethodGet && method != http.MethodHead && method != http.MethodDelete || len(body) > 0 {
+			b = &onceBody{b: body}
+		}
+		req, _ := http.NewRequestWithContext(ctx, method, url, b)
+		req.ContentLength = int64(len(body))
+		copyRequestHeaders(req.Header, in)
+		if ct := in.Get("Content-Type"); ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		if a := in.Get("Accept"); a != "" {
+			req.Header.Set("Accept", a)
+		}
+		c.authorize(req)
+		return req
+	}
+	var reused bool
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+	resp, err = c.hc.Do(build(httptrace.WithClientTrace(ctx, trace)))
+	if err != nil && reused && ctx.Err() == nil && !isTimeout(err) {
+		reconnected = true
+		resp, err = c.fresh.Do(build(ctx))
+	}
+	if err != nil {
+		e := c.transportError(ctx, err)
+		cancel()
+		return nil, reconnected, e
+	}
+	resp.Body = &callBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, reconnected, nil
+}
+
 // request builds one upstream request for body.
 func (c *Client) request(ctx context.Context, body []byte, in http.Header, stream bool) *http.Request {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, &onceBody{b: body}) // the URL was checked at load
@@ -208,6 +260,12 @@ func (c *Client) request(ctx context.Context, body []byte, in http.Header, strea
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
+	c.authorize(req)
+	return req
+}
+
+// authorize sets the upstream's own headers and credentials on req.
+func (c *Client) authorize(req *http.Request) {
 	for k, v := range c.target.Headers {
 		req.Header.Set(k, v)
 	}
@@ -218,7 +276,6 @@ func (c *Client) request(ctx context.Context, body []byte, in http.Header, strea
 			req.Header.Set(c.target.AuthHeader, c.target.APIKey)
 		}
 	}
-	return req
 }
 
 func isTimeout(err error) bool {

@@ -59,7 +59,11 @@ func (w *Writer) Committed() bool { return w.committed }
 // Send writes one data event and, unless Lazy, flushes it. It returns the
 // delivery error, if any; after an error the stream must not be written
 // again. data is not retained.
-func (w *Writer) Send(data []byte) error {
+func (w *Writer) Send(data []byte) error { return w.SendEvent("", data) }
+
+// SendEvent is Send for an event with a name (an "event:" line first, as
+// the Responses API sends its events); "" sends none.
+func (w *Writer) SendEvent(name string, data []byte) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -67,6 +71,11 @@ func (w *Writer) Send(data []byte) error {
 		w.buf = writeBuffers.Get().(*[]byte)
 	}
 	buf := *w.buf
+	if name != "" {
+		buf = append(buf, "event: "...)
+		buf = append(buf, name...)
+		buf = append(buf, '\n')
+	}
 	for {
 		i := bytes.IndexByte(data, '\n')
 		line := data

@@ -1,0 +1,238 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/upstream"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// PassthroughError is a /v1 request no route forwards: an unknown path,
+// or a path the route's upstream does not serve.
+type PassthroughError struct {
+	Method, Path string
+	// Upstream names the upstream of the route that was found, when its
+	// protocol has no such path.
+	Upstream string
+}
+
+func (e *PassthroughError) Error() string {
+	if e.Upstream != "" {
+		return "the upstream " + e.Upstream + " does not serve " + e.Path
+	}
+	return "no route forwards " + e.Method + " " + e.Path
+}
+
+// passthrough serves the rest of /v1 (embeddings, completions,
+// moderations, and the paths routes allow): the key and its model list,
+// the key's rate limits, retries before the first byte, the access line
+// and metrics — and the body and the answer passed on byte for byte, no
+// repair, no policy.
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+	if _, own := ownMethods(r.URL.Path); own {
+		g.methodNotAllowed(w, r, rec)
+		return
+	}
+	x, body, err := g.receivePassthrough(w, r, rec)
+	if err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
+	defer g.metrics.KeyStarted(rec.Key)()
+	defer g.settle(x)
+	if err := g.admitWith(x, budget.Unlimited); err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
+	if err := g.forward(x, body); err != nil {
+		g.fail(w, r, rec, err)
+	}
+}
+
+// receivePassthrough checks the key before the body, reads the body and
+// finds the route: by the body's model, else by the routes' paths.
+func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec *observe.Record) (*exchange, []byte, error) {
+	key, err := g.keys.Check(r.Header)
+	if err != nil {
+		leaveBody(w)
+		return nil, nil, err
+	}
+	x := &exchange{w: w, r: r, rec: rec, key: key}
+	rec.Key = keyName(key)
+	body, err := g.readAnyBody(w, r)
+	g.pending.received(r)
+	rec.BytesIn = int64(len(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	model := bodyModel(r.Header.Get("Content-Type"), body)
+	var route, found = g.cfg.Match(model)
+	if model == "" {
+		route, found = g.cfg.MatchPath(r.URL.Path)
+	}
+	if !found {
+		if model != "" {
+			return nil, nil, &RouteError{Model: model}
+		}
+		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path}
+	}
+	if model == "" {
+		model = route.Model
+	}
+	if err := auth.Allow(key, model); err != nil {
+		return nil, nil, err
+	}
+	x.plan = g.plans[route.Name]
+	switch {
+	case !route.Passthrough.Forwards(r.URL.Path) && len(route.Paths) == 0:
+		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path}
+	case x.plan.upstream.protocol != protocolOpenAI:
+		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path, Upstream: x.plan.upstream.name}
+	}
+	rec.Route, rec.Upstream, rec.Model = route.Name, x.plan.upstream.name, wire.Clip(model)
+	return x, body, nil
+}
+
+// bodyModel is a JSON body's model, "" for any other body.
+func bodyModel(contentType string, body []byte) string {
+	if mt, _, _ := mime.ParseMediaType(contentType); mt != "application/json" && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return ""
+	}
+	var m struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(body, &m)
+	return m.Model
+}
+
+// forward sends the request upstream, retried before the first byte on a
+// failure of the upstream's (no connection, 429, 5xx), and passes the
+// answer on as it came, counting the tokens its usage reports.
+func (g *Gateway) forward(x *exchange, body []byte) error {
+	p, r := x.plan, x.r
+	path := strings.TrimPrefix(r.URL.Path, "/v1")
+	for n := 0; ; n++ {
+		sent := time.Now()
+		resp, reconnected, err := p.upstream.client.Forward(r.Context(), r.Method, path, r.URL.RawQuery, body, r.Header)
+		if reconnected {
+			x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name, Outcome: "reconnected"})
+		}
+		x.rec.UpstreamDuration += time.Since(sent)
+		x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name})
+		a := &x.rec.Attempts[len(x.rec.Attempts)-1]
+		if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
+			err = &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode}
+			if n < p.retries {
+				resp.Body.Close()
+			}
+		}
+		if err != nil {
+			a.Outcome = attemptOutcome(err)
+			if n < p.retries && retryable(err) && g.backoff(r.Context(), p, n, err) {
+				continue
+			}
+			if resp == nil {
+				return err
+			}
+		}
+		if a.Outcome == "" {
+			a.Outcome = "ok"
+		}
+		g.relayAnswer(x, resp)
+		return nil
+	}
+}
+
+// relayAnswer writes the upstream's answer as it came: its status, its
+// headers (hop-by-hop and cookies aside), its body, flushed as it arrives
+// (streams); the usage in the body's last bytes is counted.
+func (g *Gateway) relayAnswer(x *exchange, resp *http.Response) {
+	defer resp.Body.Close()
+	h := x.w.Header()
+	upstream.CopyResponseHeaders(h, resp.Header)
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	x.w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(x.w)
+	tail := &tailBuffer{max: 16 << 10}
+	buf := make([]byte, 32<<10)
+	var written int64
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			tail.write(buf[:n])
+			if _, werr := x.w.Write(buf[:n]); werr != nil {
+				x.rec.ClientGone = true
+				break
+			}
+			written += int64(n)
+			_ = rc.Flush()
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				x.rec.Error, x.rec.Outcome = "the upstream's answer broke off: "+err.Error(), observe.OutcomeIncomplete
+			}
+			break
+		}
+	}
+	x.rec.Status = resp.StatusCode
+	if x.rec.Outcome == "" {
+		x.rec.Outcome = observe.OutcomeOK
+		if resp.StatusCode >= 400 {
+			x.rec.Outcome, x.rec.ErrorKind = observe.OutcomeUpstream, "status"
+		}
+	}
+	if x.rec.ClientGone {
+		x.rec.Outcome = observe.OutcomeClientGone
+	}
+	if u, ok := lastUsage(tail.bytes()); ok {
+		addUsage(x.rec, u)
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	b   []byte
+	max int
+}
+
+func (t *tailBuffer) write(p []byte) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 2*t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+}
+
+func (t *tailBuffer) bytes() []byte {
+	if len(t.b) > t.max {
+		return t.b[len(t.b)-t.max:]
+	}
+	return t.b
+}
+
+// lastUsage reads the last "usage" object in a body's tail (where
+// embeddings and completions put it, streamed or not).
+func lastUsage(tail []byte) (wire.Usage, bool) {
+	i := bytes.LastIndex(tail, []byte(`"usage"`))
+	if i < 0 {
+		return wire.Usage{}, false
+	}
+	rest := bytes.TrimLeft(tail[i+len(`"usage"`):], " \t\r\n:")
+	dec := json.NewDecoder(bytes.NewReader(rest))
+	var raw json.RawMessage
+	if dec.Decode(&raw) != nil {
+		return wire.Usage{}, false
+	}
+	return wire.ParseUsage(raw)
+}

@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/wire/responses"
+)
+
+// responsesCall is a Responses API request on its way through the chat
+// path: the request, the conversation items it sent (a previous
+// response's, then its own), and what its response object repeats.
+type responsesCall struct {
+	req   *responses.Request
+	items []json.RawMessage
+	meta  responses.Meta
+}
+
+// StoredResponseError is a stored response that cannot be used: none are
+// kept (Disabled), or the id is unknown — to GET and DELETE, or as a
+// previous_response_id (Previous).
+type StoredResponseError struct {
+	ID                 string
+	Previous, Disabled bool
+}
+
+func (e *StoredResponseError) Error() string {
+	switch {
+	case e.Disabled:
+		return "previous_response_id needs stored responses, and this gateway keeps none"
+	case e.Previous:
+		return fmt.Sprintf("previous response %q not found", wire.Clip(e.ID))
+	}
+	return fmt.Sprintf("response %q not found", wire.Clip(e.ID))
+}
+
+// stored is a response as the store keeps it.
+type stored struct {
+	Key      string            `json:"key"` // the client key that made it, "" when the gateway is open
+	Response json.RawMessage   `json:"response"`
+	Input    []json.RawMessage `json:"input"`
+	Output   []json.RawMessage `json:"output"`
+}
+
+// createResponse serves POST /v1/responses: the Responses request translated
+// into a chat completions request at the edge, then the one path.
+func (g *Gateway) createResponse(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+	g.handle(w, r, rec, g.fromResponses)
+}
+
+// fromResponses is the Responses API's inbound translator.
+func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
+	req, err := responses.Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	items := req.Input
+	if req.PreviousResponseID != "" {
+		prev, err := g.loadResponse(x.r.Context(), x.key, req.PreviousResponseID, true)
+		if err != nil {
+			return nil, err
+		}
+		items = append(append(append([]json.RawMessage{}, prev.Input...), prev.Output...), req.Input...)
+	}
+	route, ok := g.cfg.Match(req.Model)
+	if !ok {
+		return nil, &RouteError{Model: req.Model}
+	}
+	p := g.plans[route.Name]
+	field := p.reasoningOut
+	if field == "" {
+		field = "reasoning_content"
+	}
+	x.resp = &responsesCall{req: req, items: items, meta: responses.Meta{
+		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, ReasoningField: field, Request: req,
+	}}
+	return req.Chat(items, responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: p.upstream.field})
+}
+
+// loadResponse reads a stored response the caller's key made.
+func (g *Gateway) loadResponse(ctx context.Context, key *auth.Key, id string, previous bool) (*stored, error) {
+	if g.responses == nil {
+		return nil, &StoredResponseError{ID: id, Previous: previous, Disabled: previous}
+	}
+	v, ok, err := g.responses.Get(ctx, id)
+	var s stored
+	if err != nil || !ok || json.Unmarshal([]byte(v), &s) != nil || s.Key != keyName(key) {
+		return nil, &StoredResponseError{ID: id, Previous: previous}
+	}
+	return &s, nil
+}
+
+func keyName(k *auth.Key) string {
+	if k == nil {
+		return ""
+	}
+	return k.Name
+}
+
+// storeResponse keeps a finished response for previous_response_id and
+// GET, unless the request said store: false or none are kept.
+func (g *Gateway) storeResponse(x *exchange, object []byte, output []json.RawMessage) {
+	if g.responses == nil || !x.resp.req.Store {
+		return
+	}
+	b, _ := json.Marshal(stored{Key: keyName(x.key), Response: object, Input: x.resp.items, Output: output})
+	if err := g.responses.Put(context.WithoutCancel(x.r.Context()), x.resp.meta.ID, string(b)); err != nil {
+		g.log.Warn("a response could not be stored", zap.String("request_id", x.rec.RequestID), zap.Error(err))
+	}
+}
+
+// storedResponse serves GET and DELETE /v1/responses/{id}.
+func (g *Gateway) storedResponse(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+	key, err := g.keys.Check(r.Header)
+	if err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
+	rec.Key = keyName(key)
+	id := chi.URLParam(r, "id")
+	s, err := g.loadResponse(r.Context(), key, id, false)
+	if err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
+	body := []byte(s.Response)
+	if r.Method == http.MethodDelete {
+		if _, err := g.responses.Delete(r.Context(), id); err != nil {
+			g.fail(w, r, rec, err)
+			return
+		}
+		body, _ = json.Marshal(map[string]any{"id": id, "object": "response", "deleted": true})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	n, _ := w.Write(body)
+	rec.Status, rec.Outcome, rec.BytesOut = http.StatusOK, observe.OutcomeOK, int64(n)
+}
+
+// responsesOut writes a chat stream to a Responses API client: the
+// normalized chunks become Responses events.
+type responsesOut struct {
+	w *wire.Writer
+	s *responses.Stream
+}
+
+func (o responsesOut) Send(chunk []byte) error { return o.s.Chunk(chunk) }
+func (o responsesOut) Committed() bool         { return o.w.Committed() }
+
+// Done and Fail end the response, its last events flushed at once.
+func (o responsesOut) Done() error {
+	if err := o.s.Done(); err != nil {
+		return err
+	}
+	return o.w.Flush()
+}
+
+func (o responsesOut) Fail(body wire.ErrorBody) error {
+	if err := o.s.Fail(body); err != nil {
+		return err
+	}
+	return o.w.Flush()
+}

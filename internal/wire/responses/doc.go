@@ -1,0 +1,40 @@
+// Package responses is the inbound translator for OpenAI's Responses API
+// (POST /v1/responses): [Decode] reads a Responses request, [Request.Chat]
+// turns it into the chat completions request the gateway's one path
+// prepares and sends (repair, policy, budgets, reasoning, to an openai or
+// an anthropic upstream alike), and [Stream] and [Whole] turn the
+// normalized, judged chat completion answer back into Responses events
+// and objects. The middle of the gateway does not know which API the
+// client spoke.
+//
+// Request, translated: input as a string or as items — message (roles
+// user, system, developer, assistant; parts input_text, input_image by URL,
+// output_text, refusal), function_call, function_call_output, reasoning
+// (its summary text becomes the turn's reasoning_content) —,
+// instructions, function tools, tool_choice, parallel_tool_calls,
+// max_output_tokens, reasoning.effort (→ reasoning_effort, which the
+// route's reasoning mapping reads), text.format (json_schema and
+// json_object → response_format, which the completion policy checks),
+// temperature, top_p, metadata, user. Consecutive function_call items
+// (and the assistant message before them) make one assistant turn; repair
+// then pairs function_call_output with function_call by call_id (SPEC §1)
+// and seals an unanswered call with a failed function_call_output.
+//
+// Refused with 400, naming the parameter: tools other than functions
+// (web_search, file_search, computer_use, code_interpreter, mcp,
+// image_generation, custom, …), items of other types (item_reference
+// included), input_file and file_id images, background, conversation and
+// prompt templates.
+//
+// Response: output items reasoning (summary text), message (output_text)
+// and function_call (call_id, name, arguments); status completed, or
+// incomplete with incomplete_details.reason max_output_tokens or
+// content_filter, or failed with the error; usage as input_tokens,
+// output_tokens and their details. Streamed: response.created,
+// response.in_progress, then per item output_item.added, its
+// content_part or reasoning_summary_part, its deltas, its .done events and
+// output_item.done, then response.completed or response.incomplete — or,
+// once anything was sent, response.failed with the error: a cut upstream
+// never ends in response.completed. Every event carries a
+// sequence_number.
+package responses

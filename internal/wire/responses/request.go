@@ -1,0 +1,429 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// RequestError is a Responses request the gateway refuses, nothing sent:
+// malformed, or asking for what it does not translate (Unsupported).
+type RequestError struct {
+	Param       string
+	Msg         string
+	Unsupported bool
+}
+
+func (e *RequestError) Error() string { return e.Param + ": " + e.Msg }
+
+// Request is a decoded POST /v1/responses body.
+type Request struct {
+	Model  string
+	Stream bool
+	// Store is false when the client said store: false.
+	Store bool
+	// PreviousResponseID names a stored response to continue.
+	PreviousResponseID string
+	// Input is the conversation as items (a string input is one user
+	// message item), before any previous response's are put in front.
+	Input []json.RawMessage
+
+	members map[string]json.RawMessage
+}
+
+// Echo returns a member of the request as sent (nil when absent), for
+// the response object that repeats it.
+func (r *Request) Echo(key string) json.RawMessage { return r.members[key] }
+
+// Decode reads a Responses request.
+func Decode(body []byte) (*Request, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil || members == nil {
+		return nil, &RequestError{Param: "body", Msg: "must be a JSON object (a Responses API request)"}
+	}
+	r := &Request{members: members, Store: true}
+	if err := str(members, "model", &r.Model); err != nil || r.Model == "" {
+		return nil, &RequestError{Param: "model", Msg: "is required: a string naming the model"}
+	}
+	for _, k := range []string{"stream", "store"} {
+		if v, ok := members[k]; ok && string(v) != "null" {
+			var b bool
+			if json.Unmarshal(v, &b) != nil {
+				return nil, &RequestError{Param: k, Msg: "must be a boolean"}
+			}
+			if k == "stream" {
+				r.Stream = b
+			} else {
+				r.Store = b
+			}
+		}
+	}
+	if err := str(members, "previous_response_id", &r.PreviousResponseID); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"background", "conversation", "prompt"} {
+		if v, ok := members[k]; ok && string(v) != "null" && string(v) != "false" {
+			return nil, &RequestError{Param: k, Msg: "is not supported by this gateway", Unsupported: true}
+		}
+	}
+	input, ok := members["input"]
+	switch {
+	case !ok || string(input) == "null":
+		if r.PreviousResponseID == "" {
+			return nil, &RequestError{Param: "input", Msg: "is required: a string or an array of input items"}
+		}
+	case input[0] == '"':
+		var s string
+		_ = json.Unmarshal(input, &s)
+		item, _ := json.Marshal(map[string]string{"type": "message", "role": "user", "content": s})
+		r.Input = []json.RawMessage{item}
+	default:
+		if err := json.Unmarshal(input, &r.Input); err != nil {
+			return nil, &RequestError{Param: "input", Msg: "must be a string or an array of input items"}
+		}
+	}
+	return r, nil
+}
+
+// str reads an optional string member.
+func str(members map[string]json.RawMessage, key string, dst *string) error {
+	v, ok := members[key]
+	if !ok || string(v) == "null" {
+		return nil
+	}
+	if json.Unmarshal(v, dst) != nil {
+		return &RequestError{Param: key, Msg: "must be a string"}
+	}
+	return nil
+}
+
+// ChatOptions are what Chat needs besides the request.
+type ChatOptions struct {
+	// OutputLimitField is the chat member max_output_tokens goes in
+	// (the upstream's output_limit_field).
+	OutputLimitField string
+	// ReasoningField is the member reasoning items' summaries go in on
+	// the assistant turn that follows them.
+	ReasoningField string
+}
+
+// Chat returns the chat completions request for the conversation items
+// (the previous response's, then this request's).
+func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
+	chat := map[string]any{"model": r.Model}
+	var msgs []json.RawMessage
+	if v := r.members["instructions"]; v != nil && string(v) != "null" {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return nil, &RequestError{Param: "instructions", Msg: "must be a string"}
+		}
+		m, _ := json.Marshal(map[string]string{"role": "system", "content": s})
+		msgs = append(msgs, m)
+	}
+	conv, err := messages(items, o.ReasoningField)
+	if err != nil {
+		return nil, err
+	}
+	chat["messages"] = append(msgs, conv...)
+	if r.Stream {
+		chat["stream"] = true
+		chat["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	if err := r.tools(chat); err != nil {
+		return nil, err
+	}
+	limit := o.OutputLimitField
+	if limit == "" {
+		limit = "max_tokens"
+	}
+	for from, to := range map[string]string{"parallel_tool_calls": "parallel_tool_calls", "temperature": "temperature", "top_p": "top_p",
+		"metadata": "metadata", "user": "user", "max_output_tokens": limit} {
+		if v := r.members[from]; v != nil && string(v) != "null" {
+			chat[to] = v
+		}
+	}
+	if err := r.reasoningAndFormat(chat); err != nil {
+		return nil, err
+	}
+	return json.Marshal(chat)
+}
+
+// tools translates function tools and tool_choice.
+func (r *Request) tools(chat map[string]any) error {
+	if v := r.members["tools"]; v != nil && string(v) != "null" {
+		var tools []struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description,omitempty"`
+			Parameters  json.RawMessage `json:"parameters,omitempty"`
+			Strict      *bool           `json:"strict,omitempty"`
+		}
+		if json.Unmarshal(v, &tools) != nil {
+			return &RequestError{Param: "tools", Msg: "must be an array of tools"}
+		}
+		out := make([]map[string]any, 0, len(tools))
+		for i, t := range tools {
+			if t.Type != "function" {
+				return &RequestError{Param: fmt.Sprintf("tools[%d].type", i), Msg: fmt.Sprintf("%q tools are not supported by this gateway; declare function tools", wire.Clip(t.Type)), Unsupported: true}
+			}
+			fn := map[string]any{"name": t.Name}
+			if t.Description != "" {
+				fn["description"] = t.Description
+			}
+			if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+				fn["parameters"] = t.Parameters
+			}
+			if t.Strict != nil {
+				fn["strict"] = *t.Strict
+			}
+			out = append(out, map[string]any{"type": "function", "function": fn})
+		}
+		chat["tools"] = out
+	}
+	v := r.members["tool_choice"]
+	if v == nil || string(v) == "null" {
+		return nil
+	}
+	if v[0] == '"' {
+		chat["tool_choice"] = v
+		return nil
+	}
+	var c struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(v, &c) != nil || c.Type != "function" || c.Name == "" {
+		return &RequestError{Param: "tool_choice", Msg: `must be "none", "auto", "required" or {"type":"function","name":"…"}`, Unsupported: c.Type != "" && c.Type != "function"}
+	}
+	chat["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}
+	return nil
+}
+
+// reasoningAndFormat translates reasoning.effort and text.format.
+func (r *Request) reasoningAndFormat(chat map[string]any) error {
+	if v := r.members["reasoning"]; v != nil && string(v) != "null" {
+		var re struct {
+			Effort *string `json:"effort"`
+		}
+		if json.Unmarshal(v, &re) != nil {
+			return &RequestError{Param: "reasoning", Msg: `must be an object such as {"effort":"medium"}`}
+		}
+		if re.Effort != nil {
+			chat["reasoning_effort"] = *re.Effort
+		}
+	}
+	v := r.members["text"]
+	if v == nil || string(v) == "null" {
+		return nil
+	}
+	var t struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"format"`
+	}
+	if json.Unmarshal(v, &t) != nil {
+		return &RequestError{Param: "text", Msg: "must be an object"}
+	}
+	switch {
+	case t.Format == nil || t.Format.Type == "text":
+	case t.Format.Type == "json_object":
+		chat["response_format"] = map[string]string{"type": "json_object"}
+	case t.Format.Type == "json_schema":
+		js := map[string]any{"name": t.Format.Name, "schema": t.Format.Schema}
+		if t.Format.Strict != nil {
+			js["strict"] = *t.Format.Strict
+		}
+		chat["response_format"] = map[string]any{"type": "json_schema", "json_schema": js}
+	default:
+		return &RequestError{Param: "text.format.type", Msg: fmt.Sprintf("%q is not a text format; use text, json_object or json_schema", wire.Clip(t.Format.Type))}
+	}
+	return nil
+}
+
+// item is the part of an input item the translation reads.
+type item struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+	Summary   []struct {
+		Text string `json:"text"`
+	} `json:"summary"`
+}
+
+// assistant gathers one assistant turn: an assistant message and the
+// function_call items that follow it.
+type assistant struct {
+	text      strings.Builder
+	reasoning strings.Builder
+	calls     []map[string]any
+	open      bool
+}
+
+func (a *assistant) message(field string) json.RawMessage {
+	m := map[string]any{"role": "assistant", "content": nil}
+	if a.text.Len() > 0 {
+		m["content"] = a.text.String()
+	}
+	if len(a.calls) > 0 {
+		m["tool_calls"] = a.calls
+	}
+	if a.reasoning.Len() > 0 && field != "" {
+		m[field] = a.reasoning.String()
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// messages translates input items into chat messages.
+func messages(items []json.RawMessage, reasoningField string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	var turn assistant
+	flush := func() {
+		if turn.open {
+			out = append(out, turn.message(reasoningField))
+		}
+		turn = assistant{}
+	}
+	for i, raw := range items {
+		var it item
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, &RequestError{Param: fmt.Sprintf("input[%d]", i), Msg: "must be an input item object"}
+		}
+		if it.Type == "" && it.Role != "" {
+			it.Type = "message"
+		}
+		switch it.Type {
+		case "message":
+			if it.Role == "assistant" {
+				if turn.open && len(turn.calls) > 0 {
+					flush() // a new assistant turn after calls
+				}
+				turn.open = true
+				if err := assistantText(&turn.text, it.Content, i); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			flush()
+			m, err := inputMessage(it, i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+		case "function_call":
+			turn.open = true
+			turn.calls = append(turn.calls, map[string]any{"id": it.CallID, "type": "function",
+				"function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
+		case "function_call_output":
+			flush()
+			content, err := outputText(it.Output, i)
+			if err != nil {
+				return nil, err
+			}
+			m, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": it.CallID, "content": content})
+			out = append(out, m)
+		case "reasoning":
+			if turn.open && len(turn.calls) > 0 {
+				flush()
+			}
+			for _, s := range it.Summary {
+				turn.reasoning.WriteString(s.Text)
+			}
+		default:
+			return nil, &RequestError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}
+		}
+	}
+	flush()
+	return out, nil
+}
+
+// inputMessage translates a user, system or developer message.
+func inputMessage(it item, i int) (json.RawMessage, error) {
+	switch it.Role {
+	case "user", "system", "developer":
+	default:
+		return nil, &RequestError{Param: fmt.Sprintf("input[%d].role", i), Msg: fmt.Sprintf("%q is not a message role; use user, system, developer or assistant", wire.Clip(it.Role))}
+	}
+	var s string
+	if json.Unmarshal(it.Content, &s) == nil {
+		return json.Marshal(map[string]string{"role": it.Role, "content": s})
+	}
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL string          `json:"image_url"`
+		FileID   string          `json:"file_id"`
+		Detail   json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(it.Content, &parts) != nil {
+		return nil, &RequestError{Param: fmt.Sprintf("input[%d].content", i), Msg: "must be a string or an array of content parts"}
+	}
+	var out []map[string]any
+	for k, p := range parts {
+		switch {
+		case p.Type == "input_text" || p.Type == "output_text":
+			out = append(out, map[string]any{"type": "text", "text": p.Text})
+		case p.Type == "input_image" && p.ImageURL != "":
+			img := map[string]any{"url": p.ImageURL}
+			if len(p.Detail) > 0 && string(p.Detail) != "null" {
+				img["detail"] = p.Detail
+			}
+			out = append(out, map[string]any{"type": "image_url", "image_url": img})
+		default:
+			return nil, &RequestError{Param: fmt.Sprintf("input[%d].content[%d].type", i, k), Msg: fmt.Sprintf("%q parts are not supported by this gateway (images by image_url only)", wire.Clip(p.Type)), Unsupported: true}
+		}
+	}
+	return json.Marshal(map[string]any{"role": it.Role, "content": out})
+}
+
+// assistantText appends an assistant message's text.
+func assistantText(b *strings.Builder, content json.RawMessage, i int) error {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		b.WriteString(s)
+		return nil
+	}
+	var parts []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
+	}
+	if len(content) > 0 && json.Unmarshal(content, &parts) != nil {
+		return &RequestError{Param: fmt.Sprintf("input[%d].content", i), Msg: "must be a string or an array of output_text parts"}
+	}
+	for _, p := range parts {
+		b.WriteString(p.Text + p.Refusal)
+	}
+	return nil
+}
+
+// outputText is a function_call_output's output as text: a string, or
+// its text parts joined.
+func outputText(output json.RawMessage, i int) (string, error) {
+	var s string
+	if json.Unmarshal(output, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(output, &parts) != nil {
+		return "", &RequestError{Param: fmt.Sprintf("input[%d].output", i), Msg: "must be a string or an array of input_text parts"}
+	}
+	var b bytes.Buffer
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,166 @@
+package responses
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Meta is what a response object repeats besides its output: its id and
+// time, the model, and the request's settings.
+type Meta struct {
+	ID        string
+	CreatedAt int64
+	Model     string
+	// ReasoningField is the chat member the normalized answer carries
+	// reasoning in (the route's reasoning output).
+	ReasoningField string
+	Request        *Request
+}
+
+// NewID returns a new id with prefix ("resp", "msg", "fc", "rs").
+func NewID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+// object is the response object for status, output and usage.
+func (m Meta) object(status string, output []json.RawMessage, usage json.RawMessage, extra map[string]any) map[string]any {
+	if output == nil {
+		output = []json.RawMessage{}
+	}
+	o := map[string]any{
+		"id": m.ID, "object": "response", "created_at": m.CreatedAt, "status": status, "model": m.Model,
+		"output": output, "error": nil, "incomplete_details": nil, "usage": usage,
+		"parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}, "metadata": map[string]any{},
+		"text": map[string]any{"format": map[string]string{"type": "text"}}, "truncation": "disabled",
+	}
+	if r := m.Request; r != nil {
+		for _, k := range []string{"instructions", "previous_response_id", "parallel_tool_calls", "tool_choice", "tools", "metadata",
+			"temperature", "top_p", "max_output_tokens", "reasoning", "text", "user", "store"} {
+			if v := r.Echo(k); v != nil {
+				o[k] = v
+			}
+		}
+	}
+	for k, v := range extra {
+		o[k] = v
+	}
+	return o
+}
+
+// chatUsage is the usage of a chat completion.
+type chatUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// usage translates chat usage (nil: none reported).
+func usage(u *chatUsage) json.RawMessage {
+	if u == nil {
+		return nil
+	}
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.PromptTokens + u.CompletionTokens
+	}
+	b, _ := json.Marshal(map[string]any{
+		"input_tokens": u.PromptTokens, "input_tokens_details": map[string]int64{"cached_tokens": u.PromptTokensDetails.CachedTokens},
+		"output_tokens": u.CompletionTokens, "output_tokens_details": map[string]int64{"reasoning_tokens": u.CompletionTokensDetails.ReasoningTokens},
+		"total_tokens": total,
+	})
+	return b
+}
+
+// finish maps a chat finish reason onto a status and its details.
+func finish(reason string) (status string, extra map[string]any) {
+	switch reason {
+	case "length":
+		return "incomplete", map[string]any{"incomplete_details": map[string]string{"reason": "max_output_tokens"}}
+	case "content_filter":
+		return "incomplete", map[string]any{"incomplete_details": map[string]string{"reason": "content_filter"}}
+	}
+	return "completed", nil
+}
+
+func reasoningItem(id, text string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "reasoning", "id": id, "summary": []map[string]string{{"type": "summary_text", "text": text}}})
+	return b
+}
+
+func messageItem(id, status, text string) json.RawMessage {
+	content := []map[string]any{}
+	if status == "completed" {
+		content = append(content, textPart(text))
+	}
+	b, _ := json.Marshal(map[string]any{"type": "message", "id": id, "status": status, "role": "assistant", "content": content})
+	return b
+}
+
+func textPart(text string) map[string]any {
+	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+}
+
+func callItem(id, callID, name, args, status string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "function_call", "id": id, "call_id": callID, "name": name, "arguments": args, "status": status})
+	return b
+}
+
+// Whole turns a normalized chat.completion body into the response object;
+// output is its output items, for a response store.
+func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err error) {
+	var c struct {
+		Choices []struct {
+			Message      map[string]json.RawMessage `json:"message"`
+			FinishReason string                     `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *chatUsage `json:"usage"`
+	}
+	if err := json.Unmarshal(chat, &c); err != nil || len(c.Choices) == 0 {
+		return nil, nil, &wire.ProtocolError{Index: -1, Msg: "the answer has no choice to make a response of"}
+	}
+	msg := c.Choices[0].Message
+	var reasoning, text string
+	_ = json.Unmarshal(msg[m.ReasoningField], &reasoning)
+	_ = json.Unmarshal(msg["content"], &text)
+	if reasoning != "" {
+		output = append(output, reasoningItem(NewID("rs"), reasoning))
+	}
+	if text != "" {
+		output = append(output, messageItem(NewID("msg"), "completed", text))
+	}
+	var calls []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(msg["tool_calls"], &calls)
+	for _, tc := range calls {
+		output = append(output, callItem(NewID("fc"), tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
+	}
+	status, extra := finish(c.Choices[0].FinishReason)
+	object, err = json.Marshal(m.object(status, output, usage(c.Usage), extra))
+	return object, output, err
+}
+
+// ErrorObject is the response object of a failed response.
+func ErrorObject(m Meta, body wire.ErrorBody) []byte {
+	code := ""
+	if body.Error.Code != nil {
+		code = *body.Error.Code
+	}
+	b, _ := json.Marshal(m.object("failed", nil, nil, map[string]any{"error": map[string]string{"code": code, "message": body.Error.Message}}))
+	return b
+}

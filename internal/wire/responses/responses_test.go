@@ -1,0 +1,195 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+func decoded(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return v
+}
+
+// Every request mapping: a Responses request in, the chat request out.
+func TestChat(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"a string input, instructions, limits and sampling",
+			`{"model":"m","input":"hi","instructions":"Be brief.","max_output_tokens":100,"temperature":0.1,"top_p":0.9,"user":"u","metadata":{"a":"b"},"stream":true}`,
+			`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}],"max_tokens":100,"temperature":0.1,"top_p":0.9,"user":"u","metadata":{"a":"b"},"stream":true,"stream_options":{"include_usage":true}}`},
+		{"items: messages, parts, calls merged into one turn, outputs, reasoning",
+			`{"model":"m","input":[{"role":"developer","content":"Use tools."},{"type":"message","role":"user","content":[{"type":"input_text","text":"Weather?"},{"type":"input_image","image_url":"https://x/a.png","detail":"low"}]},` +
+				`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Two cities."}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Checking."}]},` +
+				`{"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},{"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{}"},` +
+				`{"type":"function_call_output","call_id":"c1","output":"sunny"},{"type":"function_call_output","call_id":"c2","output":[{"type":"input_text","text":"rain"}]}]}`,
+			`{"model":"m","messages":[{"role":"developer","content":"Use tools."},{"role":"user","content":[{"type":"text","text":"Weather?"},{"type":"image_url","image_url":{"url":"https://x/a.png","detail":"low"}}]},` +
+				`{"role":"assistant","content":"Checking.","reasoning_content":"Two cities.","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"c2","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},` +
+				`{"role":"tool","tool_call_id":"c1","content":"sunny"},{"role":"tool","tool_call_id":"c2","content":"rain"}]}`},
+		{"function tools, a named tool_choice, parallel, effort, a json_schema format",
+			`{"model":"m","input":"x","tools":[{"type":"function","name":"f","description":"F.","parameters":{"type":"object"},"strict":true}],"tool_choice":{"type":"function","name":"f"},"parallel_tool_calls":false,"reasoning":{"effort":"low"},"text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object"},"strict":true}}}`,
+			`{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","description":"F.","parameters":{"type":"object"},"strict":true}}],"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false,"reasoning_effort":"low","response_format":{"type":"json_schema","json_schema":{"name":"out","schema":{"type":"object"},"strict":true}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Decode([]byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Chat(r.Input, ChatOptions{ReasoningField: "reasoning_content"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(decoded(t, []byte(tc.want)), decoded(t, got)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// What the gateway does not translate is refused, naming the parameter.
+func TestRefused(t *testing.T) {
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"m","input":"x","tools":[{"type":"file_search"}]}`, "tools[0].type"},
+		{`{"model":"m","input":[{"type":"item_reference","id":"x"}]}`, "input[0].type"},
+		{`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, "input[0].content[0].type"},
+		{`{"model":"m","input":"x","background":true}`, "background"},
+		{`{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"}}`, "tool_choice"},
+		{`{"input":"x"}`, "model"},
+		{`{"model":"m"}`, "input"},
+		{`[1]`, "body"},
+	} {
+		r, err := Decode([]byte(tc.body))
+		if err == nil {
+			_, err = r.Chat(r.Input, ChatOptions{})
+		}
+		var re *RequestError
+		if !errors.As(err, &re) || re.Param != tc.param {
+			t.Errorf("%s: err %v", tc.body, err)
+		}
+	}
+}
+
+// eventLog is an EventSink recording the events.
+type eventLog struct{ events []map[string]any }
+
+func (l *eventLog) SendEvent(name string, data []byte) error {
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil || v["type"] != name {
+		return errors.New("an event's data does not name it")
+	}
+	l.events = append(l.events, v)
+	return nil
+}
+
+func (l *eventLog) types() string {
+	var s []string
+	for _, e := range l.events {
+		s = append(s, e["type"].(string))
+	}
+	return strings.Join(s, " ")
+}
+
+// A normalized chat stream becomes the Responses event sequence:
+// reasoning, a message, two calls (their fragments interleaved), usage;
+// every event numbered in order; the final object holds every item.
+func TestStreamEvents(t *testing.T) {
+	log := &eventLog{}
+	s := NewStream(Meta{ID: "resp_1", Model: "m", ReasoningField: "reasoning_content"}, log)
+	for _, c := range []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Hm."},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"Calling."},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\""}}]},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","type":"function","function":{"name":"g","arguments":""}}]},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":2}}}`,
+	} {
+		if err := s.Chunk([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Done(); err != nil {
+		t.Fatal(err)
+	}
+	want := "response.created response.in_progress " +
+		"response.output_item.added response.reasoning_summary_part.added response.reasoning_summary_text.delta " +
+		"response.reasoning_summary_text.done response.reasoning_summary_part.done response.output_item.done " +
+		"response.output_item.added response.content_part.added response.output_text.delta " +
+		"response.output_text.done response.content_part.done response.output_item.done " +
+		"response.output_item.added response.function_call_arguments.delta response.output_item.added response.function_call_arguments.delta " +
+		"response.function_call_arguments.done response.output_item.done response.function_call_arguments.done response.output_item.done response.completed"
+	if got := log.types(); got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	for i, e := range log.events {
+		if e["sequence_number"] != float64(i) {
+			t.Errorf("event %d numbered %v", i, e["sequence_number"])
+		}
+	}
+	final := log.events[len(log.events)-1]["response"].(map[string]any)
+	out := final["output"].([]any)
+	if len(out) != 4 || final["status"] != "completed" || final["usage"].(map[string]any)["input_tokens"] != float64(5) {
+		t.Fatalf("final %v", final)
+	}
+	if c := out[2].(map[string]any); c["call_id"] != "c1" || c["arguments"] != `{"a":1}` || c["status"] != "completed" {
+		t.Errorf("call %v", c)
+	}
+}
+
+// A cut at the length limit ends as incomplete; a failure after the
+// start as failed, with the error, never completed.
+func TestStreamEnds(t *testing.T) {
+	log := &eventLog{}
+	s := NewStream(Meta{ID: "resp_1"}, log)
+	s.Chunk([]byte(`{"choices":[{"index":0,"delta":{"content":"abc"},"finish_reason":"length"}]}`))
+	s.Done()
+	last := log.events[len(log.events)-1]
+	if last["type"] != "response.incomplete" || last["response"].(map[string]any)["incomplete_details"].(map[string]any)["reason"] != "max_output_tokens" {
+		t.Errorf("length: %v", last)
+	}
+	log = &eventLog{}
+	s = NewStream(Meta{ID: "resp_2"}, log)
+	s.Chunk([]byte(`{"choices":[{"index":0,"delta":{"content":"ab"},"finish_reason":null}]}`))
+	s.Fail(wire.NewError("upstream_error", "upstream_stream_incomplete", "", "broke off"))
+	s.Done()
+	if types := log.types(); strings.Contains(types, "completed") || !strings.HasSuffix(types, "response.failed") {
+		t.Errorf("failure: %s", types)
+	}
+}
+
+// FuzzResponsesRequest: any body is refused with a *RequestError or
+// becomes a chat request that the chat decoder reads.
+func FuzzResponsesRequest(f *testing.F) {
+	f.Add(`{"model":"m","input":"hi"}`)
+	f.Add(`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]},{"type":"reasoning","summary":[{"text":"r"}]}],"tools":[{"type":"function","name":"f"}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`)
+	f.Add(`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":[{"type":"input_image","image_url":"data:x"}]}],"previous_response_id":"resp_1","store":false}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		r, err := Decode([]byte(body))
+		if err == nil {
+			var chat []byte
+			if chat, err = r.Chat(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content"}); err == nil {
+				if _, derr := wire.DecodeRequest(chat); derr != nil && len(r.Input) > 0 {
+					var de *wire.DecodeError
+					if !errors.As(derr, &de) {
+						t.Fatalf("the chat request %s does not decode: %v", chat, derr)
+					}
+				}
+				return
+			}
+		}
+		var re *RequestError
+		if !errors.As(err, &re) {
+			t.Fatalf("error of type %T: %v", err, err)
+		}
+	})
+}

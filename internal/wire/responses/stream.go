@@ -1,0 +1,309 @@
+package responses
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// EventSink is where a Stream's events go: one SSE event each, with its
+// event name.
+type EventSink interface {
+	SendEvent(event string, data []byte) error
+}
+
+// Stream turns a normalized chat completion stream, chunk by chunk, into
+// the Responses API's events. It is created per response and is not safe
+// for concurrent use.
+type Stream struct {
+	meta    Meta
+	sink    EventSink
+	seq     int
+	started bool
+	items   []*openItem // every item, by output index
+	cur     *openItem   // the message or reasoning item being written
+	calls   map[int]*openItem
+	finish  string
+	usage   *chatUsage
+	ended   bool
+	// completed: the response ended as completed or incomplete (not
+	// failed); final is then its response object.
+	completed bool
+	final     []byte
+}
+
+type openItem struct {
+	kind, id       string
+	index          int
+	text           strings.Builder
+	callID, name   string
+	done           bool
+	finishedObject json.RawMessage
+}
+
+// NewStream returns a Stream writing to sink.
+func NewStream(m Meta, sink EventSink) *Stream {
+	return &Stream{meta: m, sink: sink, calls: map[int]*openItem{}}
+}
+
+// event sends one event: its type and sequence number, then v's members.
+func (s *Stream) event(typ string, v map[string]any) error {
+	v["type"], v["sequence_number"] = typ, s.seq
+	s.seq++
+	b, _ := json.Marshal(v)
+	return s.sink.SendEvent(typ, b)
+}
+
+func (s *Stream) start() error {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	if err := s.event("response.created", map[string]any{"response": s.meta.object("in_progress", nil, nil, nil)}); err != nil {
+		return err
+	}
+	return s.event("response.in_progress", map[string]any{"response": s.meta.object("in_progress", nil, nil, nil)})
+}
+
+// chunk is the part of a normalized chat chunk the stream reads.
+type chunk struct {
+	Choices []struct {
+		Index        int                        `json:"index"`
+		Delta        map[string]json.RawMessage `json:"delta"`
+		FinishReason *string                    `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *chatUsage `json:"usage"`
+}
+
+// Chunk sends the events one chat chunk makes.
+func (s *Stream) Chunk(data []byte) error {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return &wire.ProtocolError{Index: -1, Msg: "a chunk to translate is not JSON"}
+	}
+	if err := s.start(); err != nil {
+		return err
+	}
+	if c.Usage != nil {
+		s.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // a response has one choice
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.finish = *ch.FinishReason
+		}
+		if err := s.delta(ch.Delta); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Stream) delta(d map[string]json.RawMessage) error {
+	var text string
+	if json.Unmarshal(d[s.meta.ReasoningField], &text) == nil && text != "" {
+		if err := s.textDelta("reasoning", text); err != nil {
+			return err
+		}
+	}
+	if json.Unmarshal(d["content"], &text) == nil && text != "" {
+		if err := s.textDelta("message", text); err != nil {
+			return err
+		}
+	}
+	var calls []struct {
+		Index    int    `json:"index"`
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(d["tool_calls"], &calls) != nil {
+		return nil
+	}
+	for _, tc := range calls {
+		if err := s.callDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add opens a new output item.
+func (s *Stream) add(kind, id string) *openItem {
+	it := &openItem{kind: kind, id: id, index: len(s.items)}
+	s.items = append(s.items, it)
+	return it
+}
+
+// textDelta writes text to the current message or reasoning item, opening
+// one (and closing the other) as needed.
+func (s *Stream) textDelta(kind, text string) error {
+	if s.cur == nil || s.cur.kind != kind {
+		if err := s.closeCurrent(); err != nil {
+			return err
+		}
+		if err := s.open(kind); err != nil {
+			return err
+		}
+	}
+	it := s.cur
+	it.text.WriteString(text)
+	if kind == "reasoning" {
+		return s.event("response.reasoning_summary_text.delta", map[string]any{"item_id": it.id, "output_index": it.index, "summary_index": 0, "delta": text})
+	}
+	return s.event("response.output_text.delta", map[string]any{"item_id": it.id, "output_index": it.index, "content_index": 0, "delta": text, "logprobs": []any{}})
+}
+
+func (s *Stream) open(kind string) error {
+	if kind == "reasoning" {
+		it := s.add(kind, NewID("rs"))
+		s.cur = it
+		if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": map[string]any{"type": "reasoning", "id": it.id, "summary": []any{}}}); err != nil {
+			return err
+		}
+		return s.event("response.reasoning_summary_part.added", map[string]any{"item_id": it.id, "output_index": it.index, "summary_index": 0, "part": map[string]string{"type": "summary_text", "text": ""}})
+	}
+	it := s.add(kind, NewID("msg"))
+	s.cur = it
+	if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": json.RawMessage(messageItem(it.id, "in_progress", ""))}); err != nil {
+		return err
+	}
+	return s.event("response.content_part.added", map[string]any{"item_id": it.id, "output_index": it.index, "content_index": 0, "part": textPart("")})
+}
+
+// closeCurrent ends the current message or reasoning item.
+func (s *Stream) closeCurrent() error {
+	it := s.cur
+	if it == nil {
+		return nil
+	}
+	s.cur, it.done = nil, true
+	text := it.text.String()
+	if it.kind == "reasoning" {
+		it.finishedObject = reasoningItem(it.id, text)
+		for _, e := range []struct {
+			typ string
+			v   map[string]any
+		}{
+			{"response.reasoning_summary_text.done", map[string]any{"item_id": it.id, "output_index": it.index, "summary_index": 0, "text": text}},
+			{"response.reasoning_summary_part.done", map[string]any{"item_id": it.id, "output_index": it.index, "summary_index": 0, "part": map[string]string{"type": "summary_text", "text": text}}},
+			{"response.output_item.done", map[string]any{"output_index": it.index, "item": it.finishedObject}},
+		} {
+			if err := s.event(e.typ, e.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	it.finishedObject = messageItem(it.id, "completed", text)
+	for _, e := range []struct {
+		typ string
+		v   map[string]any
+	}{
+		{"response.output_text.done", map[string]any{"item_id": it.id, "output_index": it.index, "content_index": 0, "text": text, "logprobs": []any{}}},
+		{"response.content_part.done", map[string]any{"item_id": it.id, "output_index": it.index, "content_index": 0, "part": textPart(text)}},
+		{"response.output_item.done", map[string]any{"output_index": it.index, "item": it.finishedObject}},
+	} {
+		if err := s.event(e.typ, e.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callDelta opens a function_call item on a call's first fragment (which
+// carries its id and name: the normalizer sends no other first fragment)
+// and writes its arguments.
+func (s *Stream) callDelta(index int, id, name, args string) error {
+	it, ok := s.calls[index]
+	if !ok {
+		if err := s.closeCurrent(); err != nil {
+			return err
+		}
+		it = s.add("function_call", NewID("fc"))
+		it.callID, it.name = id, name
+		s.calls[index] = it
+		if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": json.RawMessage(callItem(it.id, id, name, "", "in_progress"))}); err != nil {
+			return err
+		}
+	}
+	if args == "" {
+		return nil
+	}
+	it.text.WriteString(args)
+	return s.event("response.function_call_arguments.delta", map[string]any{"item_id": it.id, "output_index": it.index, "delta": args})
+}
+
+// Done ends the response: the open items closed, then response.completed
+// (or response.incomplete, for an answer cut at its length or filtered)
+// with every output item and the usage.
+func (s *Stream) Done() error {
+	if s.ended {
+		return nil
+	}
+	s.ended = true
+	if err := s.start(); err != nil {
+		return err
+	}
+	if err := s.closeCurrent(); err != nil {
+		return err
+	}
+	calls := make([]*openItem, 0, len(s.calls))
+	for _, it := range s.calls {
+		calls = append(calls, it)
+	}
+	slices.SortFunc(calls, func(a, b *openItem) int { return a.index - b.index })
+	for _, it := range calls {
+		args := it.text.String()
+		it.finishedObject = callItem(it.id, it.callID, it.name, args, "completed")
+		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": it.id, "output_index": it.index, "name": it.name, "arguments": args}); err != nil {
+			return err
+		}
+		if err := s.event("response.output_item.done", map[string]any{"output_index": it.index, "item": it.finishedObject}); err != nil {
+			return err
+		}
+	}
+	status, extra := finish(s.finish)
+	s.completed = true
+	s.final, _ = json.Marshal(s.meta.object(status, s.Output(), usage(s.usage), extra))
+	return s.event("response."+status, map[string]any{"response": json.RawMessage(s.final)})
+}
+
+// Object returns the final response object of a completed response.
+func (s *Stream) Object() []byte { return s.final }
+
+// Fail ends the response as failed with the error body's code and
+// message: the one event a stream that broke off after it started gets.
+func (s *Stream) Fail(body wire.ErrorBody) error {
+	if s.ended {
+		return nil
+	}
+	s.ended = true
+	if err := s.start(); err != nil {
+		return err
+	}
+	var obj map[string]any
+	_ = json.Unmarshal(ErrorObject(s.meta, body), &obj)
+	obj["output"] = s.Output()
+	return s.event("response.failed", map[string]any{"response": obj})
+}
+
+// Output returns the output items finished so far, by output index.
+func (s *Stream) Output() []json.RawMessage {
+	out := []json.RawMessage{}
+	for _, it := range s.items {
+		if it.finishedObject != nil {
+			out = append(out, it.finishedObject)
+		}
+	}
+	return out
+}
+
+// Completed reports a response that ended completed or incomplete.
+func (s *Stream) Completed() bool { return s.completed }
