@@ -83,7 +83,13 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 	x.resp = &responsesCall{req: req, items: items, meta: responses.Meta{
 		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, ReasoningField: field, Request: req,
 	}}
-	return req.Chat(items, responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: p.upstream.field})
+	chat, err := req.Chat(items, responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: p.upstream.field})
+	if err == nil && int64(len(chat)) > g.cfg.Server.MaxBodyBytes {
+		// Each request is within the limit, but a chain of previous
+		// responses grows the conversation: it is held to the same bound.
+		return nil, &IntakeError{Kind: IntakeTooLarge, Msg: fmt.Sprintf("the conversation, with its previous responses, is larger than this gateway accepts (server.max_body_bytes = %d); start a new one", g.cfg.Server.MaxBodyBytes)}
+	}
+	return chat, err
 }
 
 // loadResponse reads a stored response the caller's key made.

@@ -270,3 +270,31 @@ func TestResponsesStoredAndRefused(t *testing.T) {
 		t.Errorf("a web_search tool: %d %s", refused.StatusCode, raw)
 	}
 }
+
+// A chain of previous responses is held to the body limit: each request
+// is small, the conversation they add up to is refused once it passes
+// server.max_body_bytes.
+func TestResponsesChainBounded(t *testing.T) {
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
+server: {max_body_bytes: 4096}
+responses: {store: memory}
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: sim}]
+`)
+	prev := ""
+	for turn := 1; turn <= 20; turn++ {
+		params := responses.ResponseNewParams{Model: "sim-text", Input: input(strings.Repeat("x", 500))}
+		if prev != "" {
+			params.PreviousResponseID = openai.String(prev)
+		}
+		resp, err := e.Client("k").Responses.New(context.Background(), params)
+		if err != nil {
+			if apiErr, ok := errors.AsType[*openai.Error](err); !ok || apiErr.StatusCode != 413 || !strings.Contains(apiErr.Message, "previous responses") || turn < 3 {
+				t.Fatalf("turn %d: %v", turn, err)
+			}
+			return
+		}
+		prev = resp.ID
+	}
+	t.Fatal("20 turns of 500 characters passed a 4096-byte limit")
+}
