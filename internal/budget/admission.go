@@ -47,15 +47,15 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 	checks := buf[:0]
 	if a.MaxCalls != Unlimited && a.Session != "" {
 		limitOf[len(checks)] = MaxCalls
-		checks = append(checks, Check{Key: "calls:" + a.Key + ":" + a.Session, Limit: int64(a.MaxCalls), Window: a.Window, Cost: 1})
+		checks = append(checks, Check{Key: keyTag(a.Key) + "calls:" + a.Session, Limit: int64(a.MaxCalls), Window: a.Window, Cost: 1})
 	}
 	if a.RequestsPerMinute > 0 {
 		limitOf[len(checks)] = RequestsPerMinute
-		checks = append(checks, Check{Key: "rpm:" + a.Key, Limit: a.RequestsPerMinute, Window: time.Minute, Cost: 1})
+		checks = append(checks, Check{Key: keyTag(a.Key) + "rpm", Limit: a.RequestsPerMinute, Window: time.Minute, Cost: 1})
 	}
 	if a.TokensPerMinute > 0 {
 		limitOf[len(checks)] = TokensPerMinute
-		checks = append(checks, Check{Key: "tpm:" + a.Key, Limit: a.TokensPerMinute, Window: time.Minute})
+		checks = append(checks, Check{Key: keyTag(a.Key) + "tpm", Limit: a.TokensPerMinute, Window: time.Minute})
 	}
 	var out Admitted
 	if len(checks) == 0 {
@@ -86,5 +86,16 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 // AddTokens counts a finished response's tokens against key's tokens per
 // minute.
 func AddTokens(ctx context.Context, store Store, key string, tokens int64) error {
-	return store.Add(ctx, "tpm:"+key, tokens, time.Minute)
+	return store.Add(ctx, keyTag(key)+"tpm", tokens, time.Minute)
+}
+
+// keyTag starts the name of every counter of a client key: the key's
+// name in braces, a Redis Cluster hash tag, so that all the counters one
+// admission checks are in one slot (one script touches them all); "-"
+// stands for no key (an open gateway).
+func keyTag(key string) string {
+	if key == "" {
+		key = "-"
+	}
+	return "{" + key + "}:"
 }

@@ -2,6 +2,8 @@ package budget
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,7 +96,7 @@ func TestMemoryStoreBounded(t *testing.T) {
 
 func TestRedisStore(t *testing.T) {
 	srv := testredis.Start(t)
-	s, err := NewRedis(srv.URL(), "test:", time.Second)
+	s, err := NewRedis(srv.URL(), "test:", time.Second, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +136,8 @@ func TestRedisStore(t *testing.T) {
 // Concurrent admissions against one Redis never admit more than the limit.
 func TestRedisStoreAtomic(t *testing.T) {
 	srv := testredis.Start(t)
-	a, _ := NewRedis(srv.URL(), "", time.Second)
-	b, _ := NewRedis(srv.URL(), "", time.Second)
+	a, _ := NewRedis(srv.URL(), "", time.Second, false)
+	b, _ := NewRedis(srv.URL(), "", time.Second, false)
 	defer a.Close()
 	defer b.Close()
 	admitted := make(chan bool, 200)
@@ -157,5 +159,63 @@ func TestRedisStoreAtomic(t *testing.T) {
 	}
 	if n != 50 {
 		t.Errorf("%d admitted, limit 50", n)
+	}
+}
+
+// On a Redis Cluster an admission's counters (a session's calls, a key's
+// requests and tokens) share the key's hash tag: one script checks them
+// all, for many keys spread over the slots, with no CROSSSLOT; a cluster
+// client reaches every key; concurrent admissions still never pass a
+// limit.
+func TestRedisCluster(t *testing.T) {
+	c := testredis.StartCluster(t)
+	a, err := NewRedis(c.Seeds(), "tg:", 2*time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _ := NewRedis(strings.Split(c.Seeds(), ",")[0], "tg:", 2*time.Second, true)
+	defer b.Close()
+	ctx := context.Background()
+	for i := range 50 {
+		key := fmt.Sprintf("team-%d", i)
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		adm, err := Admit(ctx, s, Admission{Key: key, Session: "s1", MaxCalls: 5, Window: time.Hour, RequestsPerMinute: 10, TokensPerMinute: 100})
+		if err != nil || len(adm.Rates()) != 2 {
+			t.Fatalf("%s: %v %+v", key, err, adm)
+		}
+		if err := AddTokens(ctx, s, key, 7); err != nil {
+			t.Fatalf("%s: tokens: %v", key, err)
+		}
+	}
+	strs := a.Strings("reasoning:", time.Minute)
+	if err := strs.Put(ctx, "call:x", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := b.Strings("reasoning:", time.Minute).Get(ctx, "call:x"); err != nil || !ok || v != "r" {
+		t.Fatalf("a string across cluster clients: %q %v %v", v, ok, err)
+	}
+	admitted := make(chan bool, 100)
+	for i := range 100 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		go func() {
+			_, err := Admit(ctx, s, Admission{Key: "shared", RequestsPerMinute: 30})
+			admitted <- err == nil
+		}()
+	}
+	n := 0
+	for range 100 {
+		if <-admitted {
+			n++
+		}
+	}
+	if n != 30 {
+		t.Errorf("%d admitted on the cluster, limit 30", n)
 	}
 }

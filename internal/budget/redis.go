@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,31 +15,56 @@ import (
 // checking every counter and adding to each is atomic across replicas, and
 // every counter has an expiry (its window), so nothing accumulates.
 //
-// Counters are plain keys named prefix+Check.Key. All keys of one admission
-// are sent together, so a Redis Cluster would need them in one hash slot:
-// put a hash tag in the prefix ("{toolgate}:") when using one.
+// Counters are plain keys named prefix+Check.Key; the keys of one
+// admission share a hash tag (the client key's, see keyTag), so on a
+// Redis Cluster they are in one slot and one script may touch them all.
+// Each string (Strings) is one key. On a cluster a primary's failover
+// (a replica promoted) loses at most the writes the replica had not
+// received: counts of the current window; requests meanwhile follow
+// state.on_error.
 type Redis struct {
-	c       *redis.Client
+	c       redis.UniversalClient
 	prefix  string
 	timeout time.Duration
 }
 
 // NewRedis connects to the Redis at url (redis://[user:password@]host:port/db,
-// rediss:// for TLS). timeout bounds each operation (dial, read, write and
-// the whole call); prefix starts every key. It does not dial: Ping does.
-func NewRedis(url, prefix string, timeout time.Duration) (*Redis, error) {
-	opts, err := redis.ParseURL(url)
+// rediss:// for TLS), or to a Redis Cluster: urls, comma-separated, are
+// its seeds, or cluster says a single URL is a cluster node. timeout bounds
+// each operation (dial, read, write and the whole call); prefix starts
+// every key. It does not dial: Ping does.
+func NewRedis(urls, prefix string, timeout time.Duration, cluster bool) (*Redis, error) {
+	seeds := strings.Split(urls, ",")
+	opts, err := redis.ParseURL(strings.TrimSpace(seeds[0]))
 	if err != nil {
 		return nil, fmt.Errorf("state.redis_url: %w", err)
 	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
-	opts.MaxRetries = 1 // a replaced connection, not a retry storm against a Redis that is down
-	opts.ContextTimeoutEnabled = true
-	return &Redis{c: redis.NewClient(opts), prefix: prefix, timeout: timeout}, nil
+	r := &Redis{prefix: prefix, timeout: timeout}
+	if !cluster && len(seeds) == 1 {
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+		opts.MaxRetries = 1 // a replaced connection, not a retry storm against a Redis that is down
+		opts.ContextTimeoutEnabled = true
+		r.c = redis.NewClient(opts)
+		return r, nil
+	}
+	addrs := make([]string, 0, len(seeds))
+	for _, s := range seeds {
+		o, err := redis.ParseURL(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("state.redis_url: %w", err)
+		}
+		addrs = append(addrs, o.Addr)
+	}
+	r.c = redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: addrs, Username: opts.Username, Password: opts.Password, TLSConfig: opts.TLSConfig,
+		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, ContextTimeoutEnabled: true,
+		MaxRetries: 1, MaxRedirects: 3,
+	})
+	return r, nil
 }
 
 // Client is the underlying client, for other state kept in the same Redis.
-func (r *Redis) Client() *redis.Client { return r.c }
+func (r *Redis) Client() redis.UniversalClient { return r.c }
 
 // Prefix is the prefix of every key the store writes.
 func (r *Redis) Prefix() string { return r.prefix }
@@ -110,7 +136,7 @@ func (r *Redis) Admit(ctx context.Context, checks []Check, counts []Count) (int,
 	}
 	res, err := admitScript.Run(ctx, r.c, keys, args...).Int64Slice()
 	if err != nil {
-		return -1, fmt.Errorf("redis admission: %w", err)
+		return -1, r.failed("redis admission", err)
 	}
 	reset := func(ms int64, c Check) time.Duration {
 		if ms < 0 {
@@ -140,9 +166,21 @@ func (r *Redis) Add(ctx context.Context, key string, n int64, window time.Durati
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	if err := addScript.Run(ctx, r.c, []string{r.prefix + key}, n, windowMs(window)).Err(); err != nil {
-		return fmt.Errorf("redis add: %w", err)
+		return r.failed("redis add", err)
 	}
 	return nil
+}
+
+// failed wraps an operation's error. On a cluster, an error that is not
+// Redis's own answer (a node down, a timeout) may mean a primary failed
+// over: the client's slot map is reloaded (in the background) at once,
+// not at its next periodic refresh, so the promoted replica is used.
+func (r *Redis) failed(op string, err error) error {
+	var re redis.Error
+	if cc, ok := r.c.(*redis.ClusterClient); ok && !errors.As(err, &re) {
+		cc.ReloadState(context.Background())
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 func windowMs(d time.Duration) string {
@@ -174,7 +212,7 @@ func (s *Strings) Get(ctx context.Context, key string) (string, bool, error) {
 	case errors.Is(err, redis.Nil):
 		return "", false, nil
 	case err != nil:
-		return "", false, fmt.Errorf("redis get: %w", err)
+		return "", false, s.r.failed("redis get", err)
 	}
 	return v, true, nil
 }
@@ -185,7 +223,7 @@ func (s *Strings) Delete(ctx context.Context, key string) (bool, error) {
 	defer cancel()
 	n, err := s.r.c.Del(ctx, s.key+key).Result()
 	if err != nil {
-		return false, fmt.Errorf("redis del: %w", err)
+		return false, s.r.failed("redis del", err)
 	}
 	return n > 0, nil
 }
@@ -195,7 +233,7 @@ func (s *Strings) Put(ctx context.Context, key, v string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
 	defer cancel()
 	if err := s.r.c.Set(ctx, s.key+key, v, s.ttl).Err(); err != nil {
-		return fmt.Errorf("redis set: %w", err)
+		return s.r.failed("redis set", err)
 	}
 	return nil
 }

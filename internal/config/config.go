@@ -92,8 +92,11 @@ type State struct {
 	// Store is memory (the default) or redis.
 	Store string `yaml:"store"`
 	// RedisURL is redis://[user:password@]host:port/db (rediss:// for TLS),
-	// usually "${REDIS_URL}". Required with store: redis.
+	// usually "${REDIS_URL}". Required with store: redis. Several URLs,
+	// comma-separated, are the seeds of a Redis Cluster.
 	RedisURL string `yaml:"redis_url"`
+	// Cluster says the one RedisURL is a node of a Redis Cluster.
+	Cluster bool `yaml:"cluster"`
 	// Prefix starts every Redis key. Default "toolgate:".
 	Prefix string `yaml:"prefix"`
 	// Timeout bounds each Redis operation. Default 250ms.
@@ -745,8 +748,13 @@ func (c *Config) Validate() error {
 	case "redis":
 		if c.State.RedisURL == "" {
 			add("state.redis_url", "is required with store: redis (redis://host:6379/0)")
-		} else if u, err := url.Parse(c.State.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			add("state.redis_url", "must be a redis:// or rediss:// URL")
+		} else {
+			for _, s := range strings.Split(c.State.RedisURL, ",") {
+				if u, err := url.Parse(strings.TrimSpace(s)); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+					add("state.redis_url", "must be a redis:// or rediss:// URL, or several, comma-separated (a cluster's seeds)")
+					break
+				}
+			}
 		}
 	default:
 		add("state.store", "must be memory or redis, got %q", c.State.Store)

@@ -283,7 +283,8 @@ routes: [{model: m, upstream: a}]
 			t.Errorf("error does not say %q:\n%v", want, err)
 		}
 	}
-	for url, want := range map[string]string{"": "state.redis_url: is required", "http://secret@x": "state.redis_url: must be a redis://"} {
+	for url, want := range map[string]string{"": "state.redis_url: is required", "http://secret@x": "state.redis_url: must be a redis://",
+		"redis://a:7000,redis://secret@:7001": "or several, comma-separated"} {
 		_, err = Parse([]byte(`
 state: {store: redis, redis_url: "`+url+`"}
 upstreams: [{name: a, url: "http://x"}]
@@ -292,6 +293,14 @@ routes: [{model: m, upstream: a}]
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("redis_url %q: %v", url, err)
 		}
+	}
+	c, err := Parse([]byte(`
+state: {store: redis, redis_url: "redis://a:7000, redis://b:7001,rediss://c:7002", cluster: true}
+upstreams: [{name: a, url: "http://x"}]
+routes: [{model: m, upstream: a}]
+`), env(nil))
+	if err != nil || !c.State.Cluster {
+		t.Errorf("a cluster's seeds: %v", err)
 	}
 }
 

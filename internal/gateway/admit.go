@@ -101,7 +101,7 @@ func openState(cfg *config.Config, log *zap.Logger) (budget.Store, policy.Reason
 	if cfg.State.Store != "redis" {
 		return budget.NewMemory(0, nil), policy.NewMemoryStore(0, 0, nil), func() {}, nil
 	}
-	r, err := budget.NewRedis(cfg.State.RedisURL, cfg.State.Prefix, cfg.State.Timeout)
+	r, err := budget.NewRedis(cfg.State.RedisURL, cfg.State.Prefix, cfg.State.Timeout, cfg.State.Cluster)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -196,3 +196,124 @@ routes: [{model: "*", upstream: claude, reasoning: {format: thinking-budget, lev
 		t.Errorf("thinking blocks not restored across replicas: %s", s.LastRequest())
 	}
 }
+
+// Two replicas on a Redis Cluster (three primaries, a replica each) share
+// rate limits and session budgets whatever slot a key's counters land in,
+// with no CROSSSLOT; a primary is stopped in the middle of a run of
+// requests: fail_open serves on through the failover, and counting goes
+// on on the promoted replica, having lost at most the window's counts.
+func TestRedisClusterGateway(t *testing.T) {
+	cl := testredis.StartCluster(t)
+	const perKey, keys = 12, 6
+	var keyYAML []string
+	for i := range keys {
+		keyYAML = append(keyYAML, fmt.Sprintf(`{name: k%d, sha256: %s, rate_limit: {requests_per_minute: %d}}`, i, gatewaytest.KeyHash(fmt.Sprintf("sk-%d", i)), perKey))
+	}
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	t.Cleanup(up.Close)
+	yaml := `
+state: {store: redis, redis_url: "` + cl.Seeds() + `", timeout: 300ms, on_error: fail_open}
+keys: [` + strings.Join(keyYAML, ", ") + `]
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
+`
+	gws := []*gatewaytest.Env{gatewaytest.Start(t, up.URL, yaml), gatewaytest.Start(t, up.URL, yaml)}
+	call := func(i, n int, session string) (int, string) {
+		hdr := []string{"Authorization", fmt.Sprintf("Bearer sk-%d", i)}
+		if session != "" {
+			hdr = append(hdr, "X-Session-Id", session)
+		}
+		resp := gws[n%2].Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, hdr...)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+
+	// A session budget across replicas, for every key (several slots).
+	for i := range keys {
+		for n := range 2 {
+			if code, body := call(i, n, "s"); code != 200 {
+				t.Fatalf("key %d, call %d of the session: %d %s", i, n+1, code, body)
+			}
+		}
+		if code, body := call(i, 2, "s"); code != 429 || !strings.Contains(body, "max_calls_exceeded") {
+			t.Fatalf("key %d, third call of the session: %d %s", i, code, body)
+		}
+	}
+	// 3 requests of each key are counted (the refused one is not). Half of
+	// what is left is spent, a primary fails over, then each key is used
+	// until it is refused: between the limit and the limit plus what was
+	// counted before the failover (lost with it at most).
+	admitted := make([]int, keys)
+	for i := range keys {
+		admitted[i] = 2
+	}
+	before := make([]int, keys)
+	stop := make(chan struct{})
+	done := make(chan []int)
+	go func() { // requests go on through the failover
+		codes := map[int]int{}
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				done <- []int{codes[200], codes[429], len(codes)}
+				return
+			default:
+			}
+			code, _ := call(keys-1, n, "")
+			codes[code]++
+		}
+	}()
+	for i := range keys - 1 {
+		for n := range perKey/2 - 2 {
+			if code, body := call(i, n, ""); code != 200 {
+				t.Fatalf("key %d, request %d before the failover: %d %s", i, n, code, body)
+			}
+			admitted[i]++
+		}
+		before[i] = admitted[i]
+	}
+	victim := cl.Failover()
+	close(stop)
+	bg := <-done
+	seen := []int{gws[0].Logs.Len(), gws[1].Logs.Len()}
+	if bg[0] == 0 || bg[0]+bg[1] == 0 || bg[2] > 2 {
+		t.Errorf("requests during the failover: %d admitted, %d refused, %d distinct statuses", bg[0], bg[1], bg[2])
+	}
+	for i := range keys - 1 {
+		for n := 0; ; n++ {
+			code, body := call(i, n, "")
+			if code == 429 {
+				if !strings.Contains(body, "rate_limit_exceeded") {
+					t.Errorf("key %d refused for %s", i, body)
+				}
+				break
+			}
+			if code != 200 {
+				t.Fatalf("key %d after the failover of %s: %d %s", i, victim, code, body)
+			}
+			admitted[i]++
+			if admitted[i] > perKey+before[i] {
+				for _, l := range append(gws[0].Logs.All()[seen[0]:], gws[1].Logs.All()[seen[1]:]...) {
+					t.Log(l.ContextMap())
+				}
+				t.Fatalf("key %d: %d admitted, more than the limit %d plus the %d counted before the failover", i, admitted[i], perKey, before[i])
+			}
+		}
+		if admitted[i] < perKey {
+			t.Errorf("key %d refused after %d requests, under its limit %d", i, admitted[i], perKey)
+		}
+	}
+	for _, e := range gws {
+		if n := e.Logs.FilterMessage("state store unavailable").Len(); n > 0 {
+			for _, l := range e.Logs.FilterMessage("state store unavailable").All() {
+				if strings.Contains(fmt.Sprint(l.ContextMap()), "CROSSSLOT") {
+					t.Fatalf("CROSSSLOT: %v", l.ContextMap())
+				}
+			}
+			t.Logf("state errors during the failover (fail_open served): %d", n)
+		}
+	}
+	t.Logf("admitted per key %v (limit %d, counted before the failover %v); during the failover %d admitted, %d refused", admitted, perKey, before, bg[0], bg[1])
+}

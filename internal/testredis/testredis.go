@@ -16,11 +16,12 @@ import (
 
 // Server is a running redis-server.
 type Server struct {
-	Addr string // host:port
-	cmd  *exec.Cmd
-	port int
-	dir  string
-	t    testing.TB
+	Addr  string // host:port
+	cmd   *exec.Cmd
+	port  int
+	dir   string
+	t     testing.TB
+	extra []string // more redis-server arguments (a cluster node's)
 }
 
 // URL is the server's redis:// URL.
@@ -29,6 +30,12 @@ func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
 // Start starts a redis-server that stops when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t)
+}
+
+// require skips (or, under CI, fails) a test without redis-server.
+func require(t testing.TB) {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		msg := "redis-server is not installed (apt-get install -y redis-server)"
 		if os.Getenv("CI") != "" || os.Getenv("TOOLGATE_REQUIRE_REDIS") != "" {
@@ -36,7 +43,12 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip(msg + "; skipped outside CI")
 	}
-	s := &Server{dir: t.TempDir(), t: t}
+}
+
+func start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	require(t)
+	s := &Server{dir: t.TempDir(), t: t, extra: extra}
 	var err error
 	for range 5 { // a free port can be taken between finding and binding it
 		if s.port, err = freePort(); err == nil {
@@ -73,8 +85,8 @@ func (s *Server) Restart() {
 
 func (s *Server) run() error {
 	s.Addr = "127.0.0.1:" + strconv.Itoa(s.port)
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--loglevel", "warning")
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--loglevel", "warning"}, s.extra...)...)
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return err
