@@ -284,7 +284,7 @@ routes: [{model: m, upstream: a}]
 		}
 	}
 	for url, want := range map[string]string{"": "state.redis_url: is required", "http://secret@x": "state.redis_url: must be a redis://",
-		"redis://a:7000,redis://secret@:7001": "or several, comma-separated"} {
+		"redis://a:7000,http://secret@b:7001": "or several, comma-separated"} {
 		_, err = Parse([]byte(`
 state: {store: redis, redis_url: "`+url+`"}
 upstreams: [{name: a, url: "http://x"}]
@@ -294,7 +294,7 @@ routes: [{model: m, upstream: a}]
 			t.Errorf("redis_url %q: %v", url, err)
 		}
 	}
-	c, err := Parse([]byte(`
+	c, err = Parse([]byte(`
 state: {store: redis, redis_url: "redis://a:7000, redis://b:7001,rediss://c:7002", cluster: true}
 upstreams: [{name: a, url: "http://x"}]
 routes: [{model: m, upstream: a}]
