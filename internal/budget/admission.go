@@ -16,12 +16,16 @@ type Admission struct {
 	// RequestsPerMinute and TokensPerMinute are the key's rates; 0 is
 	// none.
 	RequestsPerMinute, TokensPerMinute int64
+	// Spend is the key's spend limit (Max 0: none), counted in the period
+	// holding Now.
+	Spend Spend
+	Now   time.Time
 }
 
 // Rate is one of the key's rate limits as admission left it, for the
 // x-ratelimit-* headers.
 type Rate struct {
-	Limit Limit // RequestsPerMinute or TokensPerMinute
+	Limit Limit // RequestsPerMinute, TokensPerMinute or MaxCost (nano-dollars)
 	Max   int64
 	Used  int64
 	Reset time.Duration
@@ -30,7 +34,7 @@ type Rate struct {
 // Admitted is what a counted admission decided: the key's rates (for its
 // headers), whether or not it was refused.
 type Admitted struct {
-	rates [2]Rate
+	rates [3]Rate
 	n     int
 }
 
@@ -42,8 +46,8 @@ func (a *Admitted) Rates() []Rate { return a.rates[:a.n] }
 // the rate that refused it in Rates); an error of the store is returned
 // as it is, for the caller's state.on_error.
 func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
-	var buf [3]Check
-	var limitOf [3]Limit
+	var buf [4]Check
+	var limitOf [4]Limit
 	checks := buf[:0]
 	if a.MaxCalls != Unlimited && a.Session != "" {
 		limitOf[len(checks)] = MaxCalls
@@ -57,11 +61,18 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 		limitOf[len(checks)] = TokensPerMinute
 		checks = append(checks, Check{Key: keyTag(a.Key) + "tpm", Limit: a.TokensPerMinute, Window: time.Minute})
 	}
+	if a.Spend.Max > 0 {
+		// Like tokens: checked (room left), counted when the response's
+		// cost is known (AddCost).
+		name, left := a.Spend.Period.span(a.Now)
+		limitOf[len(checks)] = MaxCost
+		checks = append(checks, Check{Key: keyTag(a.Key) + name, Limit: a.Spend.Max, Window: left})
+	}
 	var out Admitted
 	if len(checks) == 0 {
 		return out, nil
 	}
-	var counts [3]Count
+	var counts [4]Count
 	refused, err := store.Admit(ctx, checks, counts[:])
 	if err != nil {
 		return out, err

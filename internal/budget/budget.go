@@ -125,9 +125,10 @@ const (
 	RequestsPerMinute                  // a key's requests a minute (429)
 	TokensPerMinute                    // a key's tokens a minute (429)
 	StateUnavailable                   // the counter store unreachable with fail_closed (503)
+	MaxCost                            // a key's spend in its day or month (429 insufficient_quota)
 )
 
-var limitNames = [...]string{"", "maxCalls", "maxInputChars", "maxOutputChars", "callTimeoutMs", "requests_per_minute", "tokens_per_minute", "state_unavailable"}
+var limitNames = [...]string{"", "maxCalls", "maxInputChars", "maxOutputChars", "callTimeoutMs", "requests_per_minute", "tokens_per_minute", "state_unavailable", "max_cost_usd"}
 
 func (l Limit) String() string {
 	if int(l) < len(limitNames) {

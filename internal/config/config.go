@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -56,9 +57,14 @@ type Config struct {
 	Upstreams []Upstream `yaml:"upstreams"`
 	// Routes map client model names to an upstream and its model name.
 	Routes []Route `yaml:"routes"`
+	// Pricing prices upstream model names (or patterns, * for any
+	// characters): the cost of each response, toolgate_cost_usd_total and
+	// keys' max_cost_usd.
+	Pricing map[string]Price `yaml:"pricing"`
 
-	exact    map[string]*Route
-	patterns []*Route
+	exact         map[string]*Route
+	patterns      []*Route
+	pricePatterns []string
 	byName   map[string]*Upstream
 }
 
@@ -124,7 +130,7 @@ func (k *Key) Allows(model string) bool {
 		return true
 	}
 	for _, p := range k.Models {
-		if globMatch(p, model) {
+		if GlobMatch(p, model) {
 			return true
 		}
 	}
@@ -314,7 +320,7 @@ var defaultPassthrough = []string{"/v1/embeddings", "/v1/completions", "/v1/mode
 func (c *Config) MatchPath(path string) (*Route, bool) {
 	for i := range c.Routes {
 		for _, pat := range c.Routes[i].Paths {
-			if globMatch(pat, path) {
+			if GlobMatch(pat, path) {
 				return &c.Routes[i], true
 			}
 		}
@@ -329,7 +335,7 @@ func (p Passthrough) Forwards(path string) bool {
 		return true
 	}
 	for _, pat := range p.Paths {
-		if globMatch(pat, path) {
+		if GlobMatch(pat, path) {
 			return true
 		}
 	}
@@ -424,6 +430,22 @@ type Budget struct {
 	// OnInputOver is what a transcript over max_input_chars does: refuse
 	// (400, the default) or trim (whole oldest turns).
 	OnInputOver string `yaml:"on_input_over"`
+	// MaxCostUSD is a key's spend per CostWindow, priced by pricing: a
+	// request is refused (429 insufficient_quota) once it is reached.
+	// Keys only.
+	MaxCostUSD float64 `yaml:"max_cost_usd"`
+	// CostWindow is day (the default) or month: a calendar day or month
+	// in UTC.
+	CostWindow string `yaml:"cost_window"`
+}
+
+// Price is an upstream model's price in dollars per million tokens.
+type Price struct {
+	Input float64 `yaml:"input"`
+	// CachedInput prices prompt tokens read from the provider's cache
+	// (prompt_tokens_details.cached_tokens); default the input price.
+	CachedInput *float64 `yaml:"cached_input"`
+	Output      float64  `yaml:"output"`
 }
 
 // Limit is a budget value: a non-negative number, or -1 for "unlimited".
@@ -505,7 +527,7 @@ func (c *Config) Match(model string) (*Route, bool) {
 		return r, true
 	}
 	for _, r := range c.patterns {
-		if globMatch(r.Model, model) {
+		if GlobMatch(r.Model, model) {
 			return r, true
 		}
 	}
@@ -528,9 +550,9 @@ func (c *Config) Upstream(name string) (*Upstream, bool) {
 	return u, ok
 }
 
-// globMatch reports whether s matches pattern, where * matches any run of
+// GlobMatch reports whether s matches pattern, where * matches any run of
 // characters (including none) and every other character matches itself.
-func globMatch(pattern, s string) bool {
+func GlobMatch(pattern, s string) bool {
 	star, next := -1, 0 // last star position in pattern, and s index it resumed at
 	p, i := 0, 0
 	for i < len(s) {
@@ -726,6 +748,7 @@ func (c *Config) Validate() error {
 			add(f.path, "must be a positive duration such as 30s, got %s", f.d)
 		}
 	}
+	validatePricing(c.Pricing, add)
 	keyNames := map[string]bool{}
 	for i, k := range c.Keys {
 		p := fmt.Sprintf("keys[%d]", i)
@@ -739,6 +762,9 @@ func (c *Config) Validate() error {
 			add(p+".sha256", "must be the 64 hex digits of the key's SHA-256 (never the key itself)")
 		}
 		validateBudget(p+".budget", k.Budget, false, add)
+		if k.Budget != nil && k.Budget.MaxCostUSD > 0 && len(c.Pricing) == 0 {
+			add(p+".budget.max_cost_usd", "needs prices to count spend: no model is priced (pricing)")
+		}
 		if k.RateLimit.RequestsPerMinute < 0 || k.RateLimit.TokensPerMinute < 0 {
 			add(p+".rate_limit", "values must be positive (0 is no limit)")
 		}
@@ -942,6 +968,13 @@ func (e *Error) Error() string {
 }
 
 func (c *Config) resolve() {
+	c.pricePatterns = nil
+	for _, name := range slices.Sorted(maps.Keys(c.Pricing)) {
+		if strings.Contains(name, "*") {
+			c.pricePatterns = append(c.pricePatterns, name)
+		}
+	}
+	slices.SortStableFunc(c.pricePatterns, func(a, b string) int { return len(b) - len(a) })
 	c.exact = map[string]*Route{}
 	c.patterns = nil
 	c.byName = map[string]*Upstream{}
@@ -972,6 +1005,43 @@ func validateBudget(p string, b *Budget, route bool, add func(path, format strin
 	if route && b.OnInputOver != "refuse" && b.OnInputOver != "trim" {
 		add(p+".on_input_over", "must be refuse or trim, got %q", b.OnInputOver)
 	}
+	switch {
+	case route && (b.MaxCostUSD != 0 || b.CostWindow != ""):
+		add(p+".max_cost_usd", "spend is limited per key: set it in keys[].budget")
+	case b.MaxCostUSD < 0:
+		add(p+".max_cost_usd", "must be positive (0 is no limit), got %v", b.MaxCostUSD)
+	case b.CostWindow != "" && b.CostWindow != "day" && b.CostWindow != "month":
+		add(p+".cost_window", "must be day or month, got %q", b.CostWindow)
+	}
+}
+
+// validatePricing checks the prices: non-negative numbers.
+func validatePricing(prices map[string]Price, add func(path, format string, args ...any)) {
+	for _, name := range slices.Sorted(maps.Keys(prices)) {
+		pr := prices[name]
+		if name == "" {
+			add("pricing", "a model name is empty")
+		}
+		if pr.Input < 0 || pr.Output < 0 || pr.CachedInput != nil && *pr.CachedInput < 0 {
+			add(fmt.Sprintf("pricing[%q]", name), "prices must be positive dollars per million tokens")
+		}
+	}
+}
+
+// PriceOf returns the price of an upstream model name and the pricing
+// entry that gave it (the name, or the pattern: a configured string, fit
+// for a metric label). An exact name wins; then patterns, the longest
+// first (the most specific), then in name order.
+func (c *Config) PriceOf(model string) (Price, string, bool) {
+	if pr, ok := c.Pricing[model]; ok && !strings.Contains(model, "*") {
+		return pr, model, true
+	}
+	for _, name := range c.pricePatterns {
+		if GlobMatch(name, model) {
+			return c.Pricing[name], name, true
+		}
+	}
+	return Price{}, "", false
 }
 
 func validateReasoning(p string, r *Reasoning, add func(path, format string, args ...any)) {

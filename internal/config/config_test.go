@@ -193,8 +193,8 @@ func TestGlob(t *testing.T) {
 		{"*", "", true}, {"a*", "abc", true}, {"*c", "abc", true}, {"a*c", "abbbc", true},
 		{"a*c", "abcd", false}, {"a**b", "ab", true}, {"*a*b*", "xaybz", true}, {"abc", "abd", false},
 	} {
-		if got := globMatch(tc.p, tc.s); got != tc.want {
-			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.s, got)
+		if got := GlobMatch(tc.p, tc.s); got != tc.want {
+			t.Errorf("GlobMatch(%q, %q) = %v", tc.p, tc.s, got)
 		}
 	}
 }
@@ -325,5 +325,48 @@ func TestDeployConfigs(t *testing.T) {
 		if _, err := Parse([]byte(cm.Data["toolgate.yaml"]), func(k string) string { return "redis://" + k + ":6379/0" }); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// Prices: exact names win over patterns, the longest pattern first; a
+// spend limit is a key's, and needs prices.
+func TestPricing(t *testing.T) {
+	c, err := Parse([]byte(`
+pricing:
+  "gpt-4o": {input: 2.5, cached_input: 1.25, output: 10}
+  "gpt-*": {input: 1, output: 1}
+  "gpt-4o-*": {input: 3, output: 12}
+keys: [{name: k, sha256: `+strings.Repeat("a", 64)+`, budget: {max_cost_usd: 5, cost_window: month}}]
+upstreams: [{name: a, url: "http://x"}]
+routes: [{model: m, upstream: a}]
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for model, want := range map[string]string{"gpt-4o": "gpt-4o", "gpt-4o-mini": "gpt-4o-*", "gpt-5": "gpt-*", "claude": ""} {
+		if _, name, ok := c.PriceOf(model); name != want || ok != (want != "") {
+			t.Errorf("PriceOf(%q) = %q %v, want %q", model, name, ok, want)
+		}
+	}
+	for yaml, want := range map[string]string{
+		`pricing: {m: {input: -1}}` + "\nkeys: []":                                                                                           `pricing["m"]: prices must be positive`,
+		"keys: [{name: k, sha256: " + strings.Repeat("a", 64) + ", budget: {max_cost_usd: 5}}]":                                              "keys[0].budget.max_cost_usd: needs prices",
+		"pricing: {m: {input: 1}}\nkeys: [{name: k, sha256: " + strings.Repeat("a", 64) + ", budget: {max_cost_usd: 5, cost_window: week}}]": "cost_window: must be day or month",
+	} {
+		_, err := Parse([]byte(yaml+`
+upstreams: [{name: a, url: "http://x"}]
+routes: [{model: m, upstream: a}]
+`), env(nil))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", yaml, err)
+		}
+	}
+	_, err = Parse([]byte(`
+pricing: {m: {input: 1}}
+upstreams: [{name: a, url: "http://x"}]
+routes: [{model: m, upstream: a, budget: {max_cost_usd: 1}}]
+`), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "routes[0].budget.max_cost_usd: spend is limited per key") {
+		t.Errorf("a route's spend: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ func (g *Gateway) admitWith(x *exchange, maxCalls int) error {
 	a := budget.Admission{MaxCalls: maxCalls, Window: g.cfg.Sessions.Window}
 	if x.key != nil {
 		a.Key, a.RequestsPerMinute, a.TokensPerMinute = x.key.Name, x.key.RateLimit.RequestsPerMinute, x.key.RateLimit.TokensPerMinute
+		a.Spend, a.Now = x.key.Spend, g.clock.now()
 	}
 	if a.MaxCalls != budget.Unlimited { // the session is looked up only when a call limit applies
 		a.Session = g.session(x)
@@ -34,12 +35,15 @@ func (g *Gateway) admitWith(x *exchange, maxCalls int) error {
 	admitted, err := budget.Admit(x.r.Context(), g.counters, a)
 	h := x.w.Header()
 	for _, r := range admitted.Rates() {
-		unit := "requests"
-		if r.Limit == budget.TokensPerMinute {
+		unit, limit, remaining := "requests", strconv.FormatInt(r.Max, 10), strconv.FormatInt(max(r.Max-r.Used, 0), 10)
+		switch r.Limit {
+		case budget.TokensPerMinute:
 			unit = "tokens"
+		case budget.MaxCost: // dollars
+			unit, limit, remaining = "cost", dollars(r.Max), dollars(max(r.Max-r.Used, 0))
 		}
-		h.Set("X-Ratelimit-Limit-"+unit, strconv.FormatInt(r.Max, 10))
-		h.Set("X-Ratelimit-Remaining-"+unit, strconv.FormatInt(max(r.Max-r.Used, 0), 10))
+		h.Set("X-Ratelimit-Limit-"+unit, limit)
+		h.Set("X-Ratelimit-Remaining-"+unit, remaining)
 		h.Set("X-Ratelimit-Reset-"+unit, r.Reset.Round(time.Millisecond).String())
 	}
 	if le, ok := errors.AsType[*budget.LimitError](err); ok {
@@ -61,16 +65,27 @@ func (g *Gateway) stateFailed(x *exchange, op string, err error) bool {
 	return g.failClosed
 }
 
+// dollars formats nano-dollars as dollars, to the micro-dollar.
+func dollars(nano int64) string { return strconv.FormatFloat(budget.USD(nano), 'f', 6, 64) }
+
 // settle counts a finished request's tokens against its key's tokens per
-// minute, when it has that limit.
+// minute, and its cost against its key's spend, when it has those limits.
 func (g *Gateway) settle(x *exchange) {
-	if x.key == nil || x.key.RateLimit.TokensPerMinute <= 0 || x.rec.TotalTokens == 0 {
+	if x.key == nil {
 		return
 	}
 	// The client may be gone; the tokens were spent all the same.
 	ctx := context.WithoutCancel(x.r.Context())
-	if err := budget.AddTokens(ctx, g.counters, x.key.Name, x.rec.TotalTokens); err != nil {
-		g.stateFailed(x, "add_tokens", err)
+	if x.key.RateLimit.TokensPerMinute > 0 && x.rec.TotalTokens > 0 {
+		if err := budget.AddTokens(ctx, g.counters, x.key.Name, x.rec.TotalTokens); err != nil {
+			g.stateFailed(x, "add_tokens", err)
+		}
+	}
+	if x.key.Spend.Max > 0 && x.rec.CostModel != "" {
+		nano := budget.Nano(x.rec.CostUSD)
+		if err := budget.AddCost(ctx, g.counters, x.key.Name, x.key.Spend.Period, g.clock.now(), nano); err != nil {
+			g.stateFailed(x, "add_cost", err)
+		}
 	}
 }
 

@@ -118,11 +118,17 @@ func fixesOf(f wire.Fixes) []observe.Count {
 	return out
 }
 
-// addUsage adds one attempt's reported usage to the record.
-func addUsage(rec *observe.Record, u wire.Usage) {
+// addUsage adds one attempt's reported usage to the record, and its cost
+// when the model it was sent (rec.Model) is priced.
+func (g *Gateway) addUsage(rec *observe.Record, u wire.Usage) {
 	rec.PromptTokens += u.PromptTokens
 	rec.CompletionTokens += u.CompletionTokens
 	rec.TotalTokens += u.TotalTokens
+	rec.CachedTokens += u.CachedTokens
+	if price, name, ok := g.prices.lookup(rec.Model); ok && u.TotalTokens > 0 {
+		rec.CostUSD += budget.USD(price.Cost(u.PromptTokens, u.CachedTokens, u.CompletionTokens))
+		rec.CostModel = name
+	}
 }
 
 // attemptOutcome names a failed attempt, for the access log and

@@ -183,6 +183,10 @@ func limitError(e *budget.LimitError) (int, wire.ErrorBody) {
 		}
 		return http.StatusTooManyRequests, wire.NewError(unit, "rate_limit_exceeded", "",
 			fmt.Sprintf("Rate limit reached for this key on %s per min (%s): Limit %d, Used %d. Please try again in %ds.", unit, short, e.Max, e.Got, retrySeconds(e.RetryAfter)))
+	case budget.MaxCost:
+		// OpenAI's shape for a spent quota.
+		return http.StatusTooManyRequests, wire.NewError("insufficient_quota", "insufficient_quota", "",
+			fmt.Sprintf("You exceeded your current quota: this key has spent $%s of its $%s (max_cost_usd); it resets in %ds.", dollars(int64(e.Got)), dollars(int64(e.Max)), retrySeconds(e.RetryAfter)))
 	case budget.MaxCalls:
 		return http.StatusTooManyRequests, wire.NewError("rate_limit_error", "max_calls_exceeded", "",
 			fmt.Sprintf("This session has made its %d model calls for now (maxCalls); retry after %d seconds or start a new session.", e.Max, retrySeconds(e.RetryAfter)))

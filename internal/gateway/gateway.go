@@ -68,6 +68,7 @@ type Gateway struct {
 	// keyLimits are the client keys' budgets, by key name.
 	keyLimits map[string]budget.Limits
 	models    modelLists
+	prices    prices
 	store     policy.ReasoningStore
 	counters  budget.Store
 	responses ResponseStore // nil: responses are not stored
@@ -110,6 +111,7 @@ func New(opts Options) (*Gateway, error) {
 		g.clients[u.Name] = upstreamClient(u)
 	}
 	g.plans = plans(g.cfg, g.clients, policy.NewSchemas(0))
+	g.prices = resolvePrices(g.cfg)
 	g.simulated = true
 	for _, u := range g.cfg.Upstreams {
 		g.simulated = g.simulated && u.Simulator

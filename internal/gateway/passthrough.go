@@ -197,7 +197,7 @@ func (g *Gateway) relayAnswer(x *exchange, resp *http.Response) {
 		x.rec.Outcome = observe.OutcomeClientGone
 	}
 	if u, ok := lastUsage(tail.bytes()); ok {
-		addUsage(x.rec, u)
+		g.addUsage(x.rec, u)
 	}
 }
 

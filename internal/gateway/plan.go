@@ -246,3 +246,32 @@ func (p *plan) normalizer(pr *prepared) wire.Options {
 		ClientUsage:  pr.clientUsage,
 	}
 }
+
+// prices are the configured model prices resolved at load: the pricing
+// entry a model matches (config.PriceOf) and its price.
+type prices struct {
+	cfg *config.Config
+	by  map[string]budget.Price // by pricing entry name
+}
+
+func resolvePrices(cfg *config.Config) prices {
+	p := prices{cfg: cfg, by: make(map[string]budget.Price, len(cfg.Pricing))}
+	for name, c := range cfg.Pricing {
+		pr := budget.Price{Input: c.Input, CachedInput: c.Input, Output: c.Output}
+		if c.CachedInput != nil {
+			pr.CachedInput = *c.CachedInput
+		}
+		p.by[name] = pr
+	}
+	return p
+}
+
+// lookup returns the price of an upstream model name and the name of the
+// pricing entry that gave it.
+func (p prices) lookup(model string) (budget.Price, string, bool) {
+	if len(p.by) == 0 {
+		return budget.Price{}, "", false
+	}
+	_, name, ok := p.cfg.PriceOf(model)
+	return p.by[name], name, ok
+}

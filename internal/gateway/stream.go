@@ -70,7 +70,7 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	if s.tr != nil && s.tr.Paused() {
 		t.record.Fixes = append(t.record.Fixes, observe.Count{Name: "pause_turn", N: 1})
 	}
-	addUsage(x.rec, s.n.Result(nil).Usage)
+	g.addUsage(x.rec, s.n.Result(nil).Usage)
 	return err
 }
 

@@ -43,7 +43,7 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	if answer.Thinking != nil {
 		res.Reasoning = string(answer.Thinking) // the blocks, signatures and all, are what goes back
 	}
-	addUsage(x.rec, res.Usage)
+	g.addUsage(x.rec, res.Usage)
 	done := err == nil
 	outcome := t.judge.Finish(policy.End{Done: done, Calls: res.Calls, CallsErr: res.CallsErr, FinishReason: res.FinishReason, Text: res.Text})
 	judged(x, t, outcome)

@@ -24,6 +24,7 @@ type Metrics struct {
 	restores         *prometheus.CounterVec
 	rejections       *prometheus.CounterVec
 	tokens           *prometheus.CounterVec
+	cost             *prometheus.CounterVec
 	keyInFlight      *prometheus.GaugeVec
 	stateErrors      *prometheus.CounterVec
 	attempts         *prometheus.CounterVec
@@ -96,12 +97,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"route", "result"})
 	m.rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_budget_rejections_total",
-		Help: "Requests refused or cut by a budget or rate limit, by route, client key and reason (maxInputChars, maxCalls, callTimeoutMs, maxOutputChars, requests_per_minute, tokens_per_minute, state_unavailable).",
+		Help: "Requests refused or cut by a budget or rate limit, by route, client key and reason (maxInputChars, maxCalls, callTimeoutMs, maxOutputChars, requests_per_minute, tokens_per_minute, max_cost_usd, state_unavailable).",
 	}, []string{"route", "key", "reason"})
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_tokens_total",
 		Help: "Tokens the upstreams reported in usage, by client key and direction (input: prompt_tokens, output: completion_tokens).",
 	}, []string{"key", "direction"})
+	m.cost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_cost_usd_total",
+		Help: "What the upstreams' reported usage cost in dollars by the configured pricing, by client key, route and priced model (the pricing entry's name).",
+	}, []string{"key", "route", "model"})
 	m.keyInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolgate_key_requests_in_flight",
 		Help: "Chat requests being served, by client key.",
@@ -122,7 +127,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "toolgate_pending_refused_total",
 		Help: "Connections or requests refused because too many were still sending their request, by the cap reached (global: server.max_pending_requests, ip: server.max_pending_per_ip).",
 	}, []string{"scope"})
-	reg.MustRegister(m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+	reg.MustRegister(m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.cost, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -221,6 +226,9 @@ func (m *Metrics) Observe(r *Record) {
 	}
 	if r.PromptTokens > 0 {
 		m.tokens.WithLabelValues(keyLabel(r.Key), "input").Add(float64(r.PromptTokens))
+	}
+	if r.CostModel != "" {
+		m.cost.WithLabelValues(keyLabel(r.Key), route, r.CostModel).Add(r.CostUSD)
 	}
 	if r.CompletionTokens > 0 {
 		m.tokens.WithLabelValues(keyLabel(r.Key), "output").Add(float64(r.CompletionTokens))

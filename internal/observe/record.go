@@ -68,6 +68,12 @@ type Record struct {
 	// PromptTokens, CompletionTokens and TotalTokens are the usage the
 	// upstream reported (summed over attempts); 0 when it reported none.
 	PromptTokens, CompletionTokens, TotalTokens int64
+	// CachedTokens are the prompt tokens the upstream read from its cache.
+	CachedTokens int64
+	// CostUSD is what the usage cost by the configured prices, and
+	// CostModel the pricing entry that priced it ("" when unpriced).
+	CostUSD   float64
+	CostModel string
 	// Reasoning is the reasoning level sent upstream, or "".
 	Reasoning string
 	// ReasoningRestored counts assistant turns whose reasoning was put back.
@@ -198,6 +204,12 @@ func (r *Record) Log(l *zap.Logger) {
 	fields = count(fields, "trimmed", r.Trimmed)
 	if r.TotalTokens > 0 {
 		fields = append(fields, zap.Int64("tokens_in", r.PromptTokens), zap.Int64("tokens_out", r.CompletionTokens))
+		if r.CachedTokens > 0 {
+			fields = append(fields, zap.Int64("tokens_cached", r.CachedTokens))
+		}
+	}
+	if r.CostModel != "" {
+		fields = append(fields, zap.Float64("cost_usd", r.CostUSD))
 	}
 	fields = nonEmpty(fields, "reasoning", r.Reasoning)
 	fields = count(fields, "reasoning_restored", r.ReasoningRestored)

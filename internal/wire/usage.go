@@ -10,6 +10,9 @@ type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	TotalTokens      int64 `json:"total_tokens"`
+	// CachedTokens are the prompt tokens read from the upstream's cache
+	// (prompt_tokens_details.cached_tokens), part of PromptTokens.
+	CachedTokens int64 `json:"-"`
 }
 
 // ParseUsage reads a usage object; ok is false for null or anything that
@@ -34,6 +37,13 @@ func ParseUsage(raw json.RawMessage) (u Usage, ok bool) {
 			*f.dst = n
 		}
 	}
+	if d, found := o.Get("prompt_tokens_details"); found && len(d) > 0 && d[0] == '{' {
+		if do, err := ParseObject(d); err == nil {
+			if v, found := do.Get("cached_tokens"); found {
+				u.CachedTokens, _ = strconv.ParseInt(string(v), 10, 64)
+			}
+		}
+	}
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
@@ -47,4 +57,5 @@ func (u *Usage) snapshot(o Usage) {
 	u.PromptTokens = max(u.PromptTokens, o.PromptTokens)
 	u.CompletionTokens = max(u.CompletionTokens, o.CompletionTokens)
 	u.TotalTokens = max(u.TotalTokens, o.TotalTokens)
+	u.CachedTokens = max(u.CachedTokens, o.CachedTokens)
 }

@@ -18,16 +18,16 @@ func TestStreamUsage(t *testing.T) {
 	}{
 		{"usage null on every chunk (OpenAI with include_usage)", []string{text,
 			`{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`},
-			Usage{9, 3, 12}, 1},
-		{"choices null", []string{text, `{"id":"c","choices":null,"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`}, Usage{9, 3, 12}, 1},
-		{"no choices key", []string{text, `{"id":"c","usage": {"prompt_tokens":9,"completion_tokens":3}}`}, Usage{9, 3, 12}, 1},
+			Usage{9, 3, 12, 0}, 1},
+		{"choices null", []string{text, `{"id":"c","choices":null,"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`}, Usage{9, 3, 12, 0}, 1},
+		{"no choices key", []string{text, `{"id":"c","usage": {"prompt_tokens":9,"completion_tokens":3}}`}, Usage{9, 3, 12, 0}, 1},
 		{"cumulative on every chunk", []string{
 			`{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`,
 			`{"id":"c","choices":[{"index":0,"delta":{"content":"b"}}],"usage":{"prompt_tokens":10,"completion_tokens":4,"total_tokens":14}}`},
-			Usage{10, 4, 14}, 2},
+			Usage{10, 4, 14, 0}, 2},
 		{"on the last content chunk (Gemini)", []string{text,
 			`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`},
-			Usage{5, 2, 7}, 2},
+			Usage{5, 2, 7, 0}, 2},
 		{"none", []string{text}, Usage{}, 1},
 	} {
 		for _, hold := range []bool{false, true} {
@@ -158,6 +158,20 @@ func TestTextLimit(t *testing.T) {
 		}
 		if text := rs.Result(nil).Text; text != tc.text || rs.Cut() != tc.cut || last != tc.last {
 			t.Errorf("%s: text %q cut %v last %s", tc.name, text, rs.Cut(), last)
+		}
+	}
+}
+
+// Cached prompt tokens are read from prompt_tokens_details; a missing or
+// odd details object is none.
+func TestParseUsageCached(t *testing.T) {
+	for raw, want := range map[string]Usage{
+		`{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}`: {PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12, CachedTokens: 4},
+		`{"prompt_tokens":10,"prompt_tokens_details":null}`:                                      {PromptTokens: 10, TotalTokens: 10},
+		`{"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":"x"}}`:                     {PromptTokens: 10, TotalTokens: 10},
+	} {
+		if got, ok := ParseUsage([]byte(raw)); !ok || got != want {
+			t.Errorf("%s: %+v, want %+v", raw, got, want)
 		}
 	}
 }

@@ -1,0 +1,79 @@
+package budget
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// Spend is counted in nano-dollars (1e-9 USD): integers, so that a
+// counter in Redis adds exactly, and fine enough for a token of the
+// cheapest model.
+const nanoPerUSD = 1e9
+
+// USD converts nano-dollars to dollars.
+func USD(nano int64) float64 { return float64(nano) / nanoPerUSD }
+
+// Nano converts dollars to nano-dollars, rounding up (a limit or a price
+// is never undercounted).
+func Nano(usd float64) int64 { return int64(math.Ceil(usd*nanoPerUSD - 1e-6)) }
+
+// Price is a model's price in dollars per million tokens.
+type Price struct {
+	Input, CachedInput, Output float64
+}
+
+// Cost is what a response's usage costs: cached prompt tokens at the
+// cached price, the rest of the prompt at the input price, completion
+// tokens at the output price; in nano-dollars.
+func (p Price) Cost(prompt, cached, completion int64) int64 {
+	cached = min(max(cached, 0), prompt)
+	// $ per million tokens = 1000 nano-dollars per token.
+	return Nano((float64(prompt-cached)*p.Input + float64(cached)*p.CachedInput + float64(completion)*p.Output) / 1e6)
+}
+
+// Period is the window a key's spend limit counts over: a calendar day or
+// month, in UTC.
+type Period uint8
+
+const (
+	Day Period = iota
+	Month
+)
+
+// ParsePeriod reads day or month ("" is day).
+func ParsePeriod(s string) (Period, bool) {
+	switch s {
+	case "", "day":
+		return Day, true
+	case "month":
+		return Month, true
+	}
+	return Day, false
+}
+
+// span returns the counter's name for the period holding now (the period
+// is in the name, so a new one starts at zero) and the time left in it.
+func (p Period) span(now time.Time) (string, time.Duration) {
+	now = now.UTC()
+	y, m, d := now.Date()
+	if p == Month {
+		end := time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+		return "cost:" + now.Format("2006-01"), end.Sub(now)
+	}
+	end := time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	return "cost:" + now.Format("2006-01-02"), end.Sub(now)
+}
+
+// Spend is a key's spend limit: at most Max nano-dollars per Period.
+type Spend struct {
+	Max    int64 // 0: none
+	Period Period
+}
+
+// AddCost counts a finished response's cost (nano-dollars) against key's
+// spend in the period holding now.
+func AddCost(ctx context.Context, store Store, key string, p Period, now time.Time, nano int64) error {
+	name, left := p.span(now)
+	return store.Add(ctx, keyTag(key)+name, nano, left)
+}
