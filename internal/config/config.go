@@ -359,8 +359,17 @@ type Route struct {
 	// Model is the client's model name, or a pattern where * matches any run
 	// of characters.
 	Model string `yaml:"model"`
-	// Upstream is the name of an entry in upstreams.
+	// Upstream is the name of an entry in upstreams. With Upstreams it is
+	// set to the first deployment's name at load.
 	Upstream string `yaml:"upstream"`
+	// Upstreams are several deployments serving the route, spread by
+	// weight over the healthy ones (instead of Upstream; at load a single
+	// Upstream becomes one deployment of weight 1).
+	Upstreams []Deployment `yaml:"upstreams"`
+	// Cooldown is how long a deployment that answered 429 or 5xx, or could
+	// not be reached, is left out (its Retry-After when it sends one).
+	// Default 30s.
+	Cooldown time.Duration `yaml:"cooldown"`
 	// UpstreamModel is the model name sent upstream; empty sends the
 	// client's name unchanged.
 	UpstreamModel string `yaml:"upstream_model"`
@@ -415,6 +424,14 @@ type Route struct {
 	Reasoning Reasoning `yaml:"reasoning"`
 	// Budget is the route's task budget (SPEC §5); absent means none.
 	Budget *Budget `yaml:"budget"`
+}
+
+// Deployment is one upstream of a route with several, and its share.
+type Deployment struct {
+	Name string `yaml:"name"`
+	// Weight is its share of the requests among the healthy deployments.
+	// Default 1; 0 takes requests only when no other deployment can.
+	Weight *int `yaml:"weight"`
 }
 
 // Budget is a route's budget: a preset (small, medium or large; medium
@@ -689,6 +706,20 @@ func (c *Config) applyDefaults() {
 		}
 		setDur(&r.RetryBackoff, 250*time.Millisecond)
 		setDur(&r.RetryMaxWait, 10*time.Second)
+		setDur(&r.Cooldown, 30*time.Second)
+		if r.Upstream != "" && len(r.Upstreams) == 0 {
+			r.Upstreams = []Deployment{{Name: r.Upstream}}
+		} else if r.Upstream == "" && len(r.Upstreams) > 0 {
+			r.Upstream = r.Upstreams[0].Name
+		} else if len(r.Upstreams) > 0 {
+			r.Upstream = "\x00both" // reported by Validate
+		}
+		for k := range r.Upstreams {
+			if r.Upstreams[k].Weight == nil {
+				one := 1
+				r.Upstreams[k].Weight = &one
+			}
+		}
 		if r.ToolCalls == "" {
 			r.ToolCalls = "stream"
 		}
@@ -904,11 +935,7 @@ func (c *Config) Validate() error {
 			add(p+".name", "%q is used by another route; names must be unique", r.Name)
 		}
 		routeNames[r.Name] = true
-		if r.Upstream == "" {
-			add(p+".upstream", "is required")
-		} else if !names[r.Upstream] {
-			add(p+".upstream", "%q is not the name of any entry in upstreams", r.Upstream)
-		}
+		validateDeployments(p, &r, names, add)
 		if strings.Contains(r.UpstreamModel, "*") {
 			add(p+".upstream_model", "must be a model name, not a pattern")
 		}
@@ -1012,6 +1039,42 @@ func validateBudget(p string, b *Budget, route bool, add func(path, format strin
 		add(p+".max_cost_usd", "must be positive (0 is no limit), got %v", b.MaxCostUSD)
 	case b.CostWindow != "" && b.CostWindow != "day" && b.CostWindow != "month":
 		add(p+".cost_window", "must be day or month, got %q", b.CostWindow)
+	}
+}
+
+// validateDeployments checks a route's upstream or deployments.
+func validateDeployments(p string, r *Route, names map[string]bool, add func(path, format string, args ...any)) {
+	switch {
+	case r.Upstream == "\x00both":
+		add(p+".upstreams", "set upstream or upstreams, not both")
+		return
+	case r.Upstream == "":
+		add(p+".upstream", "is required (or upstreams: several deployments)")
+		return
+	case len(r.Upstreams) == 1 && r.Upstreams[0].Name == r.Upstream && !names[r.Upstream]:
+		add(p+".upstream", "%q is not the name of any entry in upstreams", r.Upstream)
+		return
+	}
+	seen, total := map[string]bool{}, 0
+	for k, d := range r.Upstreams {
+		q := fmt.Sprintf("%s.upstreams[%d]", p, k)
+		switch {
+		case !names[d.Name]:
+			add(q+".name", "%q is not the name of any entry in upstreams", d.Name)
+		case seen[d.Name]:
+			add(q+".name", "%q is listed twice", d.Name)
+		}
+		seen[d.Name] = true
+		if *d.Weight < 0 || *d.Weight > 1000000 {
+			add(q+".weight", "must be between 0 and 1000000, got %d", *d.Weight)
+		}
+		total += max(*d.Weight, 0)
+	}
+	if total == 0 {
+		add(p+".upstreams", "at least one deployment needs a positive weight")
+	}
+	if r.Cooldown < 0 {
+		add(p+".cooldown", "must be a positive duration such as 30s, got %s", r.Cooldown)
 	}
 }
 

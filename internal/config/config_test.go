@@ -370,3 +370,36 @@ routes: [{model: m, upstream: a, budget: {max_cost_usd: 1}}]
 		t.Errorf("a route's spend: %v", err)
 	}
 }
+
+// A route's deployments: upstream or upstreams, names that exist, once
+// each, weights with a positive total; a single upstream is one
+// deployment of weight 1.
+func TestDeployments(t *testing.T) {
+	parse := func(route string) (*Config, error) {
+		return Parse([]byte(`
+upstreams: [{name: a, url: "http://a"}, {name: b, url: "http://b"}]
+routes: [`+route+`]
+`), env(nil))
+	}
+	c, err := parse(`{model: m, upstream: a}`)
+	if err != nil || len(c.Routes[0].Upstreams) != 1 || *c.Routes[0].Upstreams[0].Weight != 1 || c.Routes[0].Cooldown != 30*time.Second {
+		t.Fatalf("one upstream: %v %+v", err, c.Routes[0])
+	}
+	c, err = parse(`{model: m, upstreams: [{name: b, weight: 0}, {name: a, weight: 5}], cooldown: 5s}`)
+	if err != nil || c.Routes[0].Upstream != "b" || *c.Routes[0].Upstreams[1].Weight != 5 {
+		t.Fatalf("deployments: %v %+v", err, c.Routes[0])
+	}
+	for route, want := range map[string]string{
+		`{model: m, upstream: a, upstreams: [{name: b}]}`: "routes[0].upstreams: set upstream or upstreams, not both",
+		`{model: m}`: "routes[0].upstream: is required",
+		`{model: m, upstreams: [{name: a}, {name: c}]}`:             `routes[0].upstreams[1].name: "c" is not the name`,
+		`{model: m, upstreams: [{name: a}, {name: a}]}`:             `routes[0].upstreams[1].name: "a" is listed twice`,
+		`{model: m, upstreams: [{name: a, weight: 0}]}`:             "at least one deployment needs a positive weight",
+		`{model: m, upstreams: [{name: a, weight: -1}, {name: b}]}`: "routes[0].upstreams[0].weight: must be between",
+		`{model: m, upstream: c}`:                                   `routes[0].upstream: "c" is not the name`,
+	} {
+		if _, err := parse(route); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", route, err, want)
+		}
+	}
+}

@@ -57,6 +57,7 @@ func (g *Gateway) attempts(x *exchange, pr *prepared, hasFallback bool) error {
 // answered, or failed with what was written already.
 func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	p := t.plan
+	defer g.metrics.UpstreamStarted(p.upstream.name)()
 	sent := time.Now()
 	resp, reconnected, err := p.upstream.client.Send(ctx, t.body, x.r.Header, t.req.Stream)
 	if reconnected {
@@ -186,7 +187,8 @@ func fallbackable(err error) bool {
 	}
 	_, incomplete := errors.AsType[*wire.IncompleteError](err)
 	_, violation := errors.AsType[*policy.ViolationError](err)
-	return incomplete || violation
+	_, cooling := errors.AsType[*CoolingError](err)
+	return incomplete || violation || cooling
 }
 
 // retryable reports whether a failed attempt may be tried again: no

@@ -121,7 +121,7 @@ func (g *Gateway) serve(x *exchange) error {
 	p := x.plan
 	for i := 0; ; i++ {
 		last := i == len(x.plan.fallbacks)
-		err := g.route(x, p, !last)
+		err := g.deploy(x, p, !last)
 		if err == nil {
 			return nil
 		}
@@ -162,6 +162,9 @@ func (g *Gateway) route(x *exchange, p *plan, hasFallback bool) error {
 func (g *Gateway) session(x *exchange) string {
 	if id := x.r.Header.Get(g.cfg.Sessions.Header); id != "" {
 		return id
+	}
+	if x.req == nil { // a forwarded body (the rest of /v1) is not decoded
+		return ""
 	}
 	if raw, ok := x.req.Get("user"); ok {
 		var user string

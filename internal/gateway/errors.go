@@ -91,6 +91,9 @@ func errorFor(err error) (int, wire.ErrorBody) {
 	case *repair.RejectError:
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", "unpaired_tool_calls", "messages",
 			"This route refuses transcripts whose tool calls and replies are not paired: "+e.Error())
+	case *CoolingError:
+		return http.StatusServiceUnavailable, wire.NewError("server_error", "deployments_cooling_down", "",
+			fmt.Sprintf("Every deployment of route %s is cooling down after failing (429, 5xx or unreachable); retry after %d seconds.", e.Route, retrySeconds(e.RetryAfter)))
 	case *RouteError:
 		return http.StatusNotFound, wire.NewError("invalid_request_error", "model_not_found", "model",
 			fmt.Sprintf("The model `%s` does not exist or is not served by this gateway; GET /v1/models lists the models it serves.", wire.Clip(e.Model)))
@@ -147,7 +150,7 @@ func firstKnown(err error) error {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch e.(type) {
 		case *IntakeError, *wire.DecodeError, *auth.Error, *budget.LimitError, *budget.StateError, *repair.RejectError,
-			*RouteError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *anthropic.RequestError, *responses.RequestError, *StoredResponseError, *PassthroughError, *wire.IncompleteError:
+			*RouteError, *CoolingError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *anthropic.RequestError, *responses.RequestError, *StoredResponseError, *PassthroughError, *wire.IncompleteError:
 			return e
 		}
 	}

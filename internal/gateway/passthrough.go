@@ -93,6 +93,12 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 		return nil, nil, err
 	}
 	x.plan = g.plans[route.Name]
+	if len(x.plan.deployments) > 1 {
+		// Spread like chat requests; a failed forward is retried on the
+		// same deployment (the route's retries), not moved.
+		i, _ := g.pick(x, x.plan, make([]bool, len(x.plan.deployments)))
+		x.plan = x.plan.deployments[i].plan
+	}
 	switch {
 	case !route.Passthrough.Forwards(r.URL.Path) && len(route.Paths) == 0:
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path}

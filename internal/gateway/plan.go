@@ -46,6 +46,14 @@ type plan struct {
 
 	retries int
 	backoff backoff
+	// deployments are the route's upstreams, the first this plan's own;
+	// each has the route's plan resolved onto it. One for most routes.
+	deployments []deployment
+	// cooldown is how long a failing deployment is left out.
+	cooldown time.Duration
+	// sticky: a session stays on one deployment (the route remembers
+	// reasoning, kept per upstream).
+	sticky bool
 	// fallbacks are tried in order when this route's attempts failed for
 	// a reason of the upstream's; their own fallbacks are not followed.
 	fallbacks []*plan
@@ -99,14 +107,25 @@ type backoff struct {
 // client, fallbacks included.
 func plans(cfg *config.Config, clients map[string]*upstream.Client, schemas *policy.Schemas) map[string]*plan {
 	ups := map[string]*upstreamPlan{}
+	healths := map[string]*health{}
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		ups[u.Name] = resolveUpstream(u, clients[u.Name])
+		healths[u.Name] = &health{}
 	}
 	out := make(map[string]*plan, len(cfg.Routes))
 	for i := range cfg.Routes {
 		r := &cfg.Routes[i]
-		out[r.Name] = resolveRoute(r, ups[r.Upstream], cfg.Server.MaxTools, schemas)
+		var p *plan
+		for k, d := range r.Upstreams {
+			dp := resolveRoute(r, ups[d.Name], cfg.Server.MaxTools, schemas)
+			if k == 0 {
+				p = dp
+			}
+			p.deployments = append(p.deployments, deployment{plan: dp, weight: *d.Weight, health: healths[d.Name]})
+			p.sticky = p.sticky || dp.upstream.restore
+		}
+		out[r.Name] = p
 	}
 	for i := range cfg.Routes {
 		p := out[cfg.Routes[i].Name]
@@ -155,7 +174,7 @@ func quirks(names config.Quirks) wire.Quirks {
 
 func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *policy.Schemas) *plan {
 	p := &plan{name: r.Name, model: r.UpstreamModel, upstream: up,
-		retries: r.Retries, backoff: backoff{base: r.RetryBackoff, max: r.RetryMaxWait}}
+		retries: r.Retries, backoff: backoff{base: r.RetryBackoff, max: r.RetryMaxWait}, cooldown: r.Cooldown}
 	p.repair, _ = repair.ParseMode(r.Repair)
 	p.steps = repair.Steps{
 		StringifyArguments: *r.Normalize.ArgumentsToString,

@@ -25,6 +25,8 @@ type Metrics struct {
 	rejections       *prometheus.CounterVec
 	tokens           *prometheus.CounterVec
 	cost             *prometheus.CounterVec
+	upInFlight       *prometheus.GaugeVec
+	cooldowns        *prometheus.CounterVec
 	keyInFlight      *prometheus.GaugeVec
 	stateErrors      *prometheus.CounterVec
 	attempts         *prometheus.CounterVec
@@ -107,6 +109,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "toolgate_cost_usd_total",
 		Help: "What the upstreams' reported usage cost in dollars by the configured pricing, by client key, route and priced model (the pricing entry's name).",
 	}, []string{"key", "route", "model"})
+	m.upInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "toolgate_upstream_in_flight",
+		Help: "Upstream calls in progress, by upstream (a route's deployment).",
+	}, []string{"upstream"})
+	m.cooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_deployment_cooldowns_total",
+		Help: "Deployments put in cooldown by an attempt, by route, upstream and reason (rate_limited, status_5xx, unreachable).",
+	}, []string{"route", "upstream", "reason"})
 	m.keyInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolgate_key_requests_in_flight",
 		Help: "Chat requests being served, by client key.",
@@ -127,7 +137,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "toolgate_pending_refused_total",
 		Help: "Connections or requests refused because too many were still sending their request, by the cap reached (global: server.max_pending_requests, ip: server.max_pending_per_ip).",
 	}, []string{"scope"})
-	reg.MustRegister(m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.cost, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+	reg.MustRegister(m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.cost, m.upInFlight, m.cooldowns, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -156,6 +166,14 @@ func keyLabel(key string) string {
 // are the only request metrics not derived from the finished Record.)
 func (m *Metrics) KeyStarted(key string) (done func()) {
 	g := m.keyInFlight.WithLabelValues(keyLabel(key))
+	g.Inc()
+	return g.Dec
+}
+
+// UpstreamStarted counts an upstream call in flight; call the returned
+// function when it ends.
+func (m *Metrics) UpstreamStarted(upstream string) (done func()) {
+	g := m.upInFlight.WithLabelValues(upstream)
 	g.Inc()
 	return g.Dec
 }
@@ -200,6 +218,9 @@ func (m *Metrics) Observe(r *Record) {
 	}
 	for _, a := range r.Attempts {
 		m.attempts.WithLabelValues(routeLabel(a.Route), a.Upstream, a.Outcome).Inc()
+		if a.Cooldown != "" {
+			m.cooldowns.WithLabelValues(routeLabel(a.Route), a.Upstream, a.Cooldown).Inc()
+		}
 		if a.Verdict != "" {
 			m.completions.WithLabelValues(routeLabel(a.Route), a.Verdict).Inc()
 		}

@@ -109,6 +109,9 @@ type Attempt struct {
 	Outcome         string
 	Verdict         string
 	Fixes           []Count
+	// Cooldown is why the attempt put its deployment in cooldown
+	// (rate_limited, status_5xx, unreachable), or "".
+	Cooldown string
 }
 
 // Calls is the number of upstream calls made (a resend on a fresh

@@ -28,6 +28,11 @@ type Options struct {
 	// Strict checks every transcript against OpenAI's tool-call pairing
 	// rules, as a model name containing "strict" does.
 	Strict bool
+	// Status, when set, fails every chat request with it, as the error
+	// script does (a deployment that is down, or rate-limited: a 429
+	// carries RetryAfter in Retry-After when it is set).
+	Status     int
+	RetryAfter time.Duration
 }
 
 // Sim is the simulated provider. It implements http.Handler.
@@ -196,6 +201,12 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sc, status := pick(req.Model)
+	if s.opts.Status != 0 {
+		sc, status = scriptError, s.opts.Status
+		if s.opts.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(s.opts.RetryAfter/time.Second)))
+		}
+	}
 	if sc == scriptError {
 		writeError(w, status, "server_error", fmt.Sprintf("The simulator was asked to fail (model %s).", req.Model))
 		return

@@ -1,0 +1,205 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"math"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/upstream"
+)
+
+// deployment is one upstream of a route with several: the route's plan
+// resolved onto that upstream, its share, and its health.
+type deployment struct {
+	plan   *plan
+	weight int
+	health *health
+}
+
+// health is an upstream's cooldown, shared by every route it serves: a
+// deployment that answered 429 or 5xx, or could not be reached, is left
+// out until then.
+type health struct {
+	until atomic.Int64 // unix nanoseconds; 0: healthy
+}
+
+// cool leaves the deployment out until at least now+d.
+func (h *health) cool(now time.Time, d time.Duration) {
+	t := now.Add(d).UnixNano()
+	for {
+		cur := h.until.Load()
+		if cur >= t || h.until.CompareAndSwap(cur, t) {
+			return
+		}
+	}
+}
+
+// CoolingError is a request none of whose route's deployments can take it
+// now: every one is cooling down for longer than the route waits.
+type CoolingError struct {
+	Route      string
+	RetryAfter time.Duration
+}
+
+func (e *CoolingError) Error() string {
+	return "every deployment of route " + e.Route + " is cooling down"
+}
+
+// deploy serves the request on one route. A route with several
+// deployments tries them one after the other, chosen by pick, before
+// anything reached the client: a deployment that fails with 429, 5xx or
+// no connection cools down and the next one is tried at once (each
+// deployment with the route's retries). hasFallback says a failure of the
+// upstream's is returned unwritten, for the next route.
+func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool) error {
+	if len(p.deployments) < 2 {
+		return g.route(x, p, hasFallback)
+	}
+	tried := make([]bool, len(p.deployments))
+	var last error
+	for n := range p.deployments {
+		i, wait := g.pick(x, p, tried)
+		if wait > 0 && !g.waitCooling(x.r.Context(), p, wait) {
+			if last != nil {
+				return last
+			}
+			x.w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(wait)))
+			return &CoolingError{Route: p.name, RetryAfter: wait}
+		}
+		tried[i] = true
+		d := &p.deployments[i]
+		err := g.route(x, d.plan, hasFallback || n+1 < len(p.deployments))
+		if err == nil {
+			return nil
+		}
+		last = err
+		g.coolDown(x, p, d, err)
+		if x.released || !fallbackable(err) || x.r.Context().Err() != nil {
+			return err
+		}
+	}
+	return last
+}
+
+// pick chooses the next deployment among those not tried: the healthy
+// ones by weight (by the session, when the route remembers reasoning, so
+// that a conversation stays where its state is), else a healthy one of
+// weight 0, else the one whose cooldown ends soonest, with the time left.
+func (g *Gateway) pick(x *exchange, p *plan, tried []bool) (int, time.Duration) {
+	now := g.clock.now().UnixNano()
+	total, zero, soonest := 0, -1, -1
+	for i := range p.deployments {
+		d := &p.deployments[i]
+		switch {
+		case tried[i]:
+		case d.health.until.Load() > now:
+			if soonest < 0 || d.health.until.Load() < p.deployments[soonest].health.until.Load() {
+				soonest = i
+			}
+		case d.weight == 0:
+			if zero < 0 {
+				zero = i
+			}
+		default:
+			total += d.weight
+		}
+	}
+	healthy := func(i int) bool {
+		return !tried[i] && p.deployments[i].weight > 0 && p.deployments[i].health.until.Load() <= now
+	}
+	switch {
+	case total > 0 && p.sticky:
+		if s := g.session(x); s != "" {
+			return rendezvous(p, s, healthy), 0
+		}
+		fallthrough
+	case total > 0:
+		r := int(g.clock.rand() * float64(total))
+		for i := range p.deployments {
+			if healthy(i) {
+				if r < p.deployments[i].weight {
+					return i, 0
+				}
+				r -= p.deployments[i].weight
+			}
+		}
+		for i := len(p.deployments) - 1; ; i-- { // rand() of 1.0: the last healthy one
+			if healthy(i) {
+				return i, 0
+			}
+		}
+	case zero >= 0:
+		return zero, 0
+	}
+	return soonest, max(time.Duration(p.deployments[soonest].health.until.Load()-now), 1)
+}
+
+// rendezvous is the weighted rendezvous (highest random weight) choice of
+// a deployment for a session: the same one while it is healthy, and only
+// the sessions of a deployment that leaves move.
+func rendezvous(p *plan, session string, healthy func(int) bool) int {
+	best, bestScore := -1, math.Inf(1)
+	for i := range p.deployments {
+		if !healthy(i) {
+			continue
+		}
+		h := fnv.New64a()
+		h.Write([]byte(session))
+		h.Write([]byte{0})
+		h.Write([]byte(p.deployments[i].plan.upstream.name))
+		u := (float64(h.Sum64()>>11) + 0.5) / (1 << 53) // in (0, 1)
+		if score := -math.Log(u) / float64(p.deployments[i].weight); score < bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// waitCooling waits for the soonest deployment's cooldown to end, when
+// that is within the route's retry_max_wait and the request's deadline.
+func (g *Gateway) waitCooling(ctx context.Context, p *plan, wait time.Duration) bool {
+	if wait > p.backoff.max {
+		return false
+	}
+	if d, ok := ctx.Deadline(); ok && d.Sub(g.clock.now()) < wait {
+		return false
+	}
+	return g.clock.sleep(ctx, wait)
+}
+
+// coolDown puts a deployment whose attempt failed with 429, 5xx or no
+// connection in cooldown (the upstream's Retry-After, else the route's
+// cooldown), and notes it on the attempt's record.
+func (g *Gateway) coolDown(x *exchange, p *plan, d *deployment, err error) {
+	ue, ok := errors.AsType[*upstream.Error](err)
+	if !ok {
+		return
+	}
+	var reason string
+	switch {
+	case ue.Kind == upstream.KindConnect:
+		reason = "unreachable"
+	case ue.Kind == upstream.KindStatus && ue.Status == http.StatusTooManyRequests:
+		reason = "rate_limited"
+	case ue.Kind == upstream.KindStatus && ue.Status >= 500:
+		reason = "status_5xx"
+	default:
+		return
+	}
+	dur := p.cooldown
+	if ue.RetryAfter > 0 {
+		dur = ue.RetryAfter
+	}
+	d.health.cool(g.clock.now(), dur)
+	for i := len(x.rec.Attempts) - 1; i >= 0; i-- {
+		if a := &x.rec.Attempts[i]; a.Upstream == d.plan.upstream.name && a.Outcome != "reconnected" {
+			a.Cooldown = reason
+			break
+		}
+	}
+}
