@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/telemetry"
 )
 
 func main() {
@@ -87,6 +88,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := prometheus.NewRegistry()
 	metrics := observe.NewMetrics(reg)
+	tp, err := telemetry.New(ctx, cfg.Telemetry, getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Spans still buffered are sent, for a few seconds at most.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}()
+	if tp.Enabled {
+		log.Info("tracing on", zap.String("otlp_endpoint", cfg.Telemetry.OTLPEndpoint))
+	}
 
 	// Built-in simulators run on loopback ports for the gateway's lifetime.
 	var sims []*http.Server
@@ -118,7 +132,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	// The pending-request guard belongs to the server: it outlives reloads.
 	pending := gateway.NewPending(cfg.Server, metrics)
-	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: metrics, Pending: pending})
+	proc := process{log: log, metrics: metrics, pending: pending, tracer: tp}
+	g, err := gateway.New(proc.options(cfg))
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -181,7 +196,7 @@ wait:
 		case serveErr = <-errc:
 			break wait
 		case <-hup:
-			cfg = reload(*configPath, getenv, cfg, live, startSims, log, metrics, pending)
+			cfg = reload(*configPath, getenv, cfg, live, startSims, proc)
 		}
 	}
 	ready.Store(false)
@@ -244,7 +259,8 @@ func (l *liveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // its reason logged, and the running one stays. Listener addresses, the
 // log settings and server.* (timeouts, pprof) need a restart.
 func reload(path string, getenv func(string) string, running *config.Config, live *liveHandler,
-	startSims func(*config.Config) error, log *zap.Logger, metrics *observe.Metrics, pending *gateway.Pending) *config.Config {
+	startSims func(*config.Config) error, proc process) *config.Config {
+	log := proc.log
 	cfg, err := config.Load(path, getenv)
 	if err == nil {
 		err = startSims(cfg)
@@ -253,13 +269,13 @@ func reload(path string, getenv func(string) string, running *config.Config, liv
 		log.Error("config reload refused; the running config stays", zap.String("config", configName(path)), zap.Error(err))
 		return running
 	}
-	if cfg.Server != running.Server || cfg.Log.Level != running.Log.Level {
-		log.Warn("listen, admin_listen, server and log settings change only on restart")
+	if cfg.Server != running.Server || cfg.Log.Level != running.Log.Level || cfg.Telemetry != running.Telemetry {
+		log.Warn("listen, admin_listen, server, log and telemetry settings change only on restart")
 	}
 	// The server keeps the settings it started with.
-	cfg.Listen, cfg.AdminListen, cfg.Server, cfg.Log = running.Listen, running.AdminListen, running.Server, running.Log
+	cfg.Listen, cfg.AdminListen, cfg.Server, cfg.Log, cfg.Telemetry = running.Listen, running.AdminListen, running.Server, running.Log, running.Telemetry
 	old := live.current()
-	opts := gateway.Options{Config: cfg, Logger: log, Metrics: metrics, Pending: pending}
+	opts := proc.options(cfg)
 	sameState := cfg.State == running.State
 	var state gateway.State
 	if sameState {
@@ -283,6 +299,19 @@ func reload(path string, getenv func(string) string, running *config.Config, liv
 	live.retire(old, running.Server.DrainTimeout)
 	log.Info("config reloaded", zap.String("config", configName(path)), zap.Int("routes", len(cfg.Routes)), zap.Int("keys", len(cfg.Keys)))
 	return cfg
+}
+
+// process is what outlives reloads: the log, the metrics, the server's
+// pending-request guard and the tracer.
+type process struct {
+	log     *zap.Logger
+	metrics *observe.Metrics
+	pending *gateway.Pending
+	tracer  *telemetry.Provider
+}
+
+func (p process) options(cfg *config.Config) gateway.Options {
+	return gateway.Options{Config: cfg, Logger: p.log, Metrics: p.metrics, Pending: p.pending, Tracer: p.tracer}
 }
 
 func configName(path string) string {

@@ -61,6 +61,8 @@ type Config struct {
 	// characters): the cost of each response, toolgate_cost_usd_total and
 	// keys' max_cost_usd.
 	Pricing map[string]Price `yaml:"pricing"`
+	// Telemetry configures OpenTelemetry traces (off by default).
+	Telemetry Telemetry `yaml:"telemetry"`
 
 	exact         map[string]*Route
 	patterns      []*Route
@@ -144,6 +146,19 @@ type Sessions struct {
 	Header string `yaml:"header"`
 	// Window is how long a session's call count lasts. Default 1h.
 	Window time.Duration `yaml:"window"`
+}
+
+// Telemetry configures OpenTelemetry traces: off unless OTLPEndpoint (or
+// the standard OTEL_EXPORTER_OTLP_* environment) names a collector.
+type Telemetry struct {
+	// OTLPEndpoint is the collector's URL: http://host:4317 for gRPC,
+	// http://host:4318 for HTTP (/v1/traces is added when it has no path).
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// Protocol is grpc (the default) or http/protobuf.
+	Protocol string `yaml:"protocol"`
+	// CaptureContent puts the request's messages on the server span
+	// (gen_ai.input.messages). Off: spans carry no message content.
+	CaptureContent bool `yaml:"capture_content"`
 }
 
 // Log configures the JSON logs.
@@ -780,6 +795,16 @@ func (c *Config) Validate() error {
 		}
 	}
 	validatePricing(c.Pricing, add)
+	switch c.Telemetry.Protocol {
+	case "", "grpc", "http/protobuf":
+	default:
+		add("telemetry.protocol", "must be grpc or http/protobuf, got %q", c.Telemetry.Protocol)
+	}
+	if e := c.Telemetry.OTLPEndpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("telemetry.otlp_endpoint", "must be an http:// or https:// URL such as http://otel-collector:4317")
+		}
+	}
 	keyNames := map[string]bool{}
 	for i, k := range c.Keys {
 		p := fmt.Sprintf("keys[%d]", i)

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -58,14 +61,24 @@ func (g *Gateway) attempts(x *exchange, pr *prepared, hasFallback bool) error {
 func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	p := t.plan
 	defer g.metrics.UpstreamStarted(p.upstream.name)()
+	a := observe.Attempt{Route: p.name, Upstream: p.upstream.name, Provider: p.upstream.protocol.String(), Model: x.rec.Model}
+	ctx, span := g.tracer.Start(ctx, "chat "+a.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(a.ClientSpanStart()...))
+	if span.IsRecording() { // the upstream continues this attempt's trace
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(x.r.Header))
+	}
 	sent := time.Now()
 	resp, reconnected, err := p.upstream.client.Send(ctx, t.body, x.r.Header, t.req.Stream)
 	if reconnected {
-		x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name, Outcome: "reconnected"})
+		r := a
+		r.Outcome = "reconnected"
+		x.rec.Attempts = append(x.rec.Attempts, r)
 	}
-	x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name})
+	x.rec.Attempts = append(x.rec.Attempts, a)
 	t.record = &x.rec.Attempts[len(x.rec.Attempts)-1]
-	defer func() { x.rec.UpstreamDuration += time.Since(sent) }()
+	defer func() {
+		x.rec.UpstreamDuration += time.Since(sent)
+		t.record.EndClientSpan(span)
+	}()
 	if err != nil {
 		t.record.Outcome = attemptOutcome(err)
 		return err

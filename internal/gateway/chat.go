@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,6 +101,7 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 		return nil, err
 	}
 	rec.Stream = x.req.Stream
+	g.noteRequest(x)
 	if n := len(x.req.Messages); n > g.cfg.Server.MaxMessages {
 		return nil, &wire.DecodeError{Kind: wire.KindMissing, Param: "messages", Offset: -1,
 			Msg: fmt.Sprintf("has %d messages; this gateway accepts at most %d (server.max_messages)", n, g.cfg.Server.MaxMessages)}
@@ -111,6 +115,28 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 	}
 	x.plan = g.plans[route.Name]
 	return x, nil
+}
+
+// noteRequest records what the client asked for the trace (model, output
+// limit) and, with telemetry.capture_content, puts its messages on the
+// server span.
+func (g *Gateway) noteRequest(x *exchange) {
+	x.rec.RequestModel = wire.Clip(x.req.Model)
+	for _, name := range []string{"max_completion_tokens", "max_tokens"} {
+		if raw, ok := x.req.Get(name); ok {
+			if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+				x.rec.MaxTokens = n
+				break
+			}
+		}
+	}
+	if g.capture {
+		if span := trace.SpanFromContext(x.r.Context()); span.IsRecording() {
+			if raw, ok := x.req.Get("messages"); ok {
+				span.SetAttributes(attribute.String("gen_ai.input.messages", string(raw)))
+			}
+		}
+	}
 }
 
 // serve runs the request on its route, then on the route's fallbacks in

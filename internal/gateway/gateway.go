@@ -1,6 +1,10 @@
 package gateway
 
 import (
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"context"
 	"fmt"
 	"maps"
@@ -51,6 +55,9 @@ type Options struct {
 	// Sleep waits d or until ctx ends, reporting whether it waited d; nil
 	// means a timer.
 	Sleep func(ctx context.Context, d time.Duration) bool
+	// Tracer makes the request's spans (see internal/telemetry); nil
+	// means none.
+	Tracer trace.TracerProvider
 }
 
 // Gateway serves the main listener's API: POST /v1/chat/completions and
@@ -74,6 +81,9 @@ type Gateway struct {
 	responses ResponseStore // nil: responses are not stored
 	pending   *Pending
 	clock     clock
+	tracer    trace.Tracer
+	// capture puts messages on spans (telemetry.capture_content).
+	capture bool
 	// failClosed: a request is refused when the state store is
 	// unreachable (state.on_error: fail_closed).
 	failClosed bool
@@ -103,6 +113,11 @@ func New(opts Options) (*Gateway, error) {
 		pending:  opts.Pending,
 		close:    func() {},
 		clock:    newClock(opts),
+		tracer:   noop.NewTracerProvider().Tracer(""),
+		capture:  opts.Config.Telemetry.CaptureContent,
+	}
+	if opts.Tracer != nil {
+		g.tracer = opts.Tracer.Tracer("github.com/toolgate/toolgate")
 	}
 	if err := g.openState(opts); err != nil {
 		return nil, err
@@ -288,12 +303,20 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Recor
 func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		cw := &countingWriter{ResponseWriter: w}
+		parent := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := g.tracer.Start(parent, r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer))
+		r = r.WithContext(ctx)
 		rec := &observe.Record{
 			RequestID: observe.RequestIDFrom(r.Context()),
 			Method:    r.Method,
 			Path:      wire.Clip(r.URL.Path),
 			Start:     time.Now(),
 			StateMode: g.cfg.State.OnError,
+		}
+		if sc := span.SpanContext(); sc.HasTraceID() {
+			rec.TraceID = sc.TraceID().String()
+		} else if sc := trace.SpanContextFromContext(parent); sc.HasTraceID() {
+			rec.TraceID = sc.TraceID().String() // tracing off: the client's trace
 		}
 		defer func() {
 			if p := recover(); p != nil {
@@ -319,6 +342,7 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 				_ = http.NewResponseController(cw.ResponseWriter).Flush()
 			}
 			g.metrics.Observe(rec)
+			rec.EndServerSpan(span)
 			rec.Log(g.log)
 		}()
 		if g.simulated {

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -127,6 +130,9 @@ func bodyModel(contentType string, body []byte) string {
 func (g *Gateway) forward(x *exchange, body []byte) error {
 	p, r := x.plan, x.r
 	path := strings.TrimPrefix(r.URL.Path, "/v1")
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() { // the upstream continues the request's trace
+		propagation.TraceContext{}.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+	}
 	for n := 0; ; n++ {
 		sent := time.Now()
 		resp, reconnected, err := p.upstream.client.Forward(r.Context(), r.Method, path, r.URL.RawQuery, body, r.Header)

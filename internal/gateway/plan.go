@@ -67,6 +67,14 @@ const (
 	protocolAnthropic                 // the Messages API, translated (internal/wire/anthropic)
 )
 
+// String is the protocol's gen_ai.provider.name.
+func (p protocol) String() string {
+	if p == protocolAnthropic {
+		return "anthropic"
+	}
+	return "openai"
+}
+
 // thinkingMember is the member of an assistant message the reasoning
 // store's thinking blocks are restored into for an anthropic upstream: a
 // JSON string holding the blocks, read by the translator, never sent.

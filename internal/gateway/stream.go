@@ -70,7 +70,9 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	if s.tr != nil && s.tr.Paused() {
 		t.record.Fixes = append(t.record.Fixes, observe.Count{Name: "pause_turn", N: 1})
 	}
-	g.addUsage(x.rec, s.n.Result(nil).Usage)
+	res := s.n.Result(nil)
+	g.addUsage(x.rec, res.Usage)
+	x.rec.FinishReason = res.FinishReason
 	return err
 }
 

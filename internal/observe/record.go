@@ -23,6 +23,14 @@ type Record struct {
 	Key       string // the client key's configured name, "" when the gateway is open
 	Upstream  string // configured upstream name, "" when none was called
 	Model     string // model name sent upstream
+	// RequestModel is the client's model name, MaxTokens the output
+	// limit it asked for (0: none), FinishReason the answer's (choice 0).
+	RequestModel string
+	MaxTokens    int64
+	FinishReason string
+	// TraceID is the request's trace (its server span's, or the client's
+	// traceparent when tracing is off), "" for none.
+	TraceID string
 	Stream    bool
 	// Status is the HTTP status sent, or 499 when the client went away
 	// before one could be.
@@ -112,6 +120,9 @@ type Attempt struct {
 	// Cooldown is why the attempt put its deployment in cooldown
 	// (rate_limited, status_5xx, unreachable), or "".
 	Cooldown string
+	// Provider is the upstream's protocol (gen_ai.provider.name: openai,
+	// anthropic), Model the model name sent to it.
+	Provider, Model string
 }
 
 // Calls is the number of upstream calls made (a resend on a fresh
@@ -214,6 +225,7 @@ func (r *Record) Log(l *zap.Logger) {
 	if r.CostModel != "" {
 		fields = append(fields, zap.Float64("cost_usd", r.CostUSD))
 	}
+	fields = nonEmpty(fields, "trace_id", r.TraceID)
 	fields = nonEmpty(fields, "reasoning", r.Reasoning)
 	fields = count(fields, "reasoning_restored", r.ReasoningRestored)
 	fields = count(fields, "reasoning_restore_misses", r.ReasoningMiss)

@@ -1,0 +1,115 @@
+package observe
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The server span's and the client spans' attributes come from the
+// record, as the log line and the metrics do: the OpenTelemetry GenAI
+// semantic conventions' (gen_ai.*) and toolgate's own (toolgate.*). No
+// message content: that is the gateway's to add, and only when
+// telemetry.capture_content says so.
+
+// EndServerSpan names the request's server span after what it served
+// ("chat gpt-4o"), sets its attributes and status from the finished
+// record, and ends it.
+func (r *Record) EndServerSpan(span trace.Span) {
+	if !span.IsRecording() {
+		return
+	}
+	op := "chat"
+	if r.Path != "/v1/chat/completions" && r.Path != "/v1/responses" {
+		op = r.Path
+	}
+	if r.RequestModel != "" {
+		span.SetName(op + " " + r.RequestModel)
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("http.request.method", r.Method),
+		attribute.String("url.path", r.Path),
+		attribute.Int("http.response.status_code", r.Status),
+		attribute.String("toolgate.outcome", r.Outcome),
+		attribute.String("toolgate.request_id", r.RequestID),
+		attribute.Int("toolgate.attempts", r.Calls()),
+	}
+	attrs = appendNonEmpty(attrs, "gen_ai.request.model", r.RequestModel, "gen_ai.response.model", r.Model,
+		"toolgate.route", r.Route, "toolgate.key", r.Key, "toolgate.upstream", r.Upstream,
+		"toolgate.repair", r.Repair, "toolgate.normalize", r.Normalize, "toolgate.normalizations", r.Fixes(),
+		"toolgate.fallback", r.Fallback, "toolgate.reasoning", r.Reasoning, "toolgate.error_kind", r.ErrorKind)
+	if n := len(r.Attempts); n > 0 {
+		attrs = appendNonEmpty(attrs, "gen_ai.provider.name", r.Attempts[n-1].Provider, "toolgate.policy.outcome", r.Attempts[n-1].Verdict)
+	}
+	if r.FinishReason != "" {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{r.FinishReason}))
+	}
+	if r.MaxTokens > 0 {
+		attrs = append(attrs, attribute.Int64("gen_ai.request.max_tokens", r.MaxTokens))
+	}
+	if r.TotalTokens > 0 {
+		attrs = append(attrs, attribute.Int64("gen_ai.usage.input_tokens", r.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", r.CompletionTokens))
+	}
+	if r.CostModel != "" {
+		attrs = append(attrs, attribute.Float64("toolgate.cost_usd", r.CostUSD))
+	}
+	// The budget's decision: what refused or cut the request, else admitted.
+	decision := "admitted"
+	if r.Limited != "" {
+		decision = r.Limited
+	}
+	attrs = append(attrs, attribute.String("toolgate.budget.decision", decision))
+	repairs := 0
+	for _, c := range r.Repairs {
+		repairs += c.N
+	}
+	if repairs > 0 {
+		attrs = append(attrs, attribute.Int("toolgate.repairs", repairs))
+	}
+	span.SetAttributes(attrs...)
+	if r.Status >= 500 || r.Outcome != OutcomeOK && r.Outcome != OutcomeRejected && r.Outcome != OutcomeClientGone {
+		span.SetStatus(codes.Error, r.Outcome)
+	}
+	span.End()
+}
+
+// ClientSpanStart is a client span's attributes known before the call:
+// what is asked of which provider.
+func (a *Attempt) ClientSpanStart() []attribute.KeyValue {
+	return appendNonEmpty([]attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat")},
+		"gen_ai.provider.name", a.Provider, "gen_ai.request.model", a.Model, "toolgate.route", a.Route, "toolgate.upstream", a.Upstream)
+}
+
+// EndClientSpan sets what became of an upstream attempt on its client
+// span and ends it.
+func (a *Attempt) EndClientSpan(span trace.Span) {
+	if !span.IsRecording() {
+		return
+	}
+	attrs := appendNonEmpty([]attribute.KeyValue{attribute.String("toolgate.attempt.outcome", a.Outcome)},
+		"toolgate.policy.outcome", a.Verdict)
+	fixes := 0
+	for _, f := range a.Fixes {
+		fixes += f.N
+	}
+	if fixes > 0 {
+		attrs = append(attrs, attribute.Int("toolgate.normalizations", fixes))
+	}
+	span.SetAttributes(attrs...)
+	if a.Outcome != "ok" {
+		span.SetStatus(codes.Error, a.Outcome)
+	}
+	span.End()
+}
+
+// appendNonEmpty appends string attributes given as key, value pairs,
+// leaving out empty values.
+func appendNonEmpty(attrs []attribute.KeyValue, kv ...string) []attribute.KeyValue {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			attrs = append(attrs, attribute.String(kv[i], kv[i+1]))
+		}
+	}
+	return attrs
+}
