@@ -67,7 +67,7 @@ type Config struct {
 	exact         map[string]*Route
 	patterns      []*Route
 	pricePatterns []string
-	byName   map[string]*Upstream
+	byName        map[string]*Upstream
 }
 
 // Key is one client API key, configured by its SHA-256 (hex) — never the

@@ -31,7 +31,7 @@ type Record struct {
 	// TraceID is the request's trace (its server span's, or the client's
 	// traceparent when tracing is off), "" for none.
 	TraceID string
-	Stream    bool
+	Stream  bool
 	// Status is the HTTP status sent, or 499 when the client went away
 	// before one could be.
 	Status int
