@@ -326,6 +326,21 @@ func TestDeployConfigs(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	// The Helm chart's default config (its values' config block).
+	b, err := os.ReadFile("../../deploy/helm/toolgate/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Config yaml.Node `yaml:"config"`
+	}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := yaml.Marshal(&values.Config)
+	if _, err := Parse(cfg, func(k string) string { return "sk-" + k }); err != nil {
+		t.Errorf("the chart's default config: %v", err)
+	}
 }
 
 // Prices: exact names win over patterns, the longest pattern first; a

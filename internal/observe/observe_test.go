@@ -135,8 +135,10 @@ func TestDashboardMetrics(t *testing.T) {
 	m.Observe(&Record{Route: "r", Key: "k", Status: 200, Stream: true, TTFB: 1, UpstreamDuration: 1, Upstream: "u", ClientGone: true, ErrorKind: "connect",
 		Repairs: []Count{{"sealed", 1}}, InvalidArguments: 1, ReasoningMiss: 1, ReasoningRestored: 1, Reasoning: "low", Limited: "maxCalls",
 		PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2, StateErrors: []string{"admit"}, StateMode: "fail_open",
-		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "ok", Verdict: "ok", Fixes: []Count{{"k", 1}}}}})
+		CostUSD: 0.5, CostModel: "m",
+		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "ok", Verdict: "ok", Fixes: []Count{{"k", 1}}, Cooldown: "rate_limited"}}})
 	m.KeyStarted("k")()
+	m.UpstreamStarted("u")()
 	m.StreamStarted("r")()
 	m.PendingRefused("ip")
 	mfs, _ := reg.Gather()
