@@ -311,7 +311,11 @@ type process struct {
 }
 
 func (p process) options(cfg *config.Config) gateway.Options {
-	return gateway.Options{Config: cfg, Logger: p.log, Metrics: p.metrics, Pending: p.pending, Tracer: p.tracer}
+	o := gateway.Options{Config: cfg, Logger: p.log, Metrics: p.metrics, Pending: p.pending}
+	if p.tracer.Enabled {
+		o.Tracer = p.tracer
+	}
+	return o
 }
 
 func configName(path string) string {

@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"errors"
 	"fmt"
@@ -62,10 +59,7 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	p := t.plan
 	defer g.metrics.UpstreamStarted(p.upstream.name)()
 	a := observe.Attempt{Route: p.name, Upstream: p.upstream.name, Provider: p.upstream.protocol.String(), Model: x.rec.Model}
-	ctx, span := g.tracer.Start(ctx, "chat "+a.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(a.ClientSpanStart()...))
-	if span.IsRecording() { // the upstream continues this attempt's trace
-		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(x.r.Header))
-	}
+	ctx, span := g.startAttempt(ctx, x, &a)
 	sent := time.Now()
 	resp, reconnected, err := p.upstream.client.Send(ctx, t.body, x.r.Header, t.req.Stream)
 	if reconnected {

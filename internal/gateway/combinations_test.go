@@ -30,6 +30,7 @@ func TestConfigCombinations(t *testing.T) {
 		"key budget zero":         `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, budget: {max_output_chars: 0}}`,
 		"key rate limits":         `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, rate_limit: {requests_per_minute: 100, tokens_per_minute: 100000}}`,
 		"key budget, limits, all": `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, models: ["sim-*"], budget: {preset: large, max_calls: 3}, rate_limit: {requests_per_minute: 100}}`,
+		"key spend":               `{name: k, sha256: ` + gatewaytest.KeyHash("sk-combo") + `, budget: {max_cost_usd: 1, cost_window: month}}`,
 	}
 	routes := map[string]string{
 		"no budget":     ``,
@@ -40,6 +41,7 @@ func TestConfigCombinations(t *testing.T) {
 		"exact values":  `, budget: {max_output_chars: 10, max_output_tokens: 0, call_timeout_ms: 5000}`,
 		"reasoning":     `, reasoning: {format: thinking-budget, level: low}, budget: {max_output_tokens: 4096}`,
 		"reject repair": `, repair: reject, policy: default, validate_arguments: reject, tool_calls: buffer`,
+		"deployments":   `, upstreams: [{name: sim, weight: 2}, {name: sim2, weight: 0}], cooldown: 1s`,
 	}
 	states := map[string]string{
 		"memory":            ``,
@@ -54,9 +56,16 @@ func TestConfigCombinations(t *testing.T) {
 				stream := n%2 == 0
 				name := fmt.Sprintf("%s/%s/%s/stream=%v", kn, rn, sn, stream)
 				t.Run(name, func(t *testing.T) {
-					yaml := state + "\nupstreams: [{name: sim, url: \"" + up.URL + "/v1\"}]\nroutes: [{model: \"*\", upstream: sim" + route + "}]\n"
+					upstream := "upstream: sim"
+					if strings.Contains(route, "upstreams:") {
+						upstream = "name: pool"
+					}
+					yaml := state + "\nupstreams: [{name: sim, url: \"" + up.URL + "/v1\"}, {name: sim2, url: \"" + up.URL + "/v1\"}]\nroutes: [{model: \"*\", " + upstream + route + "}]\n"
 					if key != "" {
 						yaml += "keys: [" + key + "]\n"
+					}
+					if strings.Contains(key, "max_cost_usd") {
+						yaml += "pricing: {\"sim-*\": {input: 1, output: 2}}\n"
 					}
 					e := gatewaytest.Start(t, up.URL, yaml)
 					resp := e.Post(t, fmt.Sprintf(`{"model":"sim-text","stream":%v,"user":"u1","messages":[{"role":"user","content":"%s"}]}`,

@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"context"
 	"fmt"
@@ -81,7 +79,7 @@ type Gateway struct {
 	responses ResponseStore // nil: responses are not stored
 	pending   *Pending
 	clock     clock
-	tracer    trace.Tracer
+	tracer    trace.Tracer // nil: tracing is off
 	// capture puts messages on spans (telemetry.capture_content).
 	capture bool
 	// failClosed: a request is refused when the state store is
@@ -113,7 +111,6 @@ func New(opts Options) (*Gateway, error) {
 		pending:  opts.Pending,
 		close:    func() {},
 		clock:    newClock(opts),
-		tracer:   noop.NewTracerProvider().Tracer(""),
 		capture:  opts.Config.Telemetry.CaptureContent,
 	}
 	if opts.Tracer != nil {
@@ -303,9 +300,6 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Recor
 func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		cw := &countingWriter{ResponseWriter: w}
-		parent := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := g.tracer.Start(parent, r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer))
-		r = r.WithContext(ctx)
 		rec := &observe.Record{
 			RequestID: observe.RequestIDFrom(r.Context()),
 			Method:    r.Method,
@@ -313,11 +307,7 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 			Start:     time.Now(),
 			StateMode: g.cfg.State.OnError,
 		}
-		if sc := span.SpanContext(); sc.HasTraceID() {
-			rec.TraceID = sc.TraceID().String()
-		} else if sc := trace.SpanContextFromContext(parent); sc.HasTraceID() {
-			rec.TraceID = sc.TraceID().String() // tracing off: the client's trace
-		}
+		r, span := g.startSpan(r, rec)
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {

@@ -105,7 +105,7 @@ routes: [{model: "*", upstream: sim, retries: 1}]
 			"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "sim-tool", "gen_ai.response.model": "sim-tool",
 			"toolgate.route": "*", "toolgate.upstream": "sim", "toolgate.policy.outcome": "ok", "toolgate.budget.decision": "admitted", "toolgate.outcome": "ok",
 		} {
-			if got := sa[k].Emit(); got != want {
+			if got := sa[k].String(); got != want {
 				t.Errorf("server span %s = %q, want %q", k, got, want)
 			}
 		}
@@ -128,7 +128,7 @@ routes: [{model: "*", upstream: sim, retries: 1}]
 				t.Errorf("client span %d: %s %v", i, c.Name(), ca)
 			}
 			for k, v := range ca {
-				if strings.Contains(v.Emit(), "Paris") {
+				if strings.Contains(v.String(), "Paris") {
 					t.Errorf("client span %d carries content in %s", i, k)
 				}
 			}
