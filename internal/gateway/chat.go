@@ -155,6 +155,9 @@ func (g *Gateway) serve(x *exchange) error {
 			if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Status == http.StatusTooManyRequests && ue.RetryAfter > 0 {
 				x.w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ue.RetryAfter)))
 			}
+			if ce, ok := errors.AsType[*CoolingError](err); ok {
+				x.w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ce.RetryAfter)))
+			}
 			return err
 		}
 		next := x.plan.fallbacks[i]

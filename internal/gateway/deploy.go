@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"math"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -68,7 +67,6 @@ func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool) error {
 			if last != nil {
 				return last
 			}
-			x.w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(wait)))
 			return &CoolingError{Route: p.name, RetryAfter: wait}
 		}
 		tried[i] = true

@@ -122,8 +122,8 @@ routes:
 	if code != 503 || ra != "20" || !strings.Contains(body, `"code":"deployments_cooling_down"`) {
 		t.Fatalf("all cooling down: %d Retry-After %q %s", code, ra, body)
 	}
-	if code, _, body := post("backed"); code != 200 {
-		t.Fatalf("all cooling down, with a fallback route: %d %s", code, body)
+	if code, ra, body := post("backed"); code != 200 || ra != "" {
+		t.Fatalf("all cooling down, with a fallback route: %d Retry-After %q %s", code, ra, body)
 	}
 }
 
