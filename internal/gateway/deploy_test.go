@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
@@ -159,5 +161,43 @@ routes: [{model: "*", upstreams: [{name: d0}, {name: d1}, {name: d2}]}]
 	}
 	if len(used) != 3 || used[0] < 8 || used[1] < 8 || used[2] < 8 {
 		t.Errorf("sessions per deployment: %v", used)
+	}
+}
+
+// Every deployment cooling down for less than the route's retry_max_wait:
+// the request waits for the soonest and is served by it.
+func TestDeploymentsWaitForSoonest(t *testing.T) {
+	a, _ := flaky(t, 1, 500, "")
+	b, _ := flaky(t, 1, 500, "")
+	var waited []time.Duration
+	var mu sync.Mutex
+	opts := gatewaytest.Options{Gateway: func(o *gateway.Options) {
+		o.Sleep = func(ctx context.Context, d time.Duration) bool {
+			mu.Lock()
+			waited = append(waited, d)
+			mu.Unlock()
+			return ctx.Err() == nil
+		}
+	}}
+	e := gatewaytest.Start(t, "", `
+upstreams: [{name: a, url: "`+a.URL+`"}, {name: b, url: "`+b.URL+`"}]
+routes: [{model: "*", upstreams: [{name: a}, {name: b}], cooldown: 500ms, retry_max_wait: 2s}]
+`, opts)
+	post := func() int {
+		resp := e.Post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(); code != 502 {
+		t.Fatalf("both deployments failing once: %d", code)
+	}
+	if code := post(); code != 200 {
+		t.Fatalf("after waiting for the soonest: %d", code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waited) != 1 || waited[0] <= 0 || waited[0] > 500*time.Millisecond {
+		t.Errorf("waits %v, want one of at most the cooldown", waited)
 	}
 }
