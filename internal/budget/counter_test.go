@@ -140,23 +140,10 @@ func TestRedisStoreAtomic(t *testing.T) {
 	b, _ := NewRedis(srv.URL(), "", time.Second, false)
 	defer a.Close()
 	defer b.Close()
-	admitted := make(chan bool, 200)
-	for i := range 200 {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		go func() {
-			refused, err := s.Admit(context.Background(), []Check{{Key: "c", Limit: 50, Window: time.Minute, Cost: 1}}, make([]Count, 1))
-			admitted <- err == nil && refused == -1
-		}()
-	}
-	n := 0
-	for range 200 {
-		if <-admitted {
-			n++
-		}
-	}
+	n := concurrently(200, a, b, func(s *Redis) bool {
+		refused, err := s.Admit(context.Background(), []Check{{Key: "c", Limit: 50, Window: time.Minute, Cost: 1}}, make([]Count, 1))
+		return err == nil && refused == -1
+	})
 	if n != 50 {
 		t.Errorf("%d admitted, limit 50", n)
 	}
@@ -198,24 +185,31 @@ func TestRedisCluster(t *testing.T) {
 	if v, ok, err := b.Strings("reasoning:", time.Minute).Get(ctx, "call:x"); err != nil || !ok || v != "r" {
 		t.Fatalf("a string across cluster clients: %q %v %v", v, ok, err)
 	}
-	admitted := make(chan bool, 100)
-	for i := range 100 {
+	n := concurrently(100, a, b, func(s *Redis) bool {
+		_, err := Admit(ctx, s, Admission{Key: "shared", RequestsPerMinute: 30})
+		return err == nil
+	})
+	if n != 30 {
+		t.Errorf("%d admitted on the cluster, limit 30", n)
+	}
+}
+
+// concurrently runs n admissions at once, alternating between two stores,
+// and returns how many were admitted.
+func concurrently(n int, a, b *Redis, admit func(*Redis) bool) int {
+	admitted := make(chan bool, n)
+	for i := range n {
 		s := a
 		if i%2 == 1 {
 			s = b
 		}
-		go func() {
-			_, err := Admit(ctx, s, Admission{Key: "shared", RequestsPerMinute: 30})
-			admitted <- err == nil
-		}()
+		go func() { admitted <- admit(s) }()
 	}
-	n := 0
-	for range 100 {
+	got := 0
+	for range n {
 		if <-admitted {
-			n++
+			got++
 		}
 	}
-	if n != 30 {
-		t.Errorf("%d admitted on the cluster, limit 30", n)
-	}
+	return got
 }

@@ -60,11 +60,7 @@ func (r *Record) EndServerSpan(span trace.Span) {
 		decision = r.Limited
 	}
 	attrs = append(attrs, attribute.String("toolgate.budget.decision", decision))
-	repairs := 0
-	for _, c := range r.Repairs {
-		repairs += c.N
-	}
-	if repairs > 0 {
+	if repairs := total(r.Repairs); repairs > 0 {
 		attrs = append(attrs, attribute.Int("toolgate.repairs", repairs))
 	}
 	span.SetAttributes(attrs...)
@@ -89,11 +85,7 @@ func (a *Attempt) EndClientSpan(span trace.Span) {
 	}
 	attrs := appendNonEmpty([]attribute.KeyValue{attribute.String("toolgate.attempt.outcome", a.Outcome)},
 		"toolgate.policy.outcome", a.Verdict)
-	fixes := 0
-	for _, f := range a.Fixes {
-		fixes += f.N
-	}
-	if fixes > 0 {
+	if fixes := total(a.Fixes); fixes > 0 {
 		attrs = append(attrs, attribute.Int("toolgate.normalizations", fixes))
 	}
 	span.SetAttributes(attrs...)
@@ -101,6 +93,15 @@ func (a *Attempt) EndClientSpan(span trace.Span) {
 		span.SetStatus(codes.Error, a.Outcome)
 	}
 	span.End()
+}
+
+// total sums counts.
+func total(counts []Count) int {
+	n := 0
+	for _, c := range counts {
+		n += c.N
+	}
+	return n
 }
 
 // appendNonEmpty appends string attributes given as key, value pairs,
