@@ -223,13 +223,20 @@ func (g *Gateway) backoff(ctx context.Context, p *plan, attempt int, err error) 
 	if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.RetryAfter > wait {
 		wait = ue.RetryAfter
 	}
-	if wait > p.backoff.max {
+	return g.wait(ctx, p, wait)
+}
+
+// wait waits d, when that is within the route's retry_max_wait and the
+// request's deadline, reporting whether it did (false, having waited for
+// nothing, or when ctx ended while waiting).
+func (g *Gateway) wait(ctx context.Context, p *plan, d time.Duration) bool {
+	if d > p.backoff.max {
 		return false
 	}
-	if d, ok := ctx.Deadline(); ok && d.Sub(g.clock.now()) < wait {
+	if dl, ok := ctx.Deadline(); ok && dl.Sub(g.clock.now()) < d {
 		return false
 	}
-	return g.clock.sleep(ctx, wait)
+	return g.clock.sleep(ctx, d)
 }
 
 // idleWatch breaks off a response whose upstream stays silent for longer

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"hash/fnv"
 	"math"
@@ -63,7 +62,7 @@ func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool) error {
 	var last error
 	for n := range p.deployments {
 		i, wait := g.pick(x, p, tried)
-		if wait > 0 && !g.waitCooling(x.r.Context(), p, wait) {
+		if wait > 0 && !g.wait(x.r.Context(), p, wait) {
 			if last != nil {
 				return last
 			}
@@ -156,18 +155,6 @@ func rendezvous(p *plan, session string, healthy func(int) bool) int {
 		}
 	}
 	return best
-}
-
-// waitCooling waits for the soonest deployment's cooldown to end, when
-// that is within the route's retry_max_wait and the request's deadline.
-func (g *Gateway) waitCooling(ctx context.Context, p *plan, wait time.Duration) bool {
-	if wait > p.backoff.max {
-		return false
-	}
-	if d, ok := ctx.Deadline(); ok && d.Sub(g.clock.now()) < wait {
-		return false
-	}
-	return g.clock.sleep(ctx, wait)
 }
 
 // coolDown puts a deployment whose attempt failed with 429, 5xx or no

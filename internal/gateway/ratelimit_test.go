@@ -24,6 +24,11 @@ import (
 // usage totals 10 tokens (7 in, 3 out), and its own x-ratelimit header. A
 // stream carries usage only when asked for it, as OpenAI's does.
 func usageUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	return usageUpstreamWith(t, `{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}`)
+}
+
+// usageUpstreamWith is usageUpstream reporting usage (a JSON object).
+func usageUpstreamWith(t *testing.T, usage string) (*httptest.Server, *atomic.Int64) {
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -35,7 +40,6 @@ func usageUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		w.Header().Set("X-Ratelimit-Limit-Requests", "10000")
-		usage := `{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}`
 		if !req.Stream {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":%s}`, usage)

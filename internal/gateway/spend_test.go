@@ -19,23 +19,7 @@ import (
 // 1,000 prompt tokens (400 of them cached) and 100 completion tokens: at
 // $2 input, $0.50 cached input and $8 output per million tokens, $0.0022.
 func spendUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	var calls atomic.Int64
-	usage := `{"prompt_tokens":1000,"completion_tokens":100,"total_tokens":1100,"prompt_tokens_details":{"cached_tokens":400}}`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		body, _ := io.ReadAll(r.Body)
-		if !strings.Contains(string(body), `"stream":true`) {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":%s}`, usage)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`+"\n\n")
-		fmt.Fprintf(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":%s}`+"\n\n", usage)
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &calls
+	return usageUpstreamWith(t, `{"prompt_tokens":1000,"completion_tokens":100,"total_tokens":1100,"prompt_tokens_details":{"cached_tokens":400}}`)
 }
 
 func spendConfig(state, limit string) string {
