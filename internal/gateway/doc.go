@@ -14,13 +14,15 @@
 //
 //	intake.go   the front door: key before body, limits, decoding of gzip/deflate/zstd
 //	chat.go     receive (key, body, decoded request, route) → serve (route, fallbacks)
+//	deploy.go   a route's deployments: weighted choice, cooldowns, sticky sessions
 //	prepare.go  the request to send on one route, derived from the client's
 //	            (trim, normalize, repair, policy, output limit, reasoning, usage)
-//	admit.go    the counted admission (sessions, rate limits), once per request
+//	admit.go    the counted admission (sessions, rate limits, spend), once per request
 //	attempt.go  send upstream, retried with backoff; the judge's verdict
 //	stream.go   relay a stream through wire.Normalizer, chunk by chunk
 //	whole.go    the same normalizer over a non-streamed answer
 //	errors.go   the one table from a typed error's kind to status, type, code
+//	trace.go    the server span and the attempts' client spans (tracing on)
 //
 // The client's decoded request is never changed: each route derives the
 // request it sends from it, so a retry or a fallback decodes nothing
