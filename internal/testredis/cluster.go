@@ -18,7 +18,7 @@ type Cluster struct {
 // StartCluster starts a cluster and waits until it serves every slot.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	require(t)
+	require(t, "redis-cli")
 	c := &Cluster{t: t}
 	var addrs []string
 	for range 6 {

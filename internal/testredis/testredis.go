@@ -33,15 +33,18 @@ func Start(t testing.TB) *Server {
 	return start(t)
 }
 
-// require skips (or, under CI, fails) a test without redis-server.
-func require(t testing.TB) {
+// require skips (or, under CI, fails) a test without redis-server (and
+// the other commands it needs).
+func require(t testing.TB, commands ...string) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		msg := "redis-server is not installed (apt-get install -y redis-server)"
-		if os.Getenv("CI") != "" || os.Getenv("TOOLGATE_REQUIRE_REDIS") != "" {
-			t.Fatal(msg)
+	for _, c := range append([]string{"redis-server"}, commands...) {
+		if _, err := exec.LookPath(c); err != nil {
+			msg := c + " is not installed (apt-get install -y redis-server)"
+			if os.Getenv("CI") != "" || os.Getenv("TOOLGATE_REQUIRE_REDIS") != "" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg + "; skipped outside CI")
 		}
-		t.Skip(msg + "; skipped outside CI")
 	}
 }
 
