@@ -71,9 +71,18 @@ type Spend struct {
 	Period Period
 }
 
-// AddCost counts a finished response's cost (nano-dollars) against key's
-// spend in the period holding now.
-func AddCost(ctx context.Context, store Store, key string, p Period, now time.Time, nano int64) error {
-	name, left := p.span(now)
-	return store.Add(ctx, keyTag(key)+name, nano, left)
+// Cost is what a finished response cost a key: Nano nano-dollars, spent
+// At a time of the key's Period.
+type Cost struct {
+	Key    string
+	Period Period
+	At     time.Time
+	Nano   int64
+}
+
+// AddCost counts a finished response's cost against its key's spend in
+// the period holding c.At.
+func AddCost(ctx context.Context, store Store, c Cost) error {
+	name, left := c.Period.span(c.At)
+	return store.Add(ctx, keyTag(c.Key)+name, c.Nano, left)
 }

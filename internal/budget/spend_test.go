@@ -46,14 +46,14 @@ func TestSpendAdmission(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	s := NewMemory(0, func() time.Time { return now })
 	a := Admission{Key: "k", Spend: Spend{Max: 1000, Period: Day}, Now: now}
-	if err := AddCost(ctx, s, "k", Day, now, 999); err != nil {
+	if err := AddCost(ctx, s, Cost{Key: "k", Period: Day, At: now, Nano: 999}); err != nil {
 		t.Fatal(err)
 	}
 	adm, err := Admit(ctx, s, a)
 	if err != nil || len(adm.Rates()) != 1 || adm.Rates()[0].Used != 999 || adm.Rates()[0].Limit != MaxCost {
 		t.Fatalf("one below the limit: %v %+v", err, adm.Rates())
 	}
-	_ = AddCost(ctx, s, "k", Day, now, 1)
+	_ = AddCost(ctx, s, Cost{Key: "k", Period: Day, At: now, Nano: 1})
 	_, err = Admit(ctx, s, a)
 	if le, ok := err.(*LimitError); !ok || le.Limit != MaxCost || le.Got != 1000 || le.RetryAfter != 12*time.Hour {
 		t.Fatalf("at the limit: %v", err)

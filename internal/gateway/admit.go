@@ -82,8 +82,8 @@ func (g *Gateway) settle(x *exchange) {
 		}
 	}
 	if x.key.Spend.Max > 0 && x.rec.CostModel != "" {
-		nano := budget.Nano(x.rec.CostUSD)
-		if err := budget.AddCost(ctx, g.counters, x.key.Name, x.key.Spend.Period, g.clock.now(), nano); err != nil {
+		cost := budget.Cost{Key: x.key.Name, Period: x.key.Spend.Period, At: g.clock.now(), Nano: budget.Nano(x.rec.CostUSD)}
+		if err := budget.AddCost(ctx, g.counters, cost); err != nil {
 			g.stateFailed(x, "add_cost", err)
 		}
 	}

@@ -105,35 +105,13 @@ func errorFor(err error) (int, wire.ErrorBody) {
 	case *policy.RequestError:
 		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_value", e.Param, e.Error())
 	case *responses.RequestError:
-		code := "invalid_value"
-		if e.Unsupported {
-			code = "unsupported_parameter"
-		}
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, e.Param, e.Error())
+		return translatorError(e.Unsupported, e.Param, e.Error())
 	case *PassthroughError:
-		if e.Upstream != "" {
-			return http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
-				fmt.Sprintf("The route's upstream %s does not serve %s: only an upstream with protocol openai forwards the rest of /v1.", e.Upstream, wire.Clip(e.Path)))
-		}
-		return http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
-			fmt.Sprintf("Unknown request URL: %s %s. No route forwards it: /v1/embeddings, /v1/completions and /v1/moderations go to the route of the body's model, other /v1 paths need routes[].passthrough (or, without a model, routes[].paths).", wire.Clip(e.Method), wire.Clip(e.Path)))
+		return passthroughError(e)
 	case *StoredResponseError:
-		switch {
-		case e.Disabled:
-			return http.StatusBadRequest, wire.NewError("invalid_request_error", "responses_not_stored", "previous_response_id",
-				"This gateway keeps no responses, so previous_response_id cannot be followed: set responses.store to memory or redis in its config, or send the whole conversation as input.")
-		case e.Previous:
-			return http.StatusBadRequest, wire.NewError("invalid_request_error", "previous_response_not_found", "previous_response_id",
-				fmt.Sprintf("Previous response with id '%s' not found.", wire.Clip(e.ID)))
-		}
-		return http.StatusNotFound, wire.NewError("invalid_request_error", "response_not_found", "",
-			fmt.Sprintf("Response with id '%s' not found.", wire.Clip(e.ID)))
+		return storedResponseError(e)
 	case *anthropic.RequestError:
-		code := "invalid_value"
-		if e.Unsupported {
-			code = "unsupported_parameter"
-		}
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, e.Param, e.Error())
+		return translatorError(e.Unsupported, e.Param, e.Error())
 	case *wire.IncompleteError:
 		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", e.Upstream)
 		if e.Message != "" {
@@ -155,6 +133,38 @@ func firstKnown(err error) error {
 		}
 	}
 	return err
+}
+
+// translatorError is a client request an edge translator (Responses
+// API in, Anthropic out) cannot express.
+func translatorError(unsupported bool, param, msg string) (int, wire.ErrorBody) {
+	code := "invalid_value"
+	if unsupported {
+		code = "unsupported_parameter"
+	}
+	return http.StatusBadRequest, wire.NewError("invalid_request_error", code, param, msg)
+}
+
+func passthroughError(e *PassthroughError) (int, wire.ErrorBody) {
+	if e.Upstream != "" {
+		return http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
+			fmt.Sprintf("The route's upstream %s does not serve %s: only an upstream with protocol openai forwards the rest of /v1.", e.Upstream, wire.Clip(e.Path)))
+	}
+	return http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
+		fmt.Sprintf("Unknown request URL: %s %s. No route forwards it: /v1/embeddings, /v1/completions and /v1/moderations go to the route of the body's model, other /v1 paths need routes[].passthrough (or, without a model, routes[].paths).", wire.Clip(e.Method), wire.Clip(e.Path)))
+}
+
+func storedResponseError(e *StoredResponseError) (int, wire.ErrorBody) {
+	switch {
+	case e.Disabled:
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", "responses_not_stored", "previous_response_id",
+			"This gateway keeps no responses, so previous_response_id cannot be followed: set responses.store to memory or redis in its config, or send the whole conversation as input.")
+	case e.Previous:
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", "previous_response_not_found", "previous_response_id",
+			fmt.Sprintf("Previous response with id '%s' not found.", wire.Clip(e.ID)))
+	}
+	return http.StatusNotFound, wire.NewError("invalid_request_error", "response_not_found", "",
+		fmt.Sprintf("Response with id '%s' not found.", wire.Clip(e.ID)))
 }
 
 func intakeError(e *IntakeError) (int, wire.ErrorBody) {
