@@ -59,6 +59,9 @@ func NewRedis(urls, prefix string, timeout time.Duration, cluster bool) (*Redis,
 		Addrs: addrs, Username: opts.Username, Password: opts.Password, TLSConfig: opts.TLSConfig,
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, ContextTimeoutEnabled: true,
 		MaxRetries: 1, MaxRedirects: 3,
+		// A node that refuses connections (a primary gone) fails the call
+		// at once, not after five dials: the error reloads the slot map.
+		DialerRetries: 1,
 	})
 	return r, nil
 }
