@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,5 +201,42 @@ routes: [{model: "*", upstreams: [{name: a}, {name: b}], cooldown: 500ms, retry_
 	defer mu.Unlock()
 	if len(waited) != 1 || waited[0] <= 0 || waited[0] > 500*time.Millisecond {
 		t.Errorf("waits %v, want one of at most the cooldown", waited)
+	}
+}
+
+// The rest of /v1 on a route with several deployments: embeddings are
+// spread over them and move off one that fails (500 here) before a byte
+// reached the client, which then cools down; an anthropic deployment of
+// the route is never sent an OpenAI path.
+func TestDeploymentsPassthrough(t *testing.T) {
+	var failed atomic.Int64
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failed.Add(1)
+		w.WriteHeader(500)
+	}))
+	t.Cleanup(down.Close)
+	sims, ups := deployments(t, sim.Options{}, sim.Options{})
+	ups = strings.Replace(ups, "]\n", `, {name: down, url: "`+down.URL+`/v1"}, {name: claude, url: "`+down.URL+`/v1", protocol: anthropic}]`+"\n", 1)
+	e := gatewaytest.Start(t, "", ups+`
+routes: [{model: "*", upstreams: [{name: d0}, {name: down, weight: 5}, {name: claude, weight: 5}, {name: d1}]}]
+`)
+	for i := range 40 {
+		req, _ := http.NewRequest("POST", e.URL+"/embeddings", strings.NewReader(`{"model":"text-embedding-3-small","input":"hello"}`))
+		req.Header.Set("Content-Type", "application/json")
+		r, err := e.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 || !strings.Contains(string(body), `"embedding"`) {
+			t.Fatalf("embeddings %d: %d %s", i+1, r.StatusCode, body)
+		}
+	}
+	if f := failed.Load(); f != 1 {
+		t.Errorf("the failing deployment got %d requests (the anthropic one none): it should cool down at its first failure", f)
+	}
+	if sims[0].Requests() == 0 || sims[1].Requests() == 0 {
+		t.Errorf("requests per healthy deployment: %d, %d", sims[0].Requests(), sims[1].Requests())
 	}
 }

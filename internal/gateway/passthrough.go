@@ -96,12 +96,6 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 		return nil, nil, err
 	}
 	x.plan = g.plans[route.Name]
-	if len(x.plan.deployments) > 1 {
-		// Spread like chat requests; a failed forward is retried on the
-		// same deployment (the route's retries), not moved.
-		i, _ := g.pick(x, x.plan, make([]bool, len(x.plan.deployments)))
-		x.plan = x.plan.deployments[i].plan
-	}
 	switch {
 	case !route.Passthrough.Forwards(r.URL.Path) && len(route.Paths) == 0:
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path}
@@ -124,15 +118,54 @@ func bodyModel(contentType string, body []byte) string {
 	return m.Model
 }
 
-// forward sends the request upstream, retried before the first byte on a
-// failure of the upstream's (no connection, 429, 5xx), and passes the
-// answer on as it came, counting the tokens its usage reports.
+// forward sends the request upstream and passes the answer on as it
+// came, counting the tokens its usage reports. A route with several
+// deployments spreads requests over them as chat requests are (openai
+// ones only: the others speak another protocol); a deployment that fails
+// before the first byte (no connection, 429, 5xx) after the route's
+// retries cools down and the next one is tried.
 func (g *Gateway) forward(x *exchange, body []byte) error {
-	p, r := x.plan, x.r
-	path := strings.TrimPrefix(r.URL.Path, "/v1")
+	route, r := x.plan, x.r
 	if span := trace.SpanFromContext(r.Context()); span.IsRecording() { // the upstream continues the request's trace
 		propagation.TraceContext{}.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
 	}
+	tried := make([]bool, len(route.deployments))
+	left := len(tried)
+	for i := range route.deployments {
+		if route.deployments[i].plan.upstream.protocol != protocolOpenAI {
+			tried[i], left = true, left-1
+		}
+	}
+	for {
+		i, _ := g.pick(x, route, tried)
+		tried[i], left = true, left-1
+		d := &route.deployments[i]
+		x.rec.Upstream = d.plan.upstream.name
+		resp, err := g.forwardTo(x, d.plan, body)
+		if err != nil && len(route.deployments) > 1 {
+			g.coolDown(x, route, d, err)
+		}
+		if err != nil && left > 0 && retryable(err) && r.Context().Err() == nil {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			continue
+		}
+		if resp == nil {
+			return err
+		}
+		g.relayAnswer(x, resp)
+		return nil
+	}
+}
+
+// forwardTo sends the request to one deployment, retried before the
+// first byte on a failure of the upstream's (no connection, 429, 5xx). It
+// returns the answer to relay, and the error of the last attempt if it
+// failed (with an answer when the upstream sent one).
+func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, error) {
+	r := x.r
+	path := strings.TrimPrefix(r.URL.Path, "/v1")
 	for n := 0; ; n++ {
 		sent := time.Now()
 		resp, reconnected, err := p.upstream.client.Forward(r.Context(), r.Method, path, r.URL.RawQuery, body, r.Header)
@@ -143,7 +176,7 @@ func (g *Gateway) forward(x *exchange, body []byte) error {
 		x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name})
 		a := &x.rec.Attempts[len(x.rec.Attempts)-1]
 		if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
-			err = &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode}
+			err = &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode, RetryAfter: upstream.RetryAfter(resp.Header)}
 			if n < p.retries {
 				resp.Body.Close()
 			}
@@ -153,15 +186,10 @@ func (g *Gateway) forward(x *exchange, body []byte) error {
 			if n < p.retries && retryable(err) && g.backoff(r.Context(), p, n, err) {
 				continue
 			}
-			if resp == nil {
-				return err
-			}
+			return resp, err
 		}
-		if a.Outcome == "" {
-			a.Outcome = "ok"
-		}
-		g.relayAnswer(x, resp)
-		return nil
+		a.Outcome = "ok"
+		return resp, nil
 	}
 }
 

@@ -283,6 +283,10 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
+// RetryAfter is a response's Retry-After: seconds, or an HTTP date; 0
+// when absent or unreadable.
+func RetryAfter(h http.Header) time.Duration { return retryAfter(h.Get("Retry-After")) }
+
 // retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when
 // absent or unreadable.
 func retryAfter(v string) time.Duration {
