@@ -24,6 +24,8 @@ func main() {
 	fast := flag.Bool("fast", false, "serve pre-encoded responses (for benchmarks)")
 	chunks := flag.Int("chunks", 8, "content chunks per text answer")
 	delay := flag.Duration("delay", 0, "pause between stream chunks")
+	status := flag.Int("status", 0, "fail every chat request with this status (a deployment that is down or rate-limited)")
+	retryAfter := flag.Duration("retry-after", 0, "with --status, the Retry-After sent")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -34,7 +36,7 @@ func main() {
 		os.Exit(1)
 	}
 	srv := &http.Server{
-		Handler:           sim.New(sim.Options{Fast: *fast, Chunks: *chunks, ChunkDelay: *delay}),
+		Handler:           sim.New(sim.Options{Fast: *fast, Chunks: *chunks, ChunkDelay: *delay, Status: *status, RetryAfter: *retryAfter}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() {

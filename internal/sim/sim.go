@@ -202,10 +202,15 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, status := pick(req.Model)
 	if s.opts.Status != 0 {
-		sc, status = scriptError, s.opts.Status
 		if s.opts.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int(s.opts.RetryAfter/time.Second)))
 		}
+		kind := "server_error"
+		if s.opts.Status == http.StatusTooManyRequests {
+			kind = "rate_limit_error"
+		}
+		writeError(w, s.opts.Status, kind, fmt.Sprintf("The simulator fails every request with status %d (its --status option).", s.opts.Status))
+		return
 	}
 	if sc == scriptError {
 		writeError(w, status, "server_error", fmt.Sprintf("The simulator was asked to fail (model %s).", req.Model))
