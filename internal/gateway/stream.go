@@ -72,7 +72,7 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	}
 	res := s.n.Result(nil)
 	g.addUsage(x.rec, res.Usage)
-	x.rec.FinishReason = res.FinishReason
+	x.rec.FinishReason, x.rec.ResponseModel = res.FinishReason, res.Model
 	return err
 }
 

@@ -166,3 +166,34 @@ func TestTraceOff(t *testing.T) {
 		t.Errorf("access line: %v", l[0])
 	}
 }
+
+// gen_ai.response.model is the model the upstream reported (its answer
+// says "m"), streamed or not; gen_ai.request.model the client's.
+func TestTraceResponseModel(t *testing.T) {
+	up, _ := usageUpstream(t)
+	exp := tracetest.NewInMemoryExporter()
+	e := gatewaytest.Start(t, up.URL, `
+upstreams: [{name: up, url: "UPSTREAM_URL"}]
+routes: [{model: "*", upstream: up}]
+`, gatewaytest.Options{Gateway: func(o *gateway.Options) { o.Tracer = sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)) }})
+	for i, stream := range []bool{false, true} {
+		exp.Reset()
+		resp := e.Post(t, `{"model":"gpt-x","stream":`+map[bool]string{true: "true", false: "false"}[stream]+`,"messages":[{"role":"user","content":"x"}]}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		e.WaitAccess(t, i+1) // the span ends before the access line is written
+		var server sdktrace.ReadOnlySpan
+		for _, s := range exp.GetSpans().Snapshots() {
+			if s.SpanKind() == trace.SpanKindServer {
+				server = s
+			}
+		}
+		if server == nil {
+			t.Fatalf("stream %v: no server span", stream)
+		}
+		a := attrs(server)
+		if a["gen_ai.response.model"].AsString() != "m" || a["gen_ai.request.model"].AsString() != "gpt-x" {
+			t.Errorf("stream %v: response model %q, request model %q", stream, a["gen_ai.response.model"].AsString(), a["gen_ai.request.model"].AsString())
+		}
+	}
+}

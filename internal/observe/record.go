@@ -28,6 +28,9 @@ type Record struct {
 	RequestModel string
 	MaxTokens    int64
 	FinishReason string
+	// ResponseModel is the model the upstream reported, "" when it named
+	// none.
+	ResponseModel string
 	// TraceID is the request's trace (its server span's, or the client's
 	// traceparent when tracing is off), "" for none.
 	TraceID string

@@ -35,7 +35,11 @@ func (r *Record) EndServerSpan(span trace.Span) {
 		attribute.String("toolgate.request_id", r.RequestID),
 		attribute.Int("toolgate.attempts", r.Calls()),
 	}
-	attrs = appendNonEmpty(attrs, "gen_ai.request.model", r.RequestModel, "gen_ai.response.model", r.Model,
+	responseModel := r.ResponseModel
+	if responseModel == "" {
+		responseModel = r.Model // the model it was sent to
+	}
+	attrs = appendNonEmpty(attrs, "gen_ai.request.model", r.RequestModel, "gen_ai.response.model", responseModel,
 		"toolgate.route", r.Route, "toolgate.key", r.Key, "toolgate.upstream", r.Upstream,
 		"toolgate.repair", r.Repair, "toolgate.normalize", r.Normalize, "toolgate.normalizations", r.Fixes(),
 		"toolgate.fallback", r.Fallback, "toolgate.reasoning", r.Reasoning, "toolgate.error_kind", r.ErrorKind)

@@ -76,6 +76,7 @@ type Normalizer struct {
 
 	head     []byte // `"id":…,"object":…,"created":…,"model":…` of the first chunk with an id
 	headID   []byte // that id's raw value, within head
+	model    string // the model the upstream reported (its first chunk's)
 	seen     bool
 	roleSeen bool
 	finished []bool // per choice index: a terminal finish reason went out
@@ -288,6 +289,15 @@ func (n *Normalizer) choices(raw []byte) (rewrite, held, drop bool, err error) {
 	return rewrite, held, false, nil
 }
 
+// modelName is a reported model's name: the JSON string raw's text
+// (clipped), "" for anything else.
+func modelName(raw []byte) string {
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	return Clip(stringValue(raw, 0, len(raw), bytes.IndexByte(raw, '\\') >= 0))
+}
+
 // noteHead keeps the id, object, created and model of the first chunk
 // with a non-empty string id: every chunk the Normalizer makes carries
 // them, and with the Chunks quirk every chunk gets that id (A24).
@@ -308,6 +318,9 @@ func (n *Normalizer) noteHead(top []member) {
 		}
 		n.head = top[i].appendKey(n.head)
 		n.head = append(n.head, ':')
+		if k == "model" {
+			n.model = modelName(top[i].value)
+		}
 		if k == "id" {
 			start := len(n.head)
 			n.head = append(n.head, top[i].value...)
@@ -934,6 +947,8 @@ type Result struct {
 	CallsErr error // the collector's *ProtocolError, if any
 	// FinishReason is choice 0's finish reason after normalization.
 	FinishReason string
+	// Model is the model the upstream reported ("" when it named none).
+	Model string
 	// Text and Reasoning are choice 0's, kept with Options.KeepText.
 	Text, Reasoning string
 	Usage           Usage
@@ -945,7 +960,7 @@ type Result struct {
 // error a chunk ended the response with, if any (it wins over the
 // collector's).
 func (n *Normalizer) Result(protocol error) Result {
-	r := Result{FinishReason: n.finish, Text: n.text.String(), Reasoning: n.reasoning.String(),
+	r := Result{FinishReason: n.finish, Model: n.model, Text: n.text.String(), Reasoning: n.reasoning.String(),
 		Usage: n.usage, UsageSeen: n.usageSeen, Fixes: n.fixes}
 	r.Calls, r.CallsErr = n.collector.Finish()
 	if protocol == nil {
