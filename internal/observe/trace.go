@@ -26,25 +26,29 @@ func (r *Record) EndServerSpan(span trace.Span) {
 	if r.RequestModel != "" {
 		span.SetName(op + " " + r.RequestModel)
 	}
+	span.SetAttributes(r.ownAttributes(r.genAIAttributes())...)
+	if r.Status >= 500 || r.Outcome != OutcomeOK && r.Outcome != OutcomeRejected && r.Outcome != OutcomeClientGone {
+		span.SetStatus(codes.Error, r.Outcome)
+	}
+	span.End()
+}
+
+// genAIAttributes are the server span's attributes by the GenAI semantic
+// conventions (and HTTP's).
+func (r *Record) genAIAttributes() []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("http.request.method", r.Method),
 		attribute.String("url.path", r.Path),
 		attribute.Int("http.response.status_code", r.Status),
-		attribute.String("toolgate.outcome", r.Outcome),
-		attribute.String("toolgate.request_id", r.RequestID),
-		attribute.Int("toolgate.attempts", r.Calls()),
 	}
 	responseModel := r.ResponseModel
 	if responseModel == "" {
 		responseModel = r.Model // the model it was sent to
 	}
-	attrs = appendNonEmpty(attrs, "gen_ai.request.model", r.RequestModel, "gen_ai.response.model", responseModel,
-		"toolgate.route", r.Route, "toolgate.key", r.Key, "toolgate.upstream", r.Upstream,
-		"toolgate.repair", r.Repair, "toolgate.normalize", r.Normalize, "toolgate.normalizations", r.Fixes(),
-		"toolgate.fallback", r.Fallback, "toolgate.reasoning", r.Reasoning, "toolgate.error_kind", r.ErrorKind)
+	attrs = appendNonEmpty(attrs, "gen_ai.request.model", r.RequestModel, "gen_ai.response.model", responseModel)
 	if n := len(r.Attempts); n > 0 {
-		attrs = appendNonEmpty(attrs, "gen_ai.provider.name", r.Attempts[n-1].Provider, "toolgate.policy.outcome", r.Attempts[n-1].Verdict)
+		attrs = appendNonEmpty(attrs, "gen_ai.provider.name", r.Attempts[n-1].Provider)
 	}
 	if r.FinishReason != "" {
 		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{r.FinishReason}))
@@ -54,6 +58,28 @@ func (r *Record) EndServerSpan(span trace.Span) {
 	}
 	if r.TotalTokens > 0 {
 		attrs = append(attrs, attribute.Int64("gen_ai.usage.input_tokens", r.PromptTokens), attribute.Int64("gen_ai.usage.output_tokens", r.CompletionTokens))
+	}
+	return attrs
+}
+
+// ownAttributes appends toolgate's own: what it did to the request.
+func (r *Record) ownAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs, attribute.String("toolgate.outcome", r.Outcome), attribute.String("toolgate.request_id", r.RequestID),
+		attribute.Int("toolgate.attempts", r.Calls()))
+	attrs = appendNonEmpty(attrs, "toolgate.route", r.Route, "toolgate.key", r.Key, "toolgate.upstream", r.Upstream,
+		"toolgate.repair", r.Repair, "toolgate.normalize", r.Normalize, "toolgate.normalizations", r.Fixes(),
+		"toolgate.fallback", r.Fallback, "toolgate.reasoning", r.Reasoning, "toolgate.error_kind", r.ErrorKind)
+	var cooled []string // deployments this request put in cooldown
+	for _, a := range r.Attempts {
+		if a.Cooldown != "" {
+			cooled = append(cooled, a.Upstream+": "+a.Cooldown)
+		}
+	}
+	if len(cooled) > 0 {
+		attrs = append(attrs, attribute.StringSlice("toolgate.cooldowns", cooled))
+	}
+	if n := len(r.Attempts); n > 0 {
+		attrs = appendNonEmpty(attrs, "toolgate.policy.outcome", r.Attempts[n-1].Verdict)
 	}
 	if r.CostModel != "" {
 		attrs = append(attrs, attribute.Float64("toolgate.cost_usd", r.CostUSD))
@@ -67,11 +93,7 @@ func (r *Record) EndServerSpan(span trace.Span) {
 	if repairs := total(r.Repairs); repairs > 0 {
 		attrs = append(attrs, attribute.Int("toolgate.repairs", repairs))
 	}
-	span.SetAttributes(attrs...)
-	if r.Status >= 500 || r.Outcome != OutcomeOK && r.Outcome != OutcomeRejected && r.Outcome != OutcomeClientGone {
-		span.SetStatus(codes.Error, r.Outcome)
-	}
-	span.End()
+	return attrs
 }
 
 // ClientSpanStart is a client span's attributes known before the call:
