@@ -385,6 +385,9 @@ type Route struct {
 	// not be reached, is left out (its Retry-After when it sends one).
 	// Default 30s.
 	Cooldown time.Duration `yaml:"cooldown"`
+	// listed: the file gave upstreams (not a single upstream); both: it
+	// gave upstream too (an error Validate reports).
+	listed, both bool
 	// UpstreamModel is the model name sent upstream; empty sends the
 	// client's name unchanged.
 	UpstreamModel string `yaml:"upstream_model"`
@@ -722,12 +725,12 @@ func (c *Config) applyDefaults() {
 		setDur(&r.RetryBackoff, 250*time.Millisecond)
 		setDur(&r.RetryMaxWait, 10*time.Second)
 		setDur(&r.Cooldown, 30*time.Second)
-		if r.Upstream != "" && len(r.Upstreams) == 0 {
+		r.listed, r.both = len(r.Upstreams) > 0, len(r.Upstreams) > 0 && r.Upstream != ""
+		switch {
+		case !r.listed && r.Upstream != "":
 			r.Upstreams = []Deployment{{Name: r.Upstream}}
-		} else if r.Upstream == "" && len(r.Upstreams) > 0 {
+		case r.listed:
 			r.Upstream = r.Upstreams[0].Name
-		} else if len(r.Upstreams) > 0 {
-			r.Upstream = "\x00both" // reported by Validate
 		}
 		for k := range r.Upstreams {
 			if r.Upstreams[k].Weight == nil {
@@ -1070,13 +1073,13 @@ func validateBudget(p string, b *Budget, route bool, add func(path, format strin
 // validateDeployments checks a route's upstream or deployments.
 func validateDeployments(p string, r *Route, names map[string]bool, add func(path, format string, args ...any)) {
 	switch {
-	case r.Upstream == "\x00both":
+	case r.both:
 		add(p+".upstreams", "set upstream or upstreams, not both")
 		return
 	case r.Upstream == "":
 		add(p+".upstream", "is required (or upstreams: several deployments)")
 		return
-	case len(r.Upstreams) == 1 && r.Upstreams[0].Name == r.Upstream && !names[r.Upstream]:
+	case !r.listed && !names[r.Upstream]:
 		add(p+".upstream", "%q is not the name of any entry in upstreams", r.Upstream)
 		return
 	}

@@ -57,7 +57,8 @@ func (g *Gateway) attempts(x *exchange, pr *prepared, hasFallback bool) error {
 // answered, or failed with what was written already.
 func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	p := t.plan
-	defer g.metrics.UpstreamStarted(p.upstream.name)()
+	p.upstream.inFlight.Inc()
+	defer p.upstream.inFlight.Dec()
 	a := observe.Attempt{Route: p.name, Upstream: p.upstream.name, Provider: p.upstream.protocol.String(), Model: x.rec.Model}
 	ctx, span := g.startAttempt(ctx, x, &a)
 	sent := time.Now()

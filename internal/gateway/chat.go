@@ -117,10 +117,13 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 	return x, nil
 }
 
-// noteRequest records what the client asked for the trace (model, output
-// limit) and, with telemetry.capture_content, puts its messages on the
-// server span.
+// noteRequest records, for the trace, what the client asked (model,
+// output limit) and, with telemetry.capture_content, puts its messages on
+// the server span. With tracing off it does nothing.
 func (g *Gateway) noteRequest(x *exchange) {
+	if g.tracer == nil {
+		return
+	}
 	x.rec.RequestModel = wire.Clip(x.req.Model)
 	for _, name := range []string{"max_completion_tokens", "max_tokens"} {
 		if raw, ok := x.req.Get(name); ok {

@@ -240,3 +240,30 @@ routes: [{model: "*", upstreams: [{name: d0}, {name: down, weight: 5}, {name: cl
 		t.Errorf("requests per healthy deployment: %d, %d", sims[0].Requests(), sims[1].Requests())
 	}
 }
+
+// toolgate_upstream_in_flight counts a deployment's calls while they run:
+// 1 during a slow stream, 0 once it ended.
+func TestDeploymentInFlight(t *testing.T) {
+	_, ups := deployments(t, sim.Options{ChunkDelay: 50 * time.Millisecond}, sim.Options{Status: 500})
+	e := gatewaytest.Start(t, "", ups+`
+routes: [{model: "*", upstreams: [{name: d0}, {name: d1, weight: 0}]}]
+`)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp := e.Post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Metric(t, "toolgate_upstream_in_flight", map[string]string{"upstream": "d0"}) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream's call was never counted in flight")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a gauge, with a deadline
+	}
+	<-done
+	if v := e.Metric(t, "toolgate_upstream_in_flight", map[string]string{"upstream": "d0"}); v != 0 {
+		t.Errorf("in flight after the stream: %v", v)
+	}
+}

@@ -122,8 +122,8 @@ func New(opts Options) (*Gateway, error) {
 	for _, u := range g.cfg.Upstreams {
 		g.clients[u.Name] = upstreamClient(u)
 	}
-	g.plans = plans(g.cfg, g.clients, policy.NewSchemas(0))
-	g.prices = resolvePrices(g.cfg)
+	g.plans = plans(g.cfg, g.clients, policy.NewSchemas(0), g.metrics)
+	g.prices = prices{g.cfg}
 	g.simulated = true
 	for _, u := range g.cfg.Upstreams {
 		g.simulated = g.simulated && u.Simulator

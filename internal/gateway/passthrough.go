@@ -140,22 +140,25 @@ func (g *Gateway) forward(x *exchange, body []byte) error {
 		i, _ := g.pick(x, route, tried)
 		tried[i], left = true, left-1
 		d := &route.deployments[i]
-		x.rec.Upstream = d.plan.upstream.name
+		up := d.plan.upstream
+		x.rec.Upstream = up.name
+		up.inFlight.Inc()
 		resp, err := g.forwardTo(x, d.plan, body)
 		if err != nil && len(route.deployments) > 1 {
 			g.coolDown(x, route, d, err)
 		}
-		if err != nil && left > 0 && retryable(err) && r.Context().Err() == nil {
-			if resp != nil {
-				resp.Body.Close()
-			}
-			continue
+		moveOn := err != nil && left > 0 && retryable(err) && r.Context().Err() == nil
+		switch {
+		case resp != nil && moveOn:
+			resp.Body.Close()
+		case resp != nil:
+			g.relayAnswer(x, resp)
+			err = nil
 		}
-		if resp == nil {
+		up.inFlight.Dec()
+		if !moveOn {
 			return err
 		}
-		g.relayAnswer(x, resp)
-		return nil
 	}
 }
 

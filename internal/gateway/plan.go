@@ -6,8 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/upstream"
@@ -104,6 +106,7 @@ type upstreamPlan struct {
 	maxEvent         int
 	readIdle         time.Duration
 	simulated        bool
+	inFlight         prometheus.Gauge // toolgate_upstream_in_flight{upstream}
 }
 
 // backoff is a route's retry waits.
@@ -113,12 +116,13 @@ type backoff struct {
 
 // plans resolves every route of cfg (validated already) onto its upstream
 // client, fallbacks included.
-func plans(cfg *config.Config, clients map[string]*upstream.Client, schemas *policy.Schemas) map[string]*plan {
+func plans(cfg *config.Config, clients map[string]*upstream.Client, schemas *policy.Schemas, metrics *observe.Metrics) map[string]*plan {
 	ups := map[string]*upstreamPlan{}
 	healths := map[string]*health{}
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		ups[u.Name] = resolveUpstream(u, clients[u.Name])
+		ups[u.Name].inFlight = metrics.UpstreamInFlight(u.Name)
 		healths[u.Name] = &health{}
 	}
 	out := make(map[string]*plan, len(cfg.Routes))
@@ -274,31 +278,20 @@ func (p *plan) normalizer(pr *prepared) wire.Options {
 	}
 }
 
-// prices are the configured model prices resolved at load: the pricing
-// entry a model matches (config.PriceOf) and its price.
-type prices struct {
-	cfg *config.Config
-	by  map[string]budget.Price // by pricing entry name
-}
-
-func resolvePrices(cfg *config.Config) prices {
-	p := prices{cfg: cfg, by: make(map[string]budget.Price, len(cfg.Pricing))}
-	for name, c := range cfg.Pricing {
-		pr := budget.Price{Input: c.Input, CachedInput: c.Input, Output: c.Output}
-		if c.CachedInput != nil {
-			pr.CachedInput = *c.CachedInput
-		}
-		p.by[name] = pr
-	}
-	return p
-}
+// prices look up the configured model prices (config.PriceOf: an exact
+// name, else the longest pattern) in the budget's terms.
+type prices struct{ cfg *config.Config }
 
 // lookup returns the price of an upstream model name and the name of the
 // pricing entry that gave it.
 func (p prices) lookup(model string) (budget.Price, string, bool) {
-	if len(p.by) == 0 {
+	if len(p.cfg.Pricing) == 0 {
 		return budget.Price{}, "", false
 	}
-	_, name, ok := p.cfg.PriceOf(model)
-	return p.by[name], name, ok
+	c, name, ok := p.cfg.PriceOf(model)
+	pr := budget.Price{Input: c.Input, CachedInput: c.Input, Output: c.Output}
+	if c.CachedInput != nil {
+		pr.CachedInput = *c.CachedInput
+	}
+	return pr, name, ok
 }

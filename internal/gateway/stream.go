@@ -72,7 +72,10 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	}
 	res := s.n.Result(nil)
 	g.addUsage(x.rec, res.Usage)
-	x.rec.FinishReason, x.rec.ResponseModel = res.FinishReason, res.Model
+	x.rec.FinishReason = res.FinishReason
+	if g.tracer != nil {
+		x.rec.ResponseModel = s.n.Model()
+	}
 	return err
 }
 

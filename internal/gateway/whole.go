@@ -44,7 +44,10 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		res.Reasoning = string(answer.Thinking) // the blocks, signatures and all, are what goes back
 	}
 	g.addUsage(x.rec, res.Usage)
-	x.rec.FinishReason, x.rec.ResponseModel = res.FinishReason, res.Model
+	x.rec.FinishReason = res.FinishReason
+	if g.tracer != nil {
+		x.rec.ResponseModel = n.Model()
+	}
 	done := err == nil
 	outcome := t.judge.Finish(policy.End{Done: done, Calls: res.Calls, CallsErr: res.CallsErr, FinishReason: res.FinishReason, Text: res.Text})
 	judged(x, t, outcome)

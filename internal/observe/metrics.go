@@ -170,12 +170,10 @@ func (m *Metrics) KeyStarted(key string) (done func()) {
 	return g.Dec
 }
 
-// UpstreamStarted counts an upstream call in flight; call the returned
-// function when it ends.
-func (m *Metrics) UpstreamStarted(upstream string) (done func()) {
-	g := m.upInFlight.WithLabelValues(upstream)
-	g.Inc()
-	return g.Dec
+// UpstreamInFlight is the gauge of an upstream's calls in flight,
+// resolved once per upstream (Inc when a call starts, Dec when it ends).
+func (m *Metrics) UpstreamInFlight(upstream string) prometheus.Gauge {
+	return m.upInFlight.WithLabelValues(upstream)
 }
 
 // StreamStarted counts a stream in flight on route; call the returned

@@ -138,7 +138,7 @@ func TestDashboardMetrics(t *testing.T) {
 		CostUSD: 0.5, CostModel: "m",
 		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "ok", Verdict: "ok", Fixes: []Count{{"k", 1}}, Cooldown: "rate_limited"}}})
 	m.KeyStarted("k")()
-	m.UpstreamStarted("u")()
+	m.UpstreamInFlight("u").Inc()
 	m.StreamStarted("r")()
 	m.PendingRefused("ip")
 	mfs, _ := reg.Gather()

@@ -23,13 +23,14 @@ type Record struct {
 	Key       string // the client key's configured name, "" when the gateway is open
 	Upstream  string // configured upstream name, "" when none was called
 	Model     string // model name sent upstream
-	// RequestModel is the client's model name, MaxTokens the output
-	// limit it asked for (0: none), FinishReason the answer's (choice 0).
+	// RequestModel is the client's model name and MaxTokens the output
+	// limit it asked for (0: none), set for the trace (tracing on);
+	// FinishReason is the answer's (choice 0).
 	RequestModel string
 	MaxTokens    int64
 	FinishReason string
 	// ResponseModel is the model the upstream reported, "" when it named
-	// none.
+	// none (set with tracing on).
 	ResponseModel string
 	// TraceID is the request's trace (its server span's, or the client's
 	// traceparent when tracing is off), "" for none.

@@ -94,11 +94,7 @@ func signature(thinking string) string {
 }
 
 func (s *Sim) messages(w http.ResponseWriter, r *http.Request) {
-	body, err := readAll(r)
-	s.requests.Add(1)
-	s.mu.Lock()
-	s.last, s.lastHeader = body, r.Header.Clone()
-	s.mu.Unlock()
+	body, err := s.receive(r)
 	if err != nil {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "could not read the body: "+err.Error())
 		return

@@ -81,21 +81,14 @@ func (s *Sim) moderations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Sim) files(w http.ResponseWriter, r *http.Request) {
-	s.requests.Add(1)
-	s.mu.Lock()
-	s.last, s.lastHeader = nil, r.Header.Clone()
-	s.mu.Unlock()
+	_, _ = s.receive(r)
 	writeJSON(w, map[string]any{"object": "list", "data": []any{}})
 }
 
 // apiRequest reads a request of the rest of the API into v; it reports
 // true when it answered already (an unreadable body, an error script).
 func (s *Sim) apiRequest(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := readAll(r)
-	s.requests.Add(1)
-	s.mu.Lock()
-	s.last, s.lastHeader = body, r.Header.Clone()
-	s.mu.Unlock()
+	body, err := s.receive(r)
 	if err != nil || json.Unmarshal(body, v) != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "We could not parse the JSON body of your request.")
 		return true

@@ -159,12 +159,19 @@ type request struct {
 	} `json:"tools"`
 }
 
-func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
+// receive reads a request's body, counts the request and keeps the body
+// and headers (LastRequest, LastHeader).
+func (s *Sim) receive(r *http.Request) ([]byte, error) {
 	body, err := readAll(r)
 	s.requests.Add(1)
 	s.mu.Lock()
 	s.last, s.lastHeader = body, r.Header.Clone()
 	s.mu.Unlock()
+	return body, err
+}
+
+func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
+	body, err := s.receive(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "could not read the body: "+err.Error())
 		return

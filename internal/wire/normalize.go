@@ -76,7 +76,7 @@ type Normalizer struct {
 
 	head     []byte // `"id":…,"object":…,"created":…,"model":…` of the first chunk with an id
 	headID   []byte // that id's raw value, within head
-	model    string // the model the upstream reported (its first chunk's)
+	model    []byte // the model the upstream reported: its raw value, within head (or a whole body)
 	seen     bool
 	roleSeen bool
 	finished []bool // per choice index: a terminal finish reason went out
@@ -318,18 +318,20 @@ func (n *Normalizer) noteHead(top []member) {
 		}
 		n.head = top[i].appendKey(n.head)
 		n.head = append(n.head, ':')
-		if k == "model" {
-			n.model = modelName(top[i].value)
-		}
-		if k == "id" {
-			start := len(n.head)
-			n.head = append(n.head, top[i].value...)
-			n.headID = n.head[start:len(n.head):len(n.head)]
-			continue
-		}
+		start := len(n.head)
 		n.head = append(n.head, top[i].value...)
+		switch k {
+		case "id":
+			n.headID = n.head[start:len(n.head):len(n.head)]
+		case "model":
+			n.model = n.head[start:len(n.head):len(n.head)]
+		}
 	}
 }
+
+// Model is the model the upstream reported ("" when it named none), for
+// the trace: decoded only when asked for.
+func (n *Normalizer) Model() string { return modelName(n.model) }
 
 // elements splits a choices array into n.elems.
 func (n *Normalizer) elements(raw []byte) ([]span, bool) {
@@ -947,8 +949,6 @@ type Result struct {
 	CallsErr error // the collector's *ProtocolError, if any
 	// FinishReason is choice 0's finish reason after normalization.
 	FinishReason string
-	// Model is the model the upstream reported ("" when it named none).
-	Model string
 	// Text and Reasoning are choice 0's, kept with Options.KeepText.
 	Text, Reasoning string
 	Usage           Usage
@@ -960,7 +960,7 @@ type Result struct {
 // error a chunk ended the response with, if any (it wins over the
 // collector's).
 func (n *Normalizer) Result(protocol error) Result {
-	r := Result{FinishReason: n.finish, Model: n.model, Text: n.text.String(), Reasoning: n.reasoning.String(),
+	r := Result{FinishReason: n.finish, Text: n.text.String(), Reasoning: n.reasoning.String(),
 		Usage: n.usage, UsageSeen: n.usageSeen, Fixes: n.fixes}
 	r.Calls, r.CallsErr = n.collector.Finish()
 	if protocol == nil {

@@ -29,7 +29,7 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 	}
 	n.top = top
 	n.collector.seed = string(lookup(top, "id"))
-	n.model = modelName(lookup(top, "model"))
+	n.model = lookup(top, "model")
 	if v := lookup(top, "error"); !isNull(v) {
 		return nil, n.errorObject(b)
 	}
