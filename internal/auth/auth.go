@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -46,10 +45,7 @@ func (e *Error) Error() string { return e.Msg }
 // Key is one configured client key, resolved once.
 type Key struct {
 	*config.Key
-	// Spend is the key's spend limit (budget.max_cost_usd per
-	// cost_window); Max 0 is none.
-	Spend budget.Spend
-	hash  [sha256.Size]byte
+	hash [sha256.Size]byte
 }
 
 // Keys are the configured client keys. The zero value (no keys) lets
@@ -65,10 +61,6 @@ func New(cfg []config.Key) Keys {
 		k := Key{Key: &cfg[i]}
 		h, _ := hex.DecodeString(strings.ToLower(cfg[i].SHA256))
 		copy(k.hash[:], h)
-		if b := cfg[i].Budget; b != nil && b.MaxCostUSD > 0 {
-			k.Spend.Max = budget.Nano(b.MaxCostUSD)
-			k.Spend.Period, _ = budget.ParsePeriod(b.CostWindow)
-		}
 		ks.keys = append(ks.keys, k)
 	}
 	return ks

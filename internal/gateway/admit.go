@@ -27,7 +27,7 @@ func (g *Gateway) admitWith(x *exchange, maxCalls int) error {
 	a := budget.Admission{MaxCalls: maxCalls, Window: g.cfg.Sessions.Window}
 	if x.key != nil {
 		a.Key, a.RequestsPerMinute, a.TokensPerMinute = x.key.Name, x.key.RateLimit.RequestsPerMinute, x.key.RateLimit.TokensPerMinute
-		a.Spend, a.Now = x.key.Spend, g.clock.now()
+		a.Spend, a.Now = g.keyPlans[x.key.Name].spend, g.clock.now()
 	}
 	if a.MaxCalls != budget.Unlimited { // the session is looked up only when a call limit applies
 		a.Session = g.session(x)
@@ -81,8 +81,8 @@ func (g *Gateway) settle(x *exchange) {
 			g.stateFailed(x, "add_tokens", err)
 		}
 	}
-	if x.key.Spend.Max > 0 && x.rec.CostModel != "" {
-		cost := budget.Cost{Key: x.key.Name, Period: x.key.Spend.Period, At: g.clock.now(), Nano: budget.Nano(x.rec.CostUSD)}
+	if spend := g.keyPlans[x.key.Name].spend; spend.Max > 0 && x.rec.CostModel != "" {
+		cost := budget.Cost{Key: x.key.Name, Period: spend.Period, At: g.clock.now(), Nano: budget.Nano(x.rec.CostUSD)}
 		if err := budget.AddCost(ctx, g.counters, cost); err != nil {
 			g.stateFailed(x, "add_cost", err)
 		}

@@ -70,8 +70,8 @@ type Gateway struct {
 	plans   map[string]*plan // by route name
 	clients map[string]*upstream.Client
 	keys    auth.Keys
-	// keyLimits are the client keys' budgets, by key name.
-	keyLimits map[string]budget.Limits
+	// keyPlans are the client keys' budgets, resolved, by key name.
+	keyPlans map[string]keyPlan
 	models    modelLists
 	prices    prices
 	store     policy.ReasoningStore
@@ -130,9 +130,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.failClosed = g.cfg.State.OnError == "fail_closed"
 	g.keys = auth.New(g.cfg.Keys)
-	g.keyLimits = map[string]budget.Limits{}
+	g.keyPlans = map[string]keyPlan{}
 	for _, k := range g.keys.All() {
-		g.keyLimits[k.Name] = resolveBudget(k.Budget)
+		g.keyPlans[k.Name] = resolveKey(k.Budget)
 	}
 	g.models = newModelLists(g.cfg, g.keys)
 	g.router = g.routes()

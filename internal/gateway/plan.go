@@ -235,6 +235,22 @@ func resolveReasoning(c config.Reasoning) policy.Reasoning {
 	return r
 }
 
+// keyPlan is a client key's budget resolved at load: its limits (applied
+// with the route's, the stricter winning) and its spend limit.
+type keyPlan struct {
+	limits budget.Limits
+	spend  budget.Spend // Max 0: none
+}
+
+func resolveKey(b *config.Budget) keyPlan {
+	k := keyPlan{limits: resolveBudget(b)}
+	if b != nil && b.MaxCostUSD > 0 {
+		k.spend.Max = budget.Nano(b.MaxCostUSD)
+		k.spend.Period, _ = budget.ParsePeriod(b.CostWindow)
+	}
+	return k
+}
+
 // resolveBudget resolves a budget block (validated at load); no block is
 // no limits.
 func resolveBudget(b *config.Budget) budget.Limits {

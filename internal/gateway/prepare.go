@@ -40,7 +40,7 @@ type prepared struct {
 func (g *Gateway) prepare(x *exchange, p *plan) (*prepared, error) {
 	pr := &prepared{plan: p, req: x.req.Derive(), limits: p.limits}
 	if x.key != nil {
-		pr.limits = budget.Stricter(pr.limits, g.keyLimits[x.key.Name])
+		pr.limits = budget.Stricter(pr.limits, g.keyPlans[x.key.Name].limits)
 	}
 	if err := pr.transcript(); err != nil {
 		return nil, err

@@ -70,9 +70,8 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	if s.tr != nil && s.tr.Paused() {
 		t.record.Fixes = append(t.record.Fixes, observe.Count{Name: "pause_turn", N: 1})
 	}
-	res := s.n.Result(nil)
-	g.addUsage(x.rec, res.Usage)
-	x.rec.FinishReason = res.FinishReason
+	g.addUsage(x.rec, s.n.Usage())
+	x.rec.FinishReason = s.n.FinishReason()
 	if g.tracer != nil {
 		x.rec.ResponseModel = s.n.Model()
 	}
@@ -134,7 +133,7 @@ func (s *relay) forward(chunk []byte) (end, done bool, chunkErr error) {
 	// The output budget is spent: the client has exactly maxOutputChars of
 	// text, and the stream ends here, as "length".
 	s.x.rec.Limited = budget.MaxOutputChars.String()
-	if s.n.Result(nil).FinishReason == "" && !s.send(s.n.LengthChunk()) {
+	if s.n.FinishReason() == "" && !s.send(s.n.LengthChunk()) {
 		return true, false, nil
 	}
 	return true, true, nil

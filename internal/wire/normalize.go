@@ -975,6 +975,11 @@ func (n *Normalizer) Result(protocol error) Result {
 // Fixes returns the normalizations applied so far.
 func (n *Normalizer) Fixes() Fixes { return n.fixes }
 
+// Usage is the usage reported so far, and FinishReason choice 0's finish
+// reason: what Result says of them, without collecting the calls.
+func (n *Normalizer) Usage() Usage         { return n.usage }
+func (n *Normalizer) FinishReason() string { return n.finish }
+
 // Flush returns, in Buffer mode, the chunks held back: one chunk carrying
 // every call whole, then the finishing chunk(s). Call it once the response
 // has been judged acceptable; it returns nothing when nothing is held.
