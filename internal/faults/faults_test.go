@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"go.uber.org/goleak"
 )
 
@@ -145,7 +144,7 @@ func (e *env) post(ctx context.Context, model string, id int) result {
 }
 
 func (e *env) metric(t testing.TB, name, label, value string) float64 {
-	return observetest.Value(t, e.Reg, name, map[string]string{label: value})
+	return e.Metric(t, name, map[string]string{label: value})
 }
 
 func heap() uint64 {

@@ -23,7 +23,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -101,9 +100,9 @@ func (e *hostileEnv) raw(t testing.TB, head string) (*http.Response, net.Conn) {
 
 func (e *hostileEnv) metric(t testing.TB, name, label, value string) float64 {
 	if label == "" {
-		return observetest.Value(t, e.Reg, name, nil)
+		return e.Metric(t, name, nil)
 	}
-	return observetest.Value(t, e.Reg, name, map[string]string{label: value})
+	return e.Metric(t, name, map[string]string{label: value})
 }
 
 // noPanics fails when the gateway logged a panic.

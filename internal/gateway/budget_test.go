@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -92,7 +91,7 @@ routes:
 	}
 	e.WaitAccess(t, 13)
 	for reason, want := range map[string]float64{"maxInputChars": 1, "callTimeoutMs": 2, "maxOutputChars": 2} {
-		if n := observetest.Value(t, e.Reg, "toolgate_budget_rejections_total", map[string]string{"reason": reason, "key": "none"}); n != want {
+		if n := e.Metric(t, "toolgate_budget_rejections_total", map[string]string{"reason": reason, "key": "none"}); n != want {
 			t.Errorf("rejections{%s} = %v, want %v", reason, n, want)
 		}
 	}
@@ -124,7 +123,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 		t.Fatalf("third call: %d, Retry-After %q", code, after)
 	}
 	e.WaitAccess(t, 3)
-	if n := observetest.Value(t, e.Reg, "toolgate_budget_rejections_total", map[string]string{"reason": "maxCalls"}); n != 1 {
+	if n := e.Metric(t, "toolgate_budget_rejections_total", map[string]string{"reason": "maxCalls"}); n != 1 {
 		t.Errorf("rejections{maxCalls} = %v", n)
 	}
 	if code, _ := call("X-Session-Id", "other"); code != 200 {

@@ -71,7 +71,7 @@ type Gateway struct {
 	clients map[string]*upstream.Client
 	keys    auth.Keys
 	// keyPlans are the client keys' budgets, resolved, by key name.
-	keyPlans map[string]keyPlan
+	keyPlans  map[string]keyPlan
 	models    modelLists
 	prices    prices
 	store     policy.ReasoningStore

@@ -173,7 +173,7 @@ func TestUpstreamError(t *testing.T) {
 	if a[0]["error_kind"] != "status" || a[0]["outcome"] != "upstream" {
 		t.Errorf("access %v", a[0])
 	}
-	if got := observetest.Value(t, e.Reg, "toolgate_upstream_errors_total", nil); got != 2 {
+	if got := e.Metric(t, "toolgate_upstream_errors_total", nil); got != 2 {
 		t.Errorf("toolgate_upstream_errors_total = %v", got)
 	}
 }
@@ -445,7 +445,7 @@ toolgate_requests_total{code="502",route="default"} 1
 	}
 	// One streamed request (sim-text) reached its first token, whose time
 	// is within the request's own duration.
-	if n := observetest.Value(t, e.Reg, "toolgate_time_to_first_token_seconds", map[string]string{"route": "default"}); n != 1 {
+	if n := e.Metric(t, "toolgate_time_to_first_token_seconds", map[string]string{"route": "default"}); n != 1 {
 		t.Errorf("%v time-to-first-token samples, want 1", n)
 	}
 	ttft := observetest.Sum(t, e.Reg, "toolgate_time_to_first_token_seconds", nil)

@@ -11,7 +11,6 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -55,7 +54,7 @@ func TestPassthroughEmbeddings(t *testing.T) {
 	if apiErr, ok := errors.AsType[*openai.Error](err); !ok || apiErr.StatusCode != 429 {
 		t.Fatalf("over the token limit: %v", err)
 	}
-	if n := observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"key": "team", "direction": "input"}); n != 33 {
+	if n := e.Metric(t, "toolgate_tokens_total", map[string]string{"key": "team", "direction": "input"}); n != 33 {
 		t.Errorf("input tokens counted %v, want 33", n)
 	}
 	line := gatewaytest.WithField(e.WaitAccess(t, 4), "path", "/v1/embeddings")

@@ -15,7 +15,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -119,7 +118,7 @@ routes: [{model: "*", upstream: sim}]
 		"dropped_block":         1, // blocks: the reference
 		"post_finish_chunk":     2, // postfinish, postusage
 	} {
-		if n := observetest.Value(t, e.Reg, "toolgate_normalizations_total", map[string]string{"kind": kind, "upstream": "sim"}); n != want {
+		if n := e.Metric(t, "toolgate_normalizations_total", map[string]string{"kind": kind, "upstream": "sim"}); n != want {
 			t.Errorf("toolgate_normalizations_total{kind=%q} = %v, want %v", kind, n, want)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -101,7 +100,7 @@ routes: [{model: "*", upstream: up}]
 		t.Errorf("a key without limits: %d, the upstream's header %q passed on", resp.StatusCode, resp.Header.Get("X-Ratelimit-Limit-Requests"))
 	}
 	e.WaitAccess(t, 5)
-	if n := observetest.Value(t, e.Reg, "toolgate_budget_rejections_total", map[string]string{"key": "team-a", "reason": "requests_per_minute", "route": "*"}); n != 1 {
+	if n := e.Metric(t, "toolgate_budget_rejections_total", map[string]string{"key": "team-a", "reason": "requests_per_minute", "route": "*"}); n != 1 {
 		t.Errorf("rejections{team-a, requests_per_minute} = %v", n)
 	}
 	if gatewaytest.WithField(e.Access(), "limited", "requests_per_minute") == nil {
@@ -153,13 +152,13 @@ routes: [{model: "*", upstream: up}]
 		}
 	}
 	e.WaitAccess(t, n)
-	if got := observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"key": "exact", "direction": "input"}); got != 21 {
+	if got := e.Metric(t, "toolgate_tokens_total", map[string]string{"key": "exact", "direction": "input"}); got != 21 {
 		t.Errorf("input tokens of key exact = %v, want 21", got)
 	}
-	if got := observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"key": "over", "direction": "output"}); got != 12 {
+	if got := e.Metric(t, "toolgate_tokens_total", map[string]string{"key": "over", "direction": "output"}); got != 12 {
 		t.Errorf("output tokens of key over = %v, want 12", got)
 	}
-	if got := observetest.Value(t, e.Reg, "toolgate_budget_rejections_total", map[string]string{"reason": "tokens_per_minute"}); got != 2 {
+	if got := e.Metric(t, "toolgate_budget_rejections_total", map[string]string{"reason": "tokens_per_minute"}); got != 2 {
 		t.Errorf("tokens_per_minute rejections = %v, want 2", got)
 	}
 	if gatewaytest.WithField(e.Access(), "tokens_in", int64(7)) == nil {
@@ -192,8 +191,8 @@ routes:
 		t.Errorf("client without include_usage: upstream got %s\nclient got %s", s.LastRequest(), got)
 	}
 	e.WaitAccess(t, 1)
-	if in, out := observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"direction": "input", "key": "none"}),
-		observetest.Value(t, e.Reg, "toolgate_tokens_total", map[string]string{"direction": "output"}); in != 20 || out != 20 {
+	if in, out := e.Metric(t, "toolgate_tokens_total", map[string]string{"direction": "input", "key": "none"}),
+		e.Metric(t, "toolgate_tokens_total", map[string]string{"direction": "output"}); in != 20 || out != 20 {
 		t.Errorf("tokens counted in=%v out=%v, want 20 and 20", in, out)
 	}
 
@@ -241,13 +240,13 @@ routes: [{model: "*", upstream: sim}]
 	resp := e.Post(t, `{"model":"sim-slow","stream":true,"messages":[{"role":"user","content":"x"}]}`, "Authorization", "Bearer sk-a")
 	line := make([]byte, 1)
 	_, _ = resp.Body.Read(line) // the stream has started
-	if n := observetest.Value(t, e.Reg, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 1 {
+	if n := e.Metric(t, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 1 {
 		t.Errorf("in flight during the stream: %v", n)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	e.WaitAccess(t, 1)
-	if n := observetest.Value(t, e.Reg, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 0 {
+	if n := e.Metric(t, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 0 {
 		t.Errorf("in flight after the stream: %v", n)
 	}
 }

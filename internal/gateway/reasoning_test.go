@@ -15,7 +15,6 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -162,7 +161,7 @@ routes:
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "must be passed back to the API") {
 		t.Fatalf("without restore: err = %v", err)
 	}
-	if n := observetest.Value(t, e.Reg, "toolgate_reasoning_restores_total", nil); n != 3 {
+	if n := e.Metric(t, "toolgate_reasoning_restores_total", nil); n != 3 {
 		t.Errorf("restores counted: %v, want 3 (1 on turn two, 2 on turn three)", n)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testredis"
 )
@@ -115,10 +114,10 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 1}}]
 	if code != 503 || !strings.Contains(body, `"code":"state_unavailable"`) {
 		t.Errorf("fail_closed: %d %s", code, body)
 	}
-	if n := observetest.Value(t, open.Reg, "toolgate_state_errors_total", map[string]string{"operation": "admit", "mode": "fail_open"}); n != 2 {
+	if n := open.Metric(t, "toolgate_state_errors_total", map[string]string{"operation": "admit", "mode": "fail_open"}); n != 2 {
 		t.Errorf("fail_open state errors counted: %v", n)
 	}
-	if n := observetest.Value(t, closed.Reg, "toolgate_budget_rejections_total", map[string]string{"reason": "state_unavailable"}); n != 1 {
+	if n := closed.Metric(t, "toolgate_budget_rejections_total", map[string]string{"reason": "state_unavailable"}); n != 1 {
 		t.Errorf("fail_closed rejections counted: %v", n)
 	}
 	if open.Logs.FilterMessage("state store unavailable").Len() != 2 {

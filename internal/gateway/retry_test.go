@@ -17,7 +17,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
 )
 
@@ -102,7 +101,7 @@ routes: [{model: "*", upstream: up, retries: ` + strconv.Itoa(retries) + `, retr
 	if a["attempts"] != int64(3) || a["attempt_outcomes"] != "status_5xx,status_5xx,ok" {
 		t.Errorf("access line %v", a)
 	}
-	if n := observetest.Value(t, e.Reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "status_5xx", "upstream": "up"}); n != 2 {
+	if n := e.Metric(t, "toolgate_upstream_attempts_total", map[string]string{"outcome": "status_5xx", "upstream": "up"}); n != 2 {
 		t.Errorf("attempts{status_5xx} = %v", n)
 	}
 
@@ -216,7 +215,7 @@ routes: [{model: "*", upstream: up}]
 	if conns.Load() < 2000 {
 		t.Errorf("%d upstream connections for 2,000 requests: the upstream did not close them", conns.Load())
 	}
-	t.Logf("resent on a fresh connection: %v", observetest.Value(t, e.Reg, "toolgate_upstream_attempts_total", map[string]string{"outcome": "reconnected"}))
+	t.Logf("resent on a fresh connection: %v", e.Metric(t, "toolgate_upstream_attempts_total", map[string]string{"outcome": "reconnected"}))
 }
 
 // Fallback routes: when a route's attempts fail before the first byte for
@@ -249,7 +248,7 @@ routes:
 	if a["fallback"] != "backup" || a["route"] != "backup" || a["attempt_outcomes"] != "status_5xx,status_5xx,ok" {
 		t.Errorf("access line %v", a)
 	}
-	if n := observetest.Value(t, e.Reg, "toolgate_upstream_attempts_total", map[string]string{"upstream": "down", "outcome": "status_5xx"}); n != 2 {
+	if n := e.Metric(t, "toolgate_upstream_attempts_total", map[string]string{"upstream": "down", "outcome": "status_5xx"}); n != 2 {
 		t.Errorf("attempts on the primary: %v", n)
 	}
 	resp = e.Post(t, `{"model":"gpt-bad","messages":[{"role":"user","content":"x"}]}`)

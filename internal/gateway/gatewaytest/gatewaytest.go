@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,10 @@ type Env struct {
 	HTTP    *http.Client
 	Gateway *gateway.Gateway
 	close   func()
+	// answered counts the API responses HTTP received and closed: each
+	// request's record (access line, metrics) is emitted once its
+	// response has ended.
+	answered *atomic.Int64
 }
 
 // Close stops the gateway now (the test's end stops it otherwise): a test
@@ -103,6 +108,7 @@ func Start(t testing.TB, upstreamURL, yaml string, opts ...Options) *Env {
 	srv.Config = gateway.NewServer(cfg.Server, g, pending, nil)
 	srv.Start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 2048}
+	answered := &atomic.Int64{}
 	stop := sync.OnceFunc(func() {
 		tr.CloseIdleConnections()
 		srv.Close()
@@ -110,7 +116,7 @@ func Start(t testing.TB, upstreamURL, yaml string, opts ...Options) *Env {
 	})
 	t.Cleanup(stop)
 	return &Env{URL: srv.URL + "/v1", Addr: srv.Listener.Addr().String(), Logs: logs, Reg: reg,
-		HTTP: &http.Client{Transport: recording{tr}}, Gateway: g, close: stop}
+		HTTP: &http.Client{Transport: recording{tr, answered}}, Gateway: g, close: stop, answered: answered}
 }
 
 // StartSim runs the simulator on loopback and the gateway in front of it,
@@ -177,9 +183,15 @@ func (e *Env) WaitAccess(t testing.TB, n int) []map[string]any {
 }
 
 // Metric is the value of a metric family's series whose labels include
-// want (observetest.Value).
+// want (observetest.Value), once every request whose response was read
+// and closed has emitted its record (it does so after its response: a
+// client can read the whole answer first). It waits at most 5s for them.
 func (e *Env) Metric(t testing.TB, name string, want map[string]string) float64 {
 	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(e.Logs.FilterMessage("access").All()) < int(e.answered.Load()) && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond) // polling the records, with a deadline
+	}
 	return observetest.Value(t, e.Reg, name, want)
 }
 
@@ -237,18 +249,38 @@ func seenCore() zapcore.Core {
 	return zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(seenWriter{}), zapcore.DebugLevel)
 }
 
-// recording tees every response body into seen.
-type recording struct{ rt http.RoundTripper }
+// recording tees every response body into seen, and counts the API's
+// responses whose body was closed (their record follows).
+type recording struct {
+	rt       http.RoundTripper
+	answered *atomic.Int64
+}
 
 func (r recording) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.rt.RoundTrip(req)
 	if err == nil {
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.TeeReader(resp.Body, seenWriter{}), resp.Body}
+		body := &countedBody{Reader: io.TeeReader(resp.Body, seenWriter{}), c: resp.Body}
+		if strings.HasPrefix(req.URL.Path, "/v1/") { // the API, not the admin listener
+			body.answered = r.answered
+		}
+		resp.Body = body
 	}
 	return resp, err
+}
+
+// countedBody counts, once, the closing of an API response's body.
+type countedBody struct {
+	io.Reader
+	c        io.Closer
+	answered *atomic.Int64
+	once     sync.Once
+}
+
+func (b *countedBody) Close() error {
+	if b.answered != nil {
+		b.once.Do(func() { b.answered.Add(1) })
+	}
+	return b.c.Close()
 }
 
 // Seen returns everything the gateways started by Start logged (at any
