@@ -63,13 +63,7 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	ctx, span := g.startAttempt(ctx, x, &a)
 	sent := time.Now()
 	resp, reconnected, err := p.upstream.client.Send(ctx, t.body, x.r.Header, t.req.Stream)
-	if reconnected {
-		r := a
-		r.Outcome = "reconnected"
-		x.rec.Attempts = append(x.rec.Attempts, r)
-	}
-	x.rec.Attempts = append(x.rec.Attempts, a)
-	t.record = &x.rec.Attempts[len(x.rec.Attempts)-1]
+	t.record = x.noteAttempt(a, reconnected)
 	defer func() {
 		x.rec.UpstreamDuration += time.Since(sent)
 		t.record.EndClientSpan(span)
@@ -96,6 +90,19 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 		t.record.Outcome = outcomeOf(x.rec)
 	}
 	return err
+}
+
+// noteAttempt appends an upstream attempt to the record, preceded by a
+// "reconnected" one when its request was resent on a fresh connection,
+// and returns it, for its outcome.
+func (x *exchange) noteAttempt(a observe.Attempt, reconnected bool) *observe.Attempt {
+	if reconnected {
+		r := a
+		r.Outcome = "reconnected"
+		x.rec.Attempts = append(x.rec.Attempts, r)
+	}
+	x.rec.Attempts = append(x.rec.Attempts, a)
+	return &x.rec.Attempts[len(x.rec.Attempts)-1]
 }
 
 // judged records the judge's verdict on an attempt's response, and in

@@ -172,12 +172,8 @@ func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, 
 	for n := 0; ; n++ {
 		sent := time.Now()
 		resp, reconnected, err := p.upstream.client.Forward(r.Context(), r.Method, path, r.URL.RawQuery, body, r.Header)
-		if reconnected {
-			x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name, Outcome: "reconnected"})
-		}
 		x.rec.UpstreamDuration += time.Since(sent)
-		x.rec.Attempts = append(x.rec.Attempts, observe.Attempt{Route: p.name, Upstream: p.upstream.name})
-		a := &x.rec.Attempts[len(x.rec.Attempts)-1]
+		a := x.noteAttempt(observe.Attempt{Route: p.name, Upstream: p.upstream.name, Provider: p.upstream.protocol.String()}, reconnected)
 		if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
 			err = &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode, RetryAfter: upstream.RetryAfter(resp.Header)}
 			if n < p.retries {
