@@ -31,33 +31,13 @@ var weatherTool = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFun
 	Name: "get_weather", Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
 })}
 
-// claudeStream streams one request through openai-go's accumulator.
-func claudeStream(t *testing.T, e *gatewaytest.Env, params openai.ChatCompletionNewParams) streamed {
-	t.Helper()
-	stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), params)
-	acc := openai.ChatCompletionAccumulator{}
-	var s streamed
-	for stream.Next() {
-		if !acc.AddChunk(stream.Current()) {
-			t.Errorf("openai-go's accumulator refused a chunk: %s", stream.Current().RawJSON())
-		}
-		s.raw = append(s.raw, stream.Current().RawJSON())
-	}
-	s.err = stream.Err()
-	if len(acc.Choices) > 0 {
-		s.msg, s.finish = acc.Choices[0].Message, string(acc.Choices[0].FinishReason)
-	}
-	s.usage = acc.Usage.TotalTokens
-	return s
-}
-
 // Text, a streamed tool call and two parallel calls reach openai-go as
 // chat completions: the text whole, one call per tool_use block with its
 // id and arguments, dense indexes, Anthropic's stop reasons as finish
 // reasons, its usage (cache reads included) as OpenAI's.
 func TestAnthropicStreams(t *testing.T) {
 	e, s := claudeEnv(t)
-	text := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "claude-text", Messages: gatewaytest.UserMsg("hi"),
+	text := accumulate(t, e, openai.ChatCompletionNewParams{Model: "claude-text", Messages: gatewaytest.UserMsg("hi"),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
 	if text.err != nil || !strings.HasPrefix(text.msg.Content, "Hello from the toolgate simulator") || text.finish != "stop" || text.usage != 37 {
 		t.Fatalf("text: err %v, content %q, finish %q, usage %d", text.err, text.msg.Content, text.finish, text.usage)
@@ -67,12 +47,12 @@ func TestAnthropicStreams(t *testing.T) {
 		s.LastHeader().Get("x-api-key") != gatewaytest.UpstreamKey || s.LastHeader().Get("Authorization") != "" {
 		t.Errorf("sent %s with headers %v", s.LastRequest(), s.LastHeader())
 	}
-	tool := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "claude-tool", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
+	tool := accumulate(t, e, openai.ChatCompletionNewParams{Model: "claude-tool", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
 	if tool.err != nil || tool.finish != "tool_calls" || len(tool.msg.ToolCalls) != 1 || !strings.HasPrefix(tool.msg.ToolCalls[0].ID, "toolu_sim_") ||
 		tool.msg.ToolCalls[0].Function.Name != "get_weather" || tool.msg.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` {
 		t.Fatalf("tool: err %v, finish %q, calls %+v", tool.err, tool.finish, tool.msg.ToolCalls)
 	}
-	par := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "claude-parallel", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
+	par := accumulate(t, e, openai.ChatCompletionNewParams{Model: "claude-parallel", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
 	if par.err != nil || par.finish != "tool_calls" || len(par.msg.ToolCalls) != 2 || par.msg.Content != "Checking both." ||
 		par.msg.ToolCalls[1].Function.Arguments != `{"city":"Rome"}` || par.msg.ToolCalls[0].ID == par.msg.ToolCalls[1].ID {
 		t.Fatalf("parallel: err %v, finish %q, content %q, calls %+v", par.err, par.finish, par.msg.Content, par.msg.ToolCalls)
@@ -92,7 +72,7 @@ func TestAnthropicThinkingRestored(t *testing.T) {
 	e, s := claudeEnv(t)
 	history := gatewaytest.UserMsg("weather in Paris, then Rome?")
 	for turn := 1; turn <= 3; turn++ {
-		r := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool})
+		r := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool})
 		if r.err != nil {
 			t.Fatalf("turn %d: %v", turn, r.err)
 		}
@@ -144,7 +124,7 @@ func TestAnthropicErrors(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || body.Error.Code == nil || *body.Error.Code != "upstream_unavailable" || s.Requests()-before != 2 {
 		t.Fatalf("529: %d %s after %d attempts", resp.StatusCode, raw, s.Requests()-before)
 	}
-	cut := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "claude-cut-text", Messages: gatewaytest.UserMsg("hi")})
+	cut := accumulate(t, e, openai.ChatCompletionNewParams{Model: "claude-cut-text", Messages: gatewaytest.UserMsg("hi")})
 	if cut.err == nil || !strings.Contains(cut.err.Error(), "upstream_stream_incomplete") {
 		t.Fatalf("cut: %v", cut.err)
 	}
@@ -168,16 +148,16 @@ func TestAnthropicErrors(t *testing.T) {
 func TestAnthropicForcedToolChoice(t *testing.T) {
 	e, s := claudeEnv(t)
 	required := openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
-	r := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "claude-tool", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool, ToolChoice: required})
+	r := accumulate(t, e, openai.ChatCompletionNewParams{Model: "claude-tool", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool, ToolChoice: required})
 	if r.err != nil || len(r.msg.ToolCalls) != 1 || !strings.Contains(string(s.LastRequest()), `"tool_choice":{"type":"any"}`) {
 		t.Fatalf("required: err %v, %d calls, sent %s", r.err, len(r.msg.ToolCalls), s.LastRequest())
 	}
 	named := openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}}}
-	r = claudeStream(t, e, openai.ChatCompletionNewParams{Model: "think-tool", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool, ToolChoice: named})
+	r = accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-tool", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool, ToolChoice: named})
 	if r.err != nil || len(r.msg.ToolCalls) != 1 || !strings.Contains(string(s.LastRequest()), `"thinking":{"type":"enabled","budget_tokens":1024}`) || strings.Contains(string(s.LastRequest()), `"tool_choice":{"type":"tool"`) {
 		t.Fatalf("named while thinking: err %v, %d calls, sent %s", r.err, len(r.msg.ToolCalls), s.LastRequest())
 	}
-	r = claudeStream(t, e, openai.ChatCompletionNewParams{Model: "think-text", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool, ToolChoice: named})
+	r = accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-text", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool, ToolChoice: named})
 	if r.err == nil || !strings.Contains(r.err.Error(), "completion_policy_violation") {
 		t.Fatalf("a forced call answered with text: %v", r.err)
 	}
@@ -189,7 +169,7 @@ func TestAnthropicForcedToolChoice(t *testing.T) {
 // simulator's) accept it.
 func TestAnthropicBrokenTranscript(t *testing.T) {
 	e, s := claudeEnv(t)
-	first := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
+	first := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
 	if first.err != nil || len(first.msg.ToolCalls) != 1 {
 		t.Fatalf("first turn: %v %+v", first.err, first.msg)
 	}

@@ -50,11 +50,20 @@ func streamWith(t *testing.T, e *gatewaytest.Env, model string, opts ...option.R
 		Tools:         []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})},
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	}
+	return accumulate(t, e, params, opts...)
+}
+
+// accumulate streams one request through openai-go's accumulator, which
+// must take every chunk.
+func accumulate(t *testing.T, e *gatewaytest.Env, params openai.ChatCompletionNewParams, opts ...option.RequestOption) streamed {
+	t.Helper()
 	stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), params, opts...)
 	acc := openai.ChatCompletionAccumulator{}
 	var s streamed
 	for stream.Next() {
-		acc.AddChunk(stream.Current())
+		if !acc.AddChunk(stream.Current()) {
+			t.Errorf("openai-go's accumulator refused a chunk: %s", stream.Current().RawJSON())
+		}
 		s.raw = append(s.raw, stream.Current().RawJSON())
 	}
 	s.err = stream.Err()

@@ -179,7 +179,7 @@ routes: [{model: "*", upstream: claude, reasoning: {format: thinking-budget, lev
 `)
 	msgs := gatewaytest.UserMsg("Weather in Paris, twice please.")
 	for turn, e := range []*gatewaytest.Env{a, b, a} {
-		r := claudeStream(t, e, openai.ChatCompletionNewParams{Model: "claude-toolloop", Messages: msgs, Tools: weatherTool})
+		r := accumulate(t, e, openai.ChatCompletionNewParams{Model: "claude-toolloop", Messages: msgs, Tools: weatherTool})
 		if r.err != nil {
 			t.Fatalf("turn %d: %v\nlast request: %s", turn+1, r.err, s.LastRequest())
 		}
