@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 // Budgets through the gateway (SPEC §5): maxInputChars refuses (exactly
@@ -150,11 +151,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 // sseText returns the text content and the last finish reason of an SSE
 // body's chunks.
 func sseText(body string) (text, finish string) {
-	for line := range strings.SplitSeq(body, "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok || data == "[DONE]" {
-			continue
-		}
+	for data := range wiretest.Data(body) {
 		var c struct {
 			Choices []struct {
 				Delta struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 // A route's reasoning format reaches the upstream as its fields, chosen by
@@ -75,7 +76,7 @@ routes:
 	}
 	body = read("sim-q-thinkinline")
 	var reasoning, content strings.Builder
-	for _, line := range strings.Split(body, "\n") {
+	for data := range wiretest.Data(body) {
 		var chunk struct {
 			Choices []struct {
 				Delta struct {
@@ -84,7 +85,7 @@ routes:
 				} `json:"delta"`
 			} `json:"choices"`
 		}
-		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &chunk) == nil && len(chunk.Choices) > 0 {
+		if json.Unmarshal([]byte(data), &chunk) == nil && len(chunk.Choices) > 0 {
 			reasoning.WriteString(chunk.Choices[0].Delta.ReasoningContent)
 			content.WriteString(chunk.Choices[0].Delta.Content)
 		}

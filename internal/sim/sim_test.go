@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/wire/wiretest"
 	"go.uber.org/goleak"
 )
 
@@ -145,11 +146,7 @@ func TestParallel(t *testing.T) {
 		}
 		args := map[int]string{}
 		frags := map[int]int{}
-		for _, line := range strings.Split(body, "\n") {
-			data, ok := strings.CutPrefix(line, "data: ")
-			if !ok || data == "[DONE]" {
-				continue
-			}
+		for data := range wiretest.Data(body) {
 			var c struct {
 				Choices []struct {
 					Delta struct {

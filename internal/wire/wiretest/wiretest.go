@@ -2,6 +2,9 @@
 package wiretest
 
 import (
+	"iter"
+	"strings"
+
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -33,4 +36,20 @@ func Request(t TB, members string) *wire.ChatRequest {
 		t.Fatalf("bad test request: %v", err)
 	}
 	return r
+}
+
+// Data yields the data of each event of an SSE body (a whole response
+// read as text), the [DONE] marker aside.
+func Data(body string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for line := range strings.SplitSeq(body, "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			if !yield(data) {
+				return
+			}
+		}
+	}
 }
