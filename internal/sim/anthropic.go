@@ -94,13 +94,8 @@ func signature(thinking string) string {
 }
 
 func (s *Sim) messages(w http.ResponseWriter, r *http.Request) {
-	body, err := s.receive(r)
-	if err != nil {
-		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "could not read the body: "+err.Error())
-		return
-	}
 	var req anthropicRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	if _, err := s.receiveJSON(r, &req); err != nil {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "There was an error parsing the body: "+err.Error())
 		return
 	}

@@ -88,8 +88,8 @@ func (s *Sim) files(w http.ResponseWriter, r *http.Request) {
 // apiRequest reads a request of the rest of the API into v; it reports
 // true when it answered already (an unreadable body, an error script).
 func (s *Sim) apiRequest(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := s.receive(r)
-	if err != nil || json.Unmarshal(body, v) != nil {
+	body, err := s.receiveJSON(r, v)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "We could not parse the JSON body of your request.")
 		return true
 	}

@@ -170,14 +170,19 @@ func (s *Sim) receive(r *http.Request) ([]byte, error) {
 	return body, err
 }
 
-func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
+// receiveJSON is receive, then the body decoded into v.
+func (s *Sim) receiveJSON(r *http.Request, v any) ([]byte, error) {
 	body, err := s.receive(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "could not read the body: "+err.Error())
-		return
+		return nil, fmt.Errorf("could not read the body: %w", err)
 	}
+	return body, json.Unmarshal(body, v)
+}
+
+func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 	var req request
-	if err := json.Unmarshal(body, &req); err != nil {
+	body, err := s.receiveJSON(r, &req)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "We could not parse the JSON body of your request.")
 		return
 	}
