@@ -63,19 +63,8 @@ routes:
 // post sends body with the client key and the given headers.
 func (e *hostileEnv) post(t testing.TB, body []byte, hdr ...string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.URL+"/chat/completions", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+hostileKey)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	resp, b := e.Do(t, http.MethodPost, "/chat/completions", string(body), append([]string{"Authorization", "Bearer " + hostileKey}, hdr...)...)
+	return resp.StatusCode, b
 }
 
 // raw writes head (and then nothing more) on a new connection and returns

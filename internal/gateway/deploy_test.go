@@ -113,10 +113,8 @@ routes:
   - {name: spare, model: "spare", upstream: d2}
 `)
 	post := func(model string) (int, string, string) {
-		resp := e.Post(t, `{"model":"`+model+`","messages":[{"role":"user","content":"x"}]}`)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get("Retry-After"), string(body)
+		resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","content":"x"}]}`)
+		return resp.StatusCode, resp.Header.Get("Retry-After"), body
 	}
 	// Both fail in turn (the last failure is the client's answer) and cool down.
 	if code, _, body := post("pool"); code != 503 && code != 429 {
@@ -186,9 +184,7 @@ upstreams: [{name: a, url: "`+a.URL+`"}, {name: b, url: "`+b.URL+`"}]
 routes: [{model: "*", upstreams: [{name: a}, {name: b}], cooldown: 500ms, retry_max_wait: 2s}]
 `, opts)
 	post := func() int {
-		resp := e.Post(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := e.Do(t, "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 		return resp.StatusCode
 	}
 	if code := post(); code != 502 {
@@ -221,15 +217,8 @@ func TestDeploymentsPassthrough(t *testing.T) {
 routes: [{model: "*", upstreams: [{name: d0}, {name: down, weight: 5}, {name: claude, weight: 5}, {name: d1}]}]
 `)
 	for i := range 40 {
-		req, _ := http.NewRequest("POST", e.URL+"/embeddings", strings.NewReader(`{"model":"text-embedding-3-small","input":"hello"}`))
-		req.Header.Set("Content-Type", "application/json")
-		r, err := e.HTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(r.Body)
-		r.Body.Close()
-		if r.StatusCode != 200 || !strings.Contains(string(body), `"embedding"`) {
+		r, body := e.Do(t, "POST", "/embeddings", `{"model":"text-embedding-3-small","input":"hello"}`)
+		if r.StatusCode != 200 || !strings.Contains(body, `"embedding"`) {
 			t.Fatalf("embeddings %d: %d %s", i+1, r.StatusCode, body)
 		}
 	}

@@ -3,8 +3,6 @@ package gateway_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -71,18 +69,8 @@ func TestPassthroughEmbeddings(t *testing.T) {
 func TestPassthroughPaths(t *testing.T) {
 	e, s := passthroughEnv(t)
 	do := func(key, method, path, body string) (int, string) {
-		req, _ := http.NewRequest(method, e.URL+strings.TrimPrefix(path, "/v1"), strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := e.HTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		resp, b := e.Do(t, method, path, body, "Authorization", "Bearer "+key)
+		return resp.StatusCode, b
 	}
 	status, body := do("k", "POST", "/v1/completions", `{"model":"gpt-3.5-turbo-instruct","prompt":"hi","stream":true}`)
 	if status != 200 || !strings.HasPrefix(body, "data: {") || !strings.HasSuffix(body, "data: [DONE]\n\n") || strings.Count(body, `"text":`) != 4 {

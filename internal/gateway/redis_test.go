@@ -225,10 +225,8 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 		if session != "" {
 			hdr = append(hdr, "X-Session-Id", session)
 		}
-		resp := gws[n%2].Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, hdr...)
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, string(b)
+		resp, b := gws[n%2].Do(t, "POST", "/chat/completions", `{"model":"sim-text","messages":[{"role":"user","content":"x"}]}`, hdr...)
+		return resp.StatusCode, b
 	}
 
 	// A session budget across replicas, for every key (several slots).

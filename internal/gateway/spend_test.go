@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,10 +36,7 @@ routes: [{model: "*", upstream: up}]
 
 func spendCall(t *testing.T, e *gatewaytest.Env, key string, stream bool) (*http.Response, string) {
 	t.Helper()
-	resp := e.Post(t, fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[{"role":"user","content":"x"}]}`, stream), "Authorization", "Bearer "+key)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
+	return e.Do(t, "POST", "/chat/completions", fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[{"role":"user","content":"x"}]}`, stream), "Authorization", "Bearer "+key)
 }
 
 // A key's spend: each response is priced from its usage (cached prompt

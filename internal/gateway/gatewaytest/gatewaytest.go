@@ -156,6 +156,27 @@ func (e *Env) Post(t testing.TB, body string, hdr ...string) *http.Response {
 	return resp
 }
 
+// Do sends body (JSON, when not empty) to the API path (under /v1, e.g.
+// "/embeddings") with the given header pairs, and returns the response
+// with its body read and closed.
+func (e *Env) Do(t testing.TB, method, path, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.URL+strings.TrimPrefix(path, "/v1"), strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
 // Access returns the access-log lines as field maps.
 func (e *Env) Access() []map[string]any {
 	var out []map[string]any
