@@ -130,14 +130,7 @@ func (s *Sim) messages(w http.ResponseWriter, r *http.Request) {
 		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": blocks,
 		"stop_reason": stop, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 20, "output_tokens": 12, "cache_read_input_tokens": 5},
 	})
-	if strings.Contains(req.Model, "cut") {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		w.Write(b[:len(b)/2])
-		panic(http.ErrAbortHandler)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	writeWhole(w, b, strings.Contains(req.Model, "cut"))
 }
 
 // anthropicAnswer is the script's answer: its content blocks and stop

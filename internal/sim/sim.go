@@ -252,15 +252,7 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 			case <-time.After(s.opts.SlowDelay):
 			}
 		}
-		b := p.encode(false)
-		if sc == scriptCut {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-			w.Write(b[:len(b)/2])
-			panic(http.ErrAbortHandler)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(b)
+		writeWhole(w, p.encode(false), sc == scriptCut)
 		return
 	}
 	s.stream(w, r, p)
@@ -359,6 +351,18 @@ func writeErrorCode(w http.ResponseWriter, status int, typ, param, code, msg str
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": param, "code": code}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeWhole writes a whole JSON answer, or with cut, its first half
+// under a Content-Length of all of it, and drops the connection.
+func writeWhole(w http.ResponseWriter, b []byte, cut bool) {
+	w.Header().Set("Content-Type", "application/json")
+	if cut {
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.Write(b[:len(b)/2])
+		panic(http.ErrAbortHandler)
+	}
 	w.Write(b)
 }
 

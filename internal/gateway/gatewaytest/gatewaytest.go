@@ -144,8 +144,17 @@ func (e *Env) Client(key string) *openai.Client {
 // Post sends body to /v1/chat/completions with the given header pairs.
 func (e *Env) Post(t testing.TB, body string, hdr ...string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.URL+"/chat/completions", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	return e.send(t, http.MethodPost, "/chat/completions", body, hdr)
+}
+
+// send sends body (JSON, when not empty) to the API path with the given
+// header pairs.
+func (e *Env) send(t testing.TB, method, path, body string, hdr []string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.URL+strings.TrimPrefix(path, "/v1"), strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -161,17 +170,7 @@ func (e *Env) Post(t testing.TB, body string, hdr ...string) *http.Response {
 // with its body read and closed.
 func (e *Env) Do(t testing.TB, method, path, body string, hdr ...string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, e.URL+strings.TrimPrefix(path, "/v1"), strings.NewReader(body))
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := e.send(t, method, path, body, hdr)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
