@@ -99,3 +99,25 @@ func TestPassthroughPaths(t *testing.T) {
 		t.Errorf("a wrong method on the gateway's own path: %d", status)
 	}
 }
+
+// A forwarded request's retries honour the upstream's Retry-After as
+// chat's do: within retry_max_wait it waits and retries, beyond it the
+// 429 is passed on at once.
+func TestPassthroughRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		retryAfter string
+		calls      int64
+		status     int
+	}{{"1", 2, 200}, {"30", 1, 429}} {
+		up, calls := flaky(t, 1, 429, tc.retryAfter)
+		var w waits
+		e := gatewaytest.Start(t, up.URL, `
+upstreams: [{name: up, url: "UPSTREAM_URL"}]
+routes: [{model: "*", upstream: up, retries: 1, retry_max_wait: 5s}]
+`, w.options())
+		resp, body := e.Do(t, "POST", "/embeddings", `{"model":"text-embedding-3-small","input":"x"}`)
+		if resp.StatusCode != tc.status || calls.Load() != tc.calls {
+			t.Errorf("Retry-After %s: %d after %d upstream calls (want %d after %d): %s", tc.retryAfter, resp.StatusCode, calls.Load(), tc.status, tc.calls, body)
+		}
+	}
+}
