@@ -39,6 +39,10 @@ func server(t *testing.T, delay time.Duration) *httptest.Server {
 	return srv
 }
 
+// An open loop sends exactly rate × duration requests, each timed from
+// its scheduled start (so no latency is below the server's own delay),
+// and counts the failed ones. What rate a machine achieves is what make
+// bench reports, not something a test can assert.
 func TestOpenLoop(t *testing.T) {
 	srv := server(t, 5*time.Millisecond)
 	c := NewClient(64)
@@ -47,28 +51,28 @@ func TestOpenLoop(t *testing.T) {
 	if r.Requests != 200 || r.Errors != 0 || len(r.Latencies) != 200 {
 		t.Fatalf("%d requests, %d errors, %d latencies (%s)", r.Requests, r.Errors, len(r.Latencies), r.FirstErr)
 	}
-	if rate := r.Rate(); rate < 150 || rate > 210 {
-		t.Errorf("achieved %.0f/s, want about 200", rate)
-	}
-	if p50 := Quantile(r.Latencies, 0.5); p50 < 5*time.Millisecond || p50 > 200*time.Millisecond {
-		t.Errorf("p50 %v, the server takes 5ms", p50)
+	if least := Quantile(r.Latencies, 0); least < 5*time.Millisecond {
+		t.Errorf("a latency of %v, below the server's 5ms", least)
 	}
 	r = Open(context.Background(), c, Target{URL: srv.URL, Body: []byte(`{"fail":1}`)}, 100, 200*time.Millisecond)
-	if r.Errors != r.Requests || r.Requests == 0 || !strings.Contains(r.FirstErr, "500") {
+	if r.Requests != 20 || r.Errors != r.Requests || !strings.Contains(r.FirstErr, "500") {
 		t.Errorf("errors %d of %d: %s", r.Errors, r.Requests, r.FirstErr)
 	}
 }
 
+// A closed loop keeps each client busy until the duration is over (each
+// completes at least one stream), and times each stream's first byte
+// before its end (the server pauses between them).
 func TestClosedLoopStreams(t *testing.T) {
 	srv := server(t, 10*time.Millisecond)
 	c := NewClient(8)
 	defer c.CloseIdleConnections()
 	r := Closed(context.Background(), c, Target{URL: srv.URL, Body: []byte(`{"stream":true}`), Stream: true}, 4, 500*time.Millisecond)
-	if r.Errors != 0 || len(r.Latencies) < 20 || len(r.TTFB) != len(r.Latencies) {
-		t.Fatalf("%d ok, %d errors, %d ttfb (%s)", len(r.Latencies), r.Errors, len(r.TTFB), r.FirstErr)
+	if r.Errors != 0 || len(r.Latencies) < 4 || len(r.TTFB) != len(r.Latencies) || len(r.Latencies) != r.Requests {
+		t.Fatalf("%d requests, %d ok, %d errors, %d ttfb (%s)", r.Requests, len(r.Latencies), r.Errors, len(r.TTFB), r.FirstErr)
 	}
-	if Quantile(r.TTFB, 0.5) >= Quantile(r.Latencies, 0.5) {
-		t.Errorf("ttfb %v not below latency %v", Quantile(r.TTFB, 0.5), Quantile(r.Latencies, 0.5))
+	if Quantile(r.TTFB, 1) >= Quantile(r.Latencies, 1) || Quantile(r.TTFB, 0) >= Quantile(r.Latencies, 0) {
+		t.Errorf("ttfb %v–%v not below latency %v–%v", Quantile(r.TTFB, 0), Quantile(r.TTFB, 1), Quantile(r.Latencies, 0), Quantile(r.Latencies, 1))
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
+	"strings"
 )
 
 // goBench is one Go benchmark's result, as `go test -bench` printed it.
@@ -15,41 +15,81 @@ type goBench struct {
 	Name     string  `json:"go_benchmark"`
 	NsPerOp  float64 `json:"ns_per_op"`
 	AllocsOp float64 `json:"allocs_per_op"`
+	// Metrics are the benchmark's own b.ReportMetric values, by unit.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
-// goBenchmarks are the Go benchmarks behind the per-chunk and long-stream
-// targets: the package and the -bench pattern.
-var goBenchmarks = [][2]string{
-	{"./internal/wire/", "BenchmarkChunk$"},
-	{"./internal/gateway/", "BenchmarkChatStream1000$"},
+// goBenchmark is a Go benchmark run by make bench: its package, -bench
+// pattern and further go test flags.
+type goBenchmark struct {
+	pkg, pattern string
+	flags        []string
 }
 
-var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op.*?\s([\d.]+) allocs/op`)
+// goBenchmarks are the Go benchmarks behind the per-chunk, long-stream
+// and hostile-input targets.
+var goBenchmarks = []goBenchmark{
+	{"./internal/wire/", "BenchmarkChunk$", nil},
+	{"./internal/gateway/", "BenchmarkChatStream1000$", nil},
+	// One round: each shape is served several times inside it.
+	{"./internal/faults/", "BenchmarkHostileCPU$", []string{"-benchtime", "1x"}},
+}
 
 // runGoBenchmarks runs goBenchmarks (with -benchmem) and parses their
 // results; each benchmark's output is echoed.
 func runGoBenchmarks() ([]goBench, error) {
 	var out []goBench
 	for _, gb := range goBenchmarks {
-		cmd := exec.Command("go", "test", "-run", "^$", "-bench", gb[1], "-benchmem", gb[0])
+		args := append([]string{"test", "-run", "^$", "-bench", gb.pattern, "-benchmem"}, gb.flags...)
+		cmd := exec.Command("go", append(args, gb.pkg)...)
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, os.Stderr
 		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("go test -bench %s %s: %w\n%s", gb[1], gb[0], err, buf.Bytes())
+			return nil, fmt.Errorf("go test -bench %s %s: %w\n%s", gb.pattern, gb.pkg, err, buf.Bytes())
 		}
 		os.Stdout.Write(buf.Bytes())
 		sc := bufio.NewScanner(&buf)
 		for sc.Scan() {
-			m := benchLine.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
+			if g, ok := parseBenchLine(sc.Text()); ok {
+				out = append(out, g)
 			}
-			ns, _ := strconv.ParseFloat(m[2], 64)
-			allocs, _ := strconv.ParseFloat(m[3], 64)
-			out = append(out, goBench{Name: m[1], NsPerOp: ns, AllocsOp: allocs})
 		}
 	}
 	return out, nil
+}
+
+// parseBenchLine reads a result line of go test -bench: the name (its
+// -GOMAXPROCS suffix dropped), the iterations, then value and unit pairs.
+func parseBenchLine(line string) (goBench, bool) {
+	f := strings.Fields(line)
+	if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+		return goBench{}, false
+	}
+	if _, err := strconv.Atoi(f[1]); err != nil {
+		return goBench{}, false
+	}
+	name := f[0]
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			name = name[:i]
+		}
+	}
+	g := goBench{Name: name, Metrics: map[string]float64{}}
+	for i := 2; i+1 < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return goBench{}, false
+		}
+		switch f[i+1] {
+		case "ns/op":
+			g.NsPerOp = v
+		case "allocs/op":
+			g.AllocsOp = v
+		default:
+			g.Metrics[f[i+1]] = v
+		}
+	}
+	return g, true
 }
 
 // goResult returns the named benchmark's result.

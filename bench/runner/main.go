@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -403,6 +404,14 @@ func checks(rows []row, gbs []goBench) []check {
 		if g, ok := goResult(gbs, c.bench); ok {
 			add("per chunk, "+c.name+": time (BenchmarkChunk)", g.NsPerOp/1000, c.ns, "ns")
 			add("per chunk, "+c.name+": allocations", g.AllocsOp/1000, c.allocs, "")
+		}
+	}
+	if g, ok := goResult(gbs, "BenchmarkHostileCPU"); ok {
+		names := slices.Sorted(maps.Keys(g.Metrics))
+		for _, unit := range names {
+			if shape, ok := strings.CutSuffix(unit, "-x-plain"); ok {
+				add("hostile input, "+shape+": CPU / a plain body's of its size (BenchmarkHostileCPU)", g.Metrics[unit], 20, "×")
+			}
 		}
 	}
 	return out

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 
 // allLogs collects every log line the runs of this package wrote.
@@ -106,7 +108,7 @@ func TestDrain(t *testing.T) {
 	defer up.Close()
 	cfg := filepath.Join(t.TempDir(), "gw.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`
-server: {drain_timeout: 10s}
+server: {drain_timeout: 60s}
 upstreams: [{name: up, url: "%s/v1", api_key: "${KEY}"}]
 routes: [{model: "*", upstream: up}]
 `, up.URL)), 0o600)
@@ -130,13 +132,7 @@ routes: [{model: "*", upstream: up}]
 	defer resp.Body.Close()
 	<-first
 	cancel() // as SIGTERM does
-	deadline := time.Now().Add(5 * time.Second)
-	for get(t, c, "http://"+adminAddr+"/readyz") != 503 {
-		if time.Now().After(deadline) {
-			t.Fatal("readyz still 200 while draining")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, "readyz to answer 503 while draining", func() bool { return get(t, c, "http://"+adminAddr+"/readyz") == 503 })
 	close(release)
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
@@ -225,14 +221,7 @@ func TestReload(t *testing.T) {
 
 	write(`[{model: b, upstream: up}]`)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if code, _ := post("b"); code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("model b not served 5 s after SIGHUP; logs: %s", logs)
-		}
-	}
+	wait.For(t, "model b to be served after SIGHUP", func() bool { code, _ := post("b"); return code == 200 })
 	if code, _ := post("a"); code != 404 {
 		t.Errorf("model a after the reload: %d", code)
 	}
@@ -243,11 +232,7 @@ func TestReload(t *testing.T) {
 
 	write(`[{model: b, upstream: nope}]`)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "config reload refused"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal logged; logs: %s", logs)
-		}
-	}
+	wait.For(t, "the refused reload to be logged", func() bool { return strings.Contains(logs.String(), "config reload refused") })
 	if !strings.Contains(logs.String(), `routes[0].upstream`) {
 		t.Errorf("the refusal does not name the field: %s", logs)
 	}
@@ -276,7 +261,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	defer up.Close()
 	cfg := filepath.Join(t.TempDir(), "gw.yaml")
 	write := func(n int) {
-		os.WriteFile(cfg, []byte(fmt.Sprintf("server: {drain_timeout: 1s}\nupstreams: [{name: up, url: \"%s/v1\"}]\nroutes: [{name: r%d, model: \"*\", upstream: up}]\n", up.URL, n)), 0o600)
+		os.WriteFile(cfg, []byte(fmt.Sprintf("server: {drain_timeout: 60s}\nupstreams: [{name: up, url: \"%s/v1\"}]\nroutes: [{name: r%d, model: \"*\", upstream: up}]\n", up.URL, n)), 0o600)
 	}
 	write(0)
 	env := func(k string) string { return map[string]string{"TOOLGATE_CONFIG": cfg}[k] }
@@ -319,11 +304,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		write(i)
 		syscall.Kill(os.Getpid(), syscall.SIGHUP)
 		route := fmt.Sprintf(`"route":"r%d"`, i)
-		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), route); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("reload %d did not take effect within 5 s; logs: %s", i, logs)
-			}
-		}
+		wait.For(t, fmt.Sprintf("reload %d to take effect", i), func() bool { return strings.Contains(logs.String(), route) })
 	}
 	close(stop)
 	wg.Wait()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/testing/wait"
 	"github.com/toolgate/toolgate/internal/testredis"
 )
 
@@ -94,9 +95,13 @@ func TestMemoryStoreBounded(t *testing.T) {
 	}
 }
 
+// storeTimeout is the tests' Redis timeout: no Redis call a test makes is
+// expected to fail by taking too long.
+const storeTimeout = 10 * time.Second
+
 func TestRedisStore(t *testing.T) {
 	srv := testredis.Start(t)
-	s, err := NewRedis(srv.URL(), "test:", time.Second, false)
+	s, err := NewRedis(srv.URL(), "test:", storeTimeout, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +115,9 @@ func TestRedisStore(t *testing.T) {
 		for _, k := range keys {
 			s.Client().PExpire(context.Background(), k, time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
+		wait.For(t, "the windows' keys to expire", func() bool {
+			return s.Client().Exists(context.Background(), keys...).Val() == 0
+		})
 	})
 
 	// Every key written has an expiry: nothing accumulates forever.
@@ -136,8 +143,8 @@ func TestRedisStore(t *testing.T) {
 // Concurrent admissions against one Redis never admit more than the limit.
 func TestRedisStoreAtomic(t *testing.T) {
 	srv := testredis.Start(t)
-	a, _ := NewRedis(srv.URL(), "", time.Second, false)
-	b, _ := NewRedis(srv.URL(), "", time.Second, false)
+	a, _ := NewRedis(srv.URL(), "", storeTimeout, false)
+	b, _ := NewRedis(srv.URL(), "", storeTimeout, false)
 	defer a.Close()
 	defer b.Close()
 	n := concurrently(200, a, b, func(s *Redis) bool {
@@ -156,12 +163,12 @@ func TestRedisStoreAtomic(t *testing.T) {
 // limit.
 func TestRedisCluster(t *testing.T) {
 	c := testredis.StartCluster(t)
-	a, err := NewRedis(c.Seeds(), "tg:", 2*time.Second, false)
+	a, err := NewRedis(c.Seeds(), "tg:", storeTimeout, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, _ := NewRedis(strings.Split(c.Seeds(), ",")[0], "tg:", 2*time.Second, true)
+	b, _ := NewRedis(strings.Split(c.Seeds(), ",")[0], "tg:", storeTimeout, true)
 	defer b.Close()
 	ctx := context.Background()
 	for i := range 50 {

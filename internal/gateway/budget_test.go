@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/wait"
 	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
@@ -18,14 +20,19 @@ import (
 // oldest turns; maxOutputTokens clamps; callTimeoutMs ends the call with
 // 504 or a timeout error event.
 func TestBudgets(t *testing.T) {
-	e, s := gatewaytest.StartSim(t, sim.Options{SlowDelay: 300 * time.Millisecond}, `
-upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
+	// The call timeout fires on an upstream that never answers in time
+	// (its slow model waits a minute between chunks), and a call inside
+	// its timeout is one whose timeout no machine reaches.
+	hang := httptest.NewServer(sim.New(sim.Options{SlowDelay: wait.Patience}))
+	t.Cleanup(hang.Close)
+	e, s := gatewaytest.StartSim(t, sim.Options{SlowDelay: 20 * time.Millisecond}, `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}, {name: hang, url: "`+hang.URL+`/v1"}]
 routes:
   - {model: refuse, upstream: sim, upstream_model: sim-text, budget: {preset: small, max_input_chars: 8}}
   - {model: trim, upstream: sim, upstream_model: sim-text, budget: {max_input_chars: 8, on_input_over: trim}}
   - {model: clamp, upstream: sim, upstream_model: sim-text, budget: {preset: small}}
-  - {model: slow, upstream: sim, upstream_model: sim-slow, budget: {call_timeout_ms: 100}}
-  - {model: slow-ok, upstream: sim, upstream_model: sim-slow, budget: {call_timeout_ms: 5000}}
+  - {model: slow, upstream: hang, upstream_model: sim-slow, budget: {call_timeout_ms: 100}}
+  - {model: slow-ok, upstream: sim, upstream_model: sim-slow, budget: {call_timeout_ms: 600000}}
   - {model: short, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: 30}}
   - {model: fits, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: `+fmt.Sprint(len(simAnswer))+`}}
   - {model: over-by-one, upstream: sim, upstream_model: sim-text, budget: {max_output_chars: `+fmt.Sprint(len(simAnswer)-1)+`}}

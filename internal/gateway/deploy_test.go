@@ -106,12 +106,16 @@ routes:
 // and Retry-After (and a fallback route is still tried).
 func TestDeploymentsAllCooling(t *testing.T) {
 	_, ups := deployments(t, sim.Options{Status: 503, RetryAfter: 30 * time.Second}, sim.Options{Status: 429, RetryAfter: 20 * time.Second}, sim.Options{Fast: true})
+	// The gateway's clock stands still: the cooldowns left are exactly
+	// the Retry-After the deployments asked for, however long the test
+	// takes.
+	now := time.Unix(1_700_000_000, 0)
 	e := gatewaytest.Start(t, "", ups+`
 routes:
   - {name: pool, model: "pool", upstream_model: "sim-text", upstreams: [{name: d0}, {name: d1}], retry_max_wait: 1s}
   - {name: backed, model: "backed", upstream_model: "sim-text", upstreams: [{name: d0}, {name: d1}], fallbacks: [spare]}
   - {name: spare, model: "spare", upstream: d2}
-`)
+`, gatewaytest.Options{Gateway: func(o *gateway.Options) { o.Now = func() time.Time { return now } }})
 	post := func(model string) (int, string, string) {
 		resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","content":"x"}]}`)
 		return resp.StatusCode, resp.Header.Get("Retry-After"), body
@@ -233,26 +237,20 @@ routes: [{model: "*", upstreams: [{name: d0}, {name: down, weight: 5}, {name: cl
 // toolgate_upstream_in_flight counts a deployment's calls while they run:
 // 1 during a slow stream, 0 once it ended.
 func TestDeploymentInFlight(t *testing.T) {
-	_, ups := deployments(t, sim.Options{ChunkDelay: 50 * time.Millisecond}, sim.Options{Status: 500})
-	e := gatewaytest.Start(t, "", ups+`
-routes: [{model: "*", upstreams: [{name: d0}, {name: d1, weight: 0}]}]
+	up := gatewaytest.StartHeld(t)
+	_, ups := deployments(t, sim.Options{Status: 500})
+	e := gatewaytest.Start(t, "", strings.Replace(ups, "]\n", `, {name: held, url: "`+up.URL+`/v1"}]`+"\n", 1)+`
+routes: [{model: "*", upstreams: [{name: held}, {name: d0, weight: 0}]}]
 `)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		resp := e.Post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}]}`)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for e.Metric(t, "toolgate_upstream_in_flight", map[string]string{"upstream": "d0"}) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stream's call was never counted in flight")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a gauge, with a deadline
+	resp := e.Post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	_, _ = resp.Body.Read(make([]byte, 1)) // the stream has started, and is held
+	if v := e.Metric(t, "toolgate_upstream_in_flight", map[string]string{"upstream": "held"}); v != 1 {
+		t.Errorf("in flight during the stream: %v", v)
 	}
-	<-done
-	if v := e.Metric(t, "toolgate_upstream_in_flight", map[string]string{"upstream": "d0"}); v != 0 {
+	up.Release()
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if v := e.Metric(t, "toolgate_upstream_in_flight", map[string]string{"upstream": "held"}); v != 0 {
 		t.Errorf("in flight after the stream: %v", v)
 	}
 }

@@ -232,17 +232,19 @@ routes:
 
 // toolgate_key_requests_in_flight counts a key's requests while they run.
 func TestKeyInFlight(t *testing.T) {
-	e, _ := gatewaytest.StartSim(t, sim.Options{SlowDelay: 100 * time.Millisecond}, `
+	up := gatewaytest.StartHeld(t)
+	e := gatewaytest.Start(t, up.URL, `
 keys: [{name: team-a, sha256: `+gatewaytest.KeyHash("sk-a")+`}]
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim}]
 `)
-	resp := e.Post(t, `{"model":"sim-slow","stream":true,"messages":[{"role":"user","content":"x"}]}`, "Authorization", "Bearer sk-a")
+	resp := e.Post(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`, "Authorization", "Bearer sk-a")
 	line := make([]byte, 1)
-	_, _ = resp.Body.Read(line) // the stream has started
+	_, _ = resp.Body.Read(line) // the stream has started, and is held
 	if n := e.Metric(t, "toolgate_key_requests_in_flight", map[string]string{"key": "team-a"}); n != 1 {
 		t.Errorf("in flight during the stream: %v", n)
 	}
+	up.Release()
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	e.WaitAccess(t, 1)

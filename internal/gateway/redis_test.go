@@ -87,7 +87,7 @@ func TestRedisUnavailable(t *testing.T) {
 	srv := testredis.Start(t)
 	cfg := func(mode string) string {
 		return `
-state: {store: redis, redis_url: "REDIS_URL", timeout: 200ms, on_error: ` + mode + `}
+state: {store: redis, redis_url: "REDIS_URL", timeout: 10s, on_error: ` + mode + `}
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim, budget: {max_calls: 1}}]
 `
@@ -214,7 +214,7 @@ func TestRedisClusterGateway(t *testing.T) {
 	up := httptest.NewServer(s)
 	t.Cleanup(up.Close)
 	yaml := `
-state: {store: redis, redis_url: "` + cl.Seeds() + `", timeout: 300ms, on_error: fail_open}
+state: {store: redis, redis_url: "` + cl.Seeds() + `", timeout: 10s, on_error: fail_open}
 keys: [` + strings.Join(keyYAML, ", ") + `]
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]

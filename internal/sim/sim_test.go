@@ -8,8 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/toolgate/toolgate/internal/testing/wait"
 	"github.com/toolgate/toolgate/internal/wire/wiretest"
 	"go.uber.org/goleak"
 )
@@ -88,7 +88,7 @@ func TestFast(t *testing.T) {
 
 // The slow script stops when its caller goes away, and counts it.
 func TestSlowCancellation(t *testing.T) {
-	s := New(Options{SlowDelay: 50 * time.Millisecond})
+	s := New(Options{SlowDelay: wait.Patience}) // the stream cannot end before its caller leaves
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -102,13 +102,7 @@ func TestSlowCancellation(t *testing.T) {
 	resp.Body.Read(make([]byte, 64))
 	cancel()
 	resp.Body.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for s.Cancellations() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow stream did not notice its caller leaving")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, "the slow stream to notice its caller leaving", func() bool { return s.Cancellations() > 0 })
 }
 
 // Transcript builds exactly n messages, with the one unanswered call asked for.

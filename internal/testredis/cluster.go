@@ -4,7 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 
 // Cluster is a running Redis Cluster: three primaries, one replica each,
@@ -39,18 +40,11 @@ func StartCluster(t testing.TB) *Cluster {
 // replica that never did would not be promoted.
 func (c *Cluster) waitReplicas() {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	for _, s := range c.Nodes {
-		for {
+		wait.For(c.t, "replica "+s.Addr+" to sync with its primary", func() bool {
 			out, err := cli(s, "info", "replication")
-			if err == nil && (strings.Contains(out, "role:master") || strings.Contains(out, "master_link_status:up")) {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.t.Fatalf("replica %s did not sync with its primary in 20s:\n%s", s.Addr, out)
-			}
-			time.Sleep(50 * time.Millisecond) // polling replication, with a deadline
-		}
+			return err == nil && (strings.Contains(out, "role:master") || strings.Contains(out, "master_link_status:up"))
+		})
 	}
 }
 
@@ -75,14 +69,10 @@ func cli(s *Server, args ...string) (string, error) {
 // waitOK waits until node says the cluster is ok (every slot served).
 func (c *Cluster) waitOK(node *Server) {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if out, err := cli(node, "cluster", "info"); err == nil && strings.Contains(out, "cluster_state:ok") {
-			return
-		}
-		time.Sleep(50 * time.Millisecond) // polling the cluster's state, with a deadline
-	}
-	c.t.Fatal("the Redis Cluster did not reach cluster_state:ok in 20s")
+	wait.For(c.t, "the Redis Cluster to reach cluster_state:ok", func() bool {
+		out, err := cli(node, "cluster", "info")
+		return err == nil && strings.Contains(out, "cluster_state:ok")
+	})
 }
 
 // Failover stops a primary that serves slots and waits until its replica
@@ -114,17 +104,10 @@ func (c *Cluster) Failover() string {
 		c.t.Fatalf("no primary to stop in:\n%s", out)
 	}
 	victim.Stop()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.For(c.t, "a replica of "+victim.Addr+" to be promoted", func() bool {
 		out, _ := cli(c.Nodes[0], "cluster", "nodes")
-		if promoted(out, victim.Addr) {
-			break
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("no replica of %s promoted in 20s:\n%s", victim.Addr, out)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the failover, with a deadline
-	}
+		return promoted(out, victim.Addr)
+	})
 	c.waitOK(c.Nodes[0])
 	return victim.Addr
 }

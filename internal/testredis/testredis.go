@@ -12,16 +12,20 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 
 // Server is a running redis-server.
 type Server struct {
-	Addr  string // host:port
-	cmd   *exec.Cmd
-	port  int
-	dir   string
-	t     testing.TB
-	extra []string // more redis-server arguments (a cluster node's)
+	Addr string // host:port
+	cmd  *exec.Cmd
+	// exited is closed once cmd has exited.
+	exited chan struct{}
+	port   int
+	dir    string
+	t      testing.TB
+	extra  []string // more redis-server arguments (a cluster node's)
 }
 
 // URL is the server's redis:// URL.
@@ -73,7 +77,7 @@ func (s *Server) Stop() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
@@ -94,17 +98,30 @@ func (s *Server) run() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	listening := wait.Until(wait.Patience, func() bool {
+		select {
+		case <-exited: // it could not start (its port was taken)
+			return true
+		default:
+		}
+		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+		if err == nil {
 			c.Close()
-			s.cmd = cmd
+		}
+		return err == nil
+	})
+	select {
+	case <-exited:
+	default:
+		if listening {
+			s.cmd, s.exited = cmd, exited
 			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	<-exited
 	return fmt.Errorf("redis-server did not listen on %s", s.Addr)
 }
 

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -32,6 +32,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/wait"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -189,29 +190,19 @@ func (e *Env) Access() []map[string]any {
 // written after the response, so a client can finish first).
 func (e *Env) WaitAccess(t testing.TB, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		a := e.Access()
-		if len(a) >= n {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d access lines after 5s, want %d", len(a), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, fmt.Sprintf("%d access lines", n), func() bool { return len(e.Access()) >= n })
+	return e.Access()
 }
 
 // Metric is the value of a metric family's series whose labels include
 // want (observetest.Value), once every request whose response was read
 // and closed has emitted its record (it does so after its response: a
-// client can read the whole answer first). It waits at most 5s for them.
+// client can read the whole answer first).
 func (e *Env) Metric(t testing.TB, name string, want map[string]string) float64 {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(e.Logs.FilterMessage("access").All()) < int(e.answered.Load()) && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond) // polling the records, with a deadline
-	}
+	wait.For(t, "the records of the responses read", func() bool {
+		return len(e.Logs.FilterMessage("access").All()) >= int(e.answered.Load())
+	})
 	return observetest.Value(t, e.Reg, name, want)
 }
 
@@ -310,3 +301,36 @@ func Seen() string {
 	defer seen.mu.Unlock()
 	return seen.b.String()
 }
+
+// Held is an upstream whose streams send their first text chunk, then
+// hold until Release (or until their caller leaves) before they end: a
+// test sees a stream in flight for as long as it needs, however slow the
+// machine.
+type Held struct {
+	URL     string // its base URL (without /v1)
+	release chan struct{}
+	once    sync.Once
+}
+
+// StartHeld starts a Held upstream that stops when the test ends.
+func StartHeld(t testing.TB) *Held {
+	h := &Held{release: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"first"},"finish_reason":null}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	h.URL = srv.URL
+	t.Cleanup(func() { h.Release(); srv.Close() })
+	return h
+}
+
+// Release lets every held stream, and every later one, end.
+func (h *Held) Release() { h.once.Do(func() { close(h.release) }) }
