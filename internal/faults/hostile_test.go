@@ -193,11 +193,11 @@ func TestHostile(t *testing.T) {
 				t.Errorf("%d %s", resp.StatusCode, b)
 			}
 		}},
-		{"a body that stops arriving: 408 after read_body_timeout", func(t *testing.T, e *hostileEnv) {
+		{"a body that stops arriving: 408 after read_body_timeout", func(t *testing.T, _ *hostileEnv) {
 			// The rest of the body never comes: the deadline fires whatever
 			// the machine's speed. (The other cases' deadline is
 			// bodyPatience.)
-			e = startHostileWith(t, readBodyTimeout)
+			e := startHostileWith(t, readBodyTimeout)
 			defer e.close()
 			resp, c := e.raw(t, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+hostileKey+"\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"model\":\"sim-x\",")
 			defer c.Close()
