@@ -1,6 +1,6 @@
 # toolgate: a static binary in a minimal, non-root image.
 #   make image            (docker build -t toolgate:dev .)
-#   docker run -p 8080:8080 -p 9090:9090 toolgate:dev
+#   docker run -p 8080:8080 -p 9090:9090 toolgate:dev --admin-listen :9090
 # With no config file the embedded default (every model to the built-in
 # simulator) is used; mount one and set TOOLGATE_CONFIG (or --config).
 
@@ -20,5 +20,7 @@ COPY --from=build /out/toolgate /usr/local/bin/toolgate
 # Main listener (OpenAI-compatible API) and admin listener (/metrics, /healthz, /readyz).
 EXPOSE 8080 9090
 USER nonroot:nonroot
-# No HEALTHCHECK: the platform probes /healthz and /readyz on the admin port.
+# No HEALTHCHECK: the platform probes /healthz and /readyz on the admin port
+# (listening on loopback by default: pass --admin-listen :9090, or set
+# admin_listen, where probes and the scrape come from outside the container).
 ENTRYPOINT ["/usr/local/bin/toolgate"]

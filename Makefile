@@ -100,3 +100,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzResponsesRequest$$' -fuzztime $(FUZZTIME) ./internal/wire/responses/
 	$(GO) test -run '^$$' -fuzz '^FuzzRepair$$' -fuzztime $(FUZZTIME) ./internal/repair/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./internal/gateway/
+	$(GO) test -run '^$$' -fuzz '^FuzzPassthroughPath$$' -fuzztime $(FUZZTIME) ./internal/upstream/

@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer stopLog()
 
 	reg := prometheus.NewRegistry()
-	metrics := observe.NewMetrics(reg)
+	metrics := observe.NewMetrics(reg, observe.MetricsOptions{HideKeyNames: !*cfg.Metrics.KeyLabels})
 	tp, err := telemetry.New(ctx, cfg.Telemetry, getenv)
 	if err != nil {
 		return err

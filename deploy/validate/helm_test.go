@@ -87,6 +87,16 @@ func render(t *testing.T, values string) (rendered, error) {
 	return r, nil
 }
 
+// service returns the rendered Service of that name, or nil.
+func service(r rendered, name string) *corev1.Service {
+	for _, s := range r.services {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
 func mustRender(t *testing.T, values string) rendered {
 	t.Helper()
 	r, err := render(t, values)
@@ -120,8 +130,10 @@ func TestChartDefault(t *testing.T) {
 	if c.Image != "ghcr.io/toolgate/toolgate:0.2.0" || strings.Join(c.Args, " ") != "--config /etc/toolgate/toolgate.yaml" || len(c.Ports) != 2 {
 		t.Errorf("container: %s %v %v", c.Image, c.Args, c.Ports)
 	}
-	if len(r.services) != 1 || len(r.services[0].Spec.Ports) != 2 || r.services[0].Spec.Ports[0].Port != 8080 || r.serviceMonitor != nil || len(r.configMaps) != 1 {
-		t.Errorf("services %d, configmaps %d, servicemonitor %v", len(r.services), len(r.configMaps), r.serviceMonitor != nil)
+	// The Service carries the API alone: the admin port (/metrics lists
+	// key names and spend) is not exposed unless asked.
+	if len(r.services) != 1 || len(r.services[0].Spec.Ports) != 1 || r.services[0].Spec.Ports[0].Port != 8080 || r.serviceMonitor != nil || len(r.configMaps) != 1 {
+		t.Errorf("services %d (%+v), configmaps %d, servicemonitor %v", len(r.services), r.services, len(r.configMaps), r.serviceMonitor != nil)
 	}
 	cfg := r.configMaps[0].Data["toolgate.yaml"]
 	if vs := volumeSource(t, d); vs.ConfigMap == nil || vs.ConfigMap.Name != r.configMaps[0].Name || !strings.Contains(cfg, "api_key: ${OPENAI_API_KEY}") {
@@ -153,8 +165,25 @@ serviceMonitor: {enabled: true}
 		if len(cs) != 2 || cs[0].Name != "app" || cs[1].Name != "toolgate" || len(cs[1].Ports) != 1 || cs[1].Ports[0].Name != "admin" {
 			t.Errorf("containers: %+v", cs)
 		}
-		if len(r.services) != 1 || len(r.services[0].Spec.Ports) != 2 || r.services[0].Spec.Ports[0].Name != "web" || r.serviceMonitor == nil {
+		app, metrics := service(r, "gw-toolgate"), service(r, "gw-toolgate-metrics")
+		if len(r.services) != 2 || app == nil || len(app.Spec.Ports) != 1 || app.Spec.Ports[0].Name != "web" || r.serviceMonitor == nil {
 			t.Errorf("the app's service: %+v", r.services)
+		}
+		if metrics == nil || metrics.Spec.ClusterIP != "None" || len(metrics.Spec.Ports) != 1 || metrics.Spec.Ports[0].Name != "admin" ||
+			r.serviceMonitor.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != "metrics" || metrics.Labels["app.kubernetes.io/component"] != "metrics" {
+			t.Errorf("the metrics service %+v, selected by %+v", metrics, r.serviceMonitor.Spec.Selector)
+		}
+	})
+	t.Run("admin exposed", func(t *testing.T) {
+		r := mustRender(t, `{service: {exposeAdmin: true}}`)
+		if len(r.services) != 1 || len(r.services[0].Spec.Ports) != 2 || r.services[0].Spec.Ports[1].Name != "admin" {
+			t.Errorf("services: %+v", r.services)
+		}
+	})
+	t.Run("monitored sidecar without an app Service", func(t *testing.T) {
+		r := mustRender(t, `{mode: sidecar, sidecar: {containers: [{name: app, image: x}]}, serviceMonitor: {enabled: true}}`)
+		if len(r.services) != 1 || service(r, "gw-toolgate-metrics") == nil || r.serviceMonitor == nil {
+			t.Errorf("services: %+v", r.services)
 		}
 	})
 	t.Run("existing ConfigMap", func(t *testing.T) {
@@ -195,10 +224,9 @@ resources: {requests: {cpu: "1", memory: 256Mi}, limits: {memory: 1Gi}}
 		}
 	})
 	for name, values := range map[string]string{
-		"unknown mode":            `{mode: daemon}`,
-		"sidecar without an app":  `{mode: sidecar}`,
-		"both config sources":     `{existingConfigMap: a, existingSecret: b}`,
-		"monitor without service": `{mode: sidecar, sidecar: {containers: [{name: app, image: x}]}, serviceMonitor: {enabled: true}}`,
+		"unknown mode":           `{mode: daemon}`,
+		"sidecar without an app": `{mode: sidecar}`,
+		"both config sources":    `{existingConfigMap: a, existingSecret: b}`,
 	} {
 		if _, err := render(t, values); err == nil {
 			t.Errorf("%s: rendered without an error", name)

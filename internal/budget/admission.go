@@ -2,6 +2,8 @@ package budget
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 )
 
@@ -20,6 +22,12 @@ type Admission struct {
 	// holding Now.
 	Spend Spend
 	Now   time.Time
+	// Reserve is what the request may cost at worst, in nano-dollars:
+	// admitted only if it fits in what is left of the key's spend, and
+	// counted at once, so that requests in flight together cannot spend
+	// past the limit. The request then settles to its real cost
+	// (Settle). 0 reserves nothing: the limit is only checked.
+	Reserve int64
 }
 
 // Rate is one of the key's rate limits as admission left it, for the
@@ -51,7 +59,7 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 	checks := buf[:0]
 	if a.MaxCalls != Unlimited && a.Session != "" {
 		limitOf[len(checks)] = MaxCalls
-		checks = append(checks, Check{Key: keyTag(a.Key) + "calls:" + a.Session, Limit: int64(a.MaxCalls), Window: a.Window, Cost: 1})
+		checks = append(checks, Check{Key: keyTag(a.Key) + "calls:" + sessionID(a.Session), Limit: int64(a.MaxCalls), Window: a.Window, Cost: 1})
 	}
 	if a.RequestsPerMinute > 0 {
 		limitOf[len(checks)] = RequestsPerMinute
@@ -62,11 +70,11 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 		checks = append(checks, Check{Key: keyTag(a.Key) + "tpm", Limit: a.TokensPerMinute, Window: time.Minute})
 	}
 	if a.Spend.Max > 0 {
-		// Like tokens: checked (room left), counted when the response's
-		// cost is known (AddCost).
+		// The worst case is reserved (or, unpriced, room left checked); the
+		// request settles to what it cost (Settle).
 		name, left := a.Spend.Period.span(a.Now)
 		limitOf[len(checks)] = MaxCost
-		checks = append(checks, Check{Key: keyTag(a.Key) + name, Limit: a.Spend.Max, Window: left})
+		checks = append(checks, Check{Key: keyTag(a.Key) + name, Limit: a.Spend.Max, Window: left, Cost: max(a.Reserve, 0)})
 	}
 	var out Admitted
 	if len(checks) == 0 {
@@ -98,6 +106,14 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 // minute.
 func AddTokens(ctx context.Context, store Store, key string, tokens int64) error {
 	return store.Add(ctx, keyTag(key)+"tpm", tokens, time.Minute)
+}
+
+// sessionID is the counter name of a session: a hash of the id the
+// client sent (a header, user, metadata.session_id), so that an id of
+// megabytes costs the store no more than one of a few bytes.
+func sessionID(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:16])
 }
 
 // keyTag starts the name of every counter of a client key: the key's

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -103,5 +104,34 @@ func TestStricter(t *testing.T) {
 	want := Limits{MaxCalls: 2, MaxInputChars: 10, MaxOutputChars: 100, MaxOutputTokens: 0, CallTimeout: time.Second}
 	if diff := cmp.Diff(want, Stricter(a, b)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// keysSeen is a Store that records the counter names admission asks for.
+type keysSeen struct {
+	Store
+	keys []string
+}
+
+func (s *keysSeen) Admit(ctx context.Context, checks []Check, counts []Count) (int, error) {
+	for _, c := range checks {
+		s.keys = append(s.keys, c.Key)
+	}
+	return s.Store.Admit(ctx, checks, counts)
+}
+
+// A session id becomes a counter name only as a hash, under its client
+// key: a 9 MB id costs the store a few dozen bytes, and two keys' equal
+// ids are two sessions.
+func TestSessionCounterNames(t *testing.T) {
+	s := &keysSeen{Store: NewMemory(0, nil)}
+	huge := strings.Repeat("s", 9<<20)
+	for _, key := range []string{"a", "b"} {
+		if _, err := Admit(context.Background(), s, Admission{Key: key, Session: huge, MaxCalls: 1, Window: time.Hour}); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+	}
+	if len(s.keys) != 2 || s.keys[0] == s.keys[1] || len(s.keys[0]) > 64 || strings.Contains(s.keys[0], "sss") {
+		t.Errorf("counter names %.100q", s.keys)
 	}
 }

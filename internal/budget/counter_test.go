@@ -186,11 +186,14 @@ func TestRedisCluster(t *testing.T) {
 		}
 	}
 	strs := a.Strings("reasoning:", time.Minute)
-	if err := strs.Put(ctx, "call:x", "r"); err != nil {
+	if err := strs.Put(ctx, "k", "call:x", "r"); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok, err := b.Strings("reasoning:", time.Minute).Get(ctx, "call:x"); err != nil || !ok || v != "r" {
+	if v, ok, err := b.Strings("reasoning:", time.Minute).Get(ctx, "k", "call:x"); err != nil || !ok || v != "r" {
 		t.Fatalf("a string across cluster clients: %q %v %v", v, ok, err)
+	}
+	if _, ok, err := b.Strings("reasoning:", time.Minute).Get(ctx, "other", "call:x"); err != nil || ok {
+		t.Fatalf("another tenant's string: %v %v", ok, err)
 	}
 	n := concurrently(100, a, b, func(s *Redis) bool {
 		_, err := Admit(ctx, s, Admission{Key: "shared", RequestsPerMinute: 30})

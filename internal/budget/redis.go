@@ -191,9 +191,11 @@ func windowMs(d time.Duration) string {
 }
 
 // Strings is a store of strings with an expiry in the same Redis, each
-// under prefix+key: remembered reasoning lives there (it implements
-// policy.ReasoningStore). A Redis error is returned, never taken for a
-// miss.
+// tenant's (a client key's) under prefix+"{tenant}:"+key: remembered
+// reasoning and stored responses live there (it implements
+// policy.TenantStore). A Redis error is returned, never taken for a miss.
+// Its bounds are Redis's own (maxmemory and its eviction policy) and each
+// string's expiry.
 type Strings struct {
 	r   *Redis
 	key string
@@ -206,11 +208,14 @@ func (r *Redis) Strings(prefix string, ttl time.Duration) *Strings {
 	return &Strings{r: r, key: r.prefix + prefix, ttl: ttl}
 }
 
-// Get returns the string stored under key.
-func (s *Strings) Get(ctx context.Context, key string) (string, bool, error) {
+// name is the Redis key of tenant's key.
+func (s *Strings) name(tenant, key string) string { return s.key + keyTag(tenant) + key }
+
+// Get returns the string tenant stored under key.
+func (s *Strings) Get(ctx context.Context, tenant, key string) (string, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
 	defer cancel()
-	v, err := s.r.c.Get(ctx, s.key+key).Result()
+	v, err := s.r.c.Get(ctx, s.name(tenant, key)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", false, nil
@@ -220,22 +225,23 @@ func (s *Strings) Get(ctx context.Context, key string) (string, bool, error) {
 	return v, true, nil
 }
 
-// Delete removes the string under key; it reports whether there was one.
-func (s *Strings) Delete(ctx context.Context, key string) (bool, error) {
+// Delete removes the string tenant stored under key; it reports whether
+// there was one.
+func (s *Strings) Delete(ctx context.Context, tenant, key string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
 	defer cancel()
-	n, err := s.r.c.Del(ctx, s.key+key).Result()
+	n, err := s.r.c.Del(ctx, s.name(tenant, key)).Result()
 	if err != nil {
 		return false, s.r.failed("redis del", err)
 	}
 	return n > 0, nil
 }
 
-// Put stores v under key.
-func (s *Strings) Put(ctx context.Context, key, v string) error {
+// Put stores v under tenant's key.
+func (s *Strings) Put(ctx context.Context, tenant, key, v string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
 	defer cancel()
-	if err := s.r.c.Set(ctx, s.key+key, v, s.ttl).Err(); err != nil {
+	if err := s.r.c.Set(ctx, s.name(tenant, key), v, s.ttl).Err(); err != nil {
 		return s.r.failed("redis set", err)
 	}
 	return nil

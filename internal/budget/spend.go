@@ -86,3 +86,14 @@ func AddCost(ctx context.Context, store Store, c Cost) error {
 	name, left := c.Period.span(c.At)
 	return store.Add(ctx, keyTag(c.Key)+name, c.Nano, left)
 }
+
+// Settle replaces a request's reservation (reserved, counted at its
+// admission in the period holding c.At) by its real cost c.Nano: the
+// difference is added, negative when the request cost less.
+func Settle(ctx context.Context, store Store, c Cost, reserved int64) error {
+	if c.Nano == reserved {
+		return nil
+	}
+	c.Nano -= reserved
+	return AddCost(ctx, store, c)
+}

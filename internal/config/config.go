@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // Defaults for everything optional.
 const (
 	DefaultListen            = ":8080"
-	DefaultAdminListen       = ":9090"
+	DefaultAdminListen       = "127.0.0.1:9090"
 	DefaultLogLevel          = "info"
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
@@ -40,10 +41,14 @@ type Config struct {
 	// Listen is the main listener's address (chat API). Default ":8080".
 	Listen string `yaml:"listen"`
 	// AdminListen is the admin listener's address (/metrics, /healthz,
-	// /readyz). Default ":9090".
+	// /readyz). Default "127.0.0.1:9090": /metrics lists client keys and
+	// their spend, so it is never public unless configured so (a pod
+	// sets ":9090" for its probes and scrape).
 	AdminListen string `yaml:"admin_listen"`
-	Log         Log    `yaml:"log"`
-	Server      Server `yaml:"server"`
+	// Metrics configures the Prometheus metrics.
+	Metrics Metrics `yaml:"metrics"`
+	Log     Log     `yaml:"log"`
+	Server  Server  `yaml:"server"`
 	// Sessions says how budgets' max_calls identify and count sessions.
 	Sessions Sessions `yaml:"sessions"`
 	// Keys are the client API keys. With none, the gateway is open.
@@ -119,11 +124,36 @@ type State struct {
 // previous_response_id, GET and DELETE /v1/responses/{id} read.
 type Responses struct {
 	// Store is none (the default: nothing kept; previous_response_id is
-	// refused), memory (at most 10,000 responses, in this replica) or
+	// refused), memory (in this replica: at most 10,000 responses and
+	// MaxBytes, a quarter of each per client key by default) or
 	// redis (the state store's Redis; state.store must be redis).
 	Store string `yaml:"store"`
 	// TTL is how long a stored response is kept. Default 24h.
 	TTL time.Duration `yaml:"ttl"`
+	// MaxBytes bounds the memory store's bytes. Default 256 MiB.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxBytesPerKey is each client key's share of MaxBytes: a key over
+	// it loses its own oldest responses first. Default a quarter of
+	// MaxBytes.
+	MaxBytesPerKey int64 `yaml:"max_bytes_per_key"`
+}
+
+// DefaultResponsesMaxBytes bounds the memory store of responses.
+const DefaultResponsesMaxBytes = 256 << 20
+
+// MayUse reports whether the key may use some model of a route's model
+// name or pattern: its list allows the route's name, or a pattern of one
+// matches the other's text (a key's "gpt-*" may use the route "*").
+func (k *Key) MayUse(routeModel string) bool {
+	if k.Allows(routeModel) {
+		return true
+	}
+	for _, p := range k.Models {
+		if GlobMatch(routeModel, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Allows reports whether the key may use model.
@@ -146,6 +176,15 @@ type Sessions struct {
 	Header string `yaml:"header"`
 	// Window is how long a session's call count lasts. Default 1h.
 	Window time.Duration `yaml:"window"`
+}
+
+// Metrics configures the Prometheus metrics.
+type Metrics struct {
+	// KeyLabels labels the per-key metrics (spend, tokens, rejections,
+	// in-flight) with each key's name; false labels them with a
+	// pseudonym (key- and 8 hex digits of the name's SHA-256). Default
+	// true. Read at start-up only.
+	KeyLabels *bool `yaml:"key_labels"`
 }
 
 // Telemetry configures OpenTelemetry traces: off unless OTLPEndpoint (or
@@ -195,8 +234,21 @@ type Server struct {
 	// connection is closed at once, and a keep-alive connection's next
 	// request gets 503. Default 4096.
 	MaxPendingRequests int `yaml:"max_pending_requests"`
-	// MaxPendingPerIP is the same cap per client IP address. Default 1024.
+	// MaxPendingPerIP is the same cap per client address (grouped by
+	// PendingIPv4Prefix and PendingIPv6Prefix). Default 1024.
 	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
+	// MaxPendingKeyless caps the pending connections not yet known to
+	// carry a client key (every connection until its headers are read):
+	// when it is reached, the oldest of them is closed to make room, so a
+	// flood of connections that never send their headers cannot lock
+	// keyed clients out. Default half of MaxPendingRequests.
+	MaxPendingKeyless int `yaml:"max_pending_keyless"`
+	// PendingIPv4Prefix and PendingIPv6Prefix are the prefix lengths
+	// that group client addresses for MaxPendingPerIP: default 32 (each
+	// IPv4 address) and 64 (an IPv6 /64, what one host is usually
+	// given).
+	PendingIPv4Prefix int `yaml:"pending_ipv4_prefix"`
+	PendingIPv6Prefix int `yaml:"pending_ipv6_prefix"`
 	// MaxMessages caps a request's messages (400 beyond). Default 10,000.
 	MaxMessages int `yaml:"max_messages"`
 	// MaxTools caps the tools a request declares (400 beyond). Default 512.
@@ -237,6 +289,11 @@ type Upstream struct {
 	AuthHeader string `yaml:"auth_header"`
 	// Headers are extra headers sent on every request to this upstream.
 	Headers map[string]string `yaml:"headers"`
+	// ForwardHeaders are client headers forwarded to this upstream besides
+	// the few every upstream gets (User-Agent, Idempotency-Key,
+	// OpenAI-Beta, traceparent, tracestate), e.g. OpenRouter's X-Title and
+	// HTTP-Referer. Every other client header is dropped.
+	ForwardHeaders []string `yaml:"forward_headers"`
 	// ConnectTimeout bounds dialing and the TLS handshake. Default 10s.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	// HeaderTimeout bounds the wait for response headers. Default 5m.
@@ -316,7 +373,7 @@ func (q *Quirks) UnmarshalYAML(n *yaml.Node) error {
 // Passthrough is a route's passthrough: every path, or a list.
 type Passthrough struct {
 	All   bool
-	Paths []string
+	Paths []PathRule
 }
 
 // UnmarshalYAML accepts true, false or a list of paths.
@@ -327,15 +384,53 @@ func (p *Passthrough) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode(&p.Paths)
 }
 
+// PathRule is a /v1 path pattern a route forwards (* matches any run of
+// characters) and the methods it forwards on it.
+type PathRule struct {
+	Path string `yaml:"path"`
+	// Methods are the HTTP methods forwarded; default GET, POST, DELETE.
+	Methods []string `yaml:"methods"`
+}
+
+// DefaultPathMethods are the methods a path rule forwards unless it
+// names its own.
+var DefaultPathMethods = []string{http.MethodGet, http.MethodPost, http.MethodDelete}
+
+// UnmarshalYAML accepts a path alone, or {path, methods}.
+func (r *PathRule) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&r.Path)
+	}
+	type plain PathRule
+	return n.Decode((*plain)(r))
+}
+
+// allows reports whether the rule matches path, and then whether it
+// forwards method.
+func (r PathRule) allows(method, path string) (matches, methodOK bool) {
+	if !GlobMatch(r.Path, path) {
+		return false, false
+	}
+	methods := r.Methods
+	if len(methods) == 0 {
+		methods = DefaultPathMethods
+	}
+	return true, slices.Contains(methods, method)
+}
+
 // defaultPassthrough are the paths every openai route forwards.
-var defaultPassthrough = []string{"/v1/embeddings", "/v1/completions", "/v1/moderations"}
+var defaultPassthrough = []PathRule{
+	{Path: "/v1/embeddings", Methods: []string{http.MethodPost}},
+	{Path: "/v1/completions", Methods: []string{http.MethodPost}},
+	{Path: "/v1/moderations", Methods: []string{http.MethodPost}},
+}
 
 // MatchPath returns the first route whose paths serve path, for a
 // request whose body names no model.
 func (c *Config) MatchPath(path string) (*Route, bool) {
 	for i := range c.Routes {
 		for _, pat := range c.Routes[i].Paths {
-			if GlobMatch(pat, path) {
+			if GlobMatch(pat.Path, path) {
 				return &c.Routes[i], true
 			}
 		}
@@ -343,18 +438,74 @@ func (c *Config) MatchPath(path string) (*Route, bool) {
 	return nil, false
 }
 
-// Forwards reports whether path may be forwarded on a route with this
-// passthrough.
-func (p Passthrough) Forwards(path string) bool {
-	if p.All || slices.Contains(defaultPassthrough, path) {
-		return true
-	}
-	for _, pat := range p.Paths {
-		if GlobMatch(pat, path) {
-			return true
+// MethodsFor lists the methods the route's rules that match path
+// forward on it, for a 405's Allow header.
+func (r *Route) MethodsFor(path string) []string {
+	var out []string
+	for _, rules := range [][]PathRule{defaultPassthrough, r.Passthrough.Paths, r.Paths} {
+		for _, rule := range rules {
+			if GlobMatch(rule.Path, path) {
+				methods := rule.Methods
+				if len(methods) == 0 {
+					methods = DefaultPathMethods
+				}
+				for _, m := range methods {
+					if !slices.Contains(out, m) {
+						out = append(out, m)
+					}
+				}
+			}
 		}
 	}
-	return false
+	if r.Passthrough.All {
+		for _, m := range DefaultPathMethods {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// Forwarding is what a route does with a /v1 path outside its own API.
+type Forwarding uint8
+
+const (
+	NotForwarded     Forwarding = iota // no rule of the route matches the path
+	Forwarded                          // a rule matches and forwards the method
+	MethodNotAllowed                   // rules match, none forwards the method
+)
+
+// Forwards says whether the route forwards method on path (a normalized
+// path, with no dot segment): a rule of its passthrough (every path with
+// passthrough: true, and the default paths) or of its paths must match
+// the path and allow the method. Paths only add the paths they list; they
+// never widen what a route forwards beyond them.
+func (r *Route) Forwards(method, path string) Forwarding {
+	out := NotForwarded
+	check := func(rules []PathRule) bool {
+		for _, rule := range rules {
+			matches, ok := rule.allows(method, path)
+			if ok {
+				out = Forwarded
+				return true
+			}
+			if matches {
+				out = MethodNotAllowed
+			}
+		}
+		return false
+	}
+	all := []PathRule(nil)
+	if r.Passthrough.All {
+		all = []PathRule{{Path: "/v1/*"}}
+	}
+	for _, rules := range [][]PathRule{defaultPassthrough, r.Passthrough.Paths, r.Paths, all} {
+		if check(rules) {
+			break
+		}
+	}
+	return out
 }
 
 // Has reports whether the normalization name is switched on.
@@ -430,8 +581,9 @@ type Route struct {
 	Passthrough Passthrough `yaml:"passthrough"`
 	// Paths are the /v1 paths this route serves for requests whose body
 	// names no model (GET /v1/files, uploads), as in Passthrough. The first
-	// route whose Paths match serves them.
-	Paths []string `yaml:"paths"`
+	// route whose Paths match serves them. Each is a path pattern or
+	// {path, methods} (default GET, POST, DELETE).
+	Paths []PathRule `yaml:"paths"`
 	// RetryBackoff is the wait before the first retry, doubled at each
 	// one (±20% jitter). Default 250ms.
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
@@ -618,6 +770,10 @@ func (c *Config) applyDefaults() {
 	if c.AdminListen == "" {
 		c.AdminListen = DefaultAdminListen
 	}
+	if c.Metrics.KeyLabels == nil {
+		on := true
+		c.Metrics.KeyLabels = &on
+	}
 	if c.Log.FlushInterval == nil {
 		d := time.Second
 		c.Log.FlushInterval = &d
@@ -633,6 +789,12 @@ func (c *Config) applyDefaults() {
 		c.Responses.Store = "none"
 	}
 	setDur(&c.Responses.TTL, 24*time.Hour)
+	if c.Responses.MaxBytes == 0 {
+		c.Responses.MaxBytes = DefaultResponsesMaxBytes
+	}
+	if c.Responses.MaxBytesPerKey == 0 {
+		c.Responses.MaxBytesPerKey = c.Responses.MaxBytes / 4
+	}
 	if c.State.Store == "" {
 		c.State.Store = "memory"
 	}
@@ -657,6 +819,15 @@ func (c *Config) applyDefaults() {
 	}
 	if s.MaxPendingPerIP == 0 {
 		s.MaxPendingPerIP = DefaultMaxPendingPerIP
+	}
+	if s.MaxPendingKeyless == 0 {
+		s.MaxPendingKeyless = max(s.MaxPendingRequests/2, 1)
+	}
+	if s.PendingIPv4Prefix == 0 {
+		s.PendingIPv4Prefix = 32
+	}
+	if s.PendingIPv6Prefix == 0 {
+		s.PendingIPv6Prefix = 64
 	}
 	if s.MaxMessages == 0 {
 		s.MaxMessages = 10000
@@ -853,6 +1024,9 @@ func (c *Config) Validate() error {
 	default:
 		add("responses.store", "must be none, memory or redis, got %q", c.Responses.Store)
 	}
+	if c.Responses.MaxBytes < 0 || c.Responses.MaxBytesPerKey < 0 || c.Responses.MaxBytesPerKey > c.Responses.MaxBytes {
+		add("responses.max_bytes_per_key", "max_bytes and max_bytes_per_key must be positive, max_bytes_per_key at most max_bytes (%d), got %d", c.Responses.MaxBytes, c.Responses.MaxBytesPerKey)
+	}
 	if c.Responses.TTL < 0 {
 		add("responses.ttl", "must be a positive duration such as 24h, got %s", c.Responses.TTL)
 	}
@@ -870,6 +1044,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxMessages < 0 || c.Server.MaxTools < 0 {
 		add("server", "max_messages and max_tools must be positive")
+	}
+	if c.Server.MaxPendingKeyless < 0 || c.Server.MaxPendingKeyless > c.Server.MaxPendingRequests {
+		add("server.max_pending_keyless", "must be positive and at most max_pending_requests (%d), got %d", c.Server.MaxPendingRequests, c.Server.MaxPendingKeyless)
+	}
+	if c.Server.PendingIPv4Prefix < 0 || c.Server.PendingIPv4Prefix > 32 || c.Server.PendingIPv6Prefix < 0 || c.Server.PendingIPv6Prefix > 128 {
+		add("server.pending_ipv4_prefix", "pending_ipv4_prefix must be 1 to 32 and pending_ipv6_prefix 1 to 128, got %d and %d", c.Server.PendingIPv4Prefix, c.Server.PendingIPv6Prefix)
 	}
 	if c.Server.MaxPendingRequests < 0 || c.Server.MaxPendingPerIP < 0 {
 		add("server", "max_pending_requests and max_pending_per_ip must be positive")
@@ -992,11 +1172,8 @@ func (c *Config) Validate() error {
 		if r.RetryBackoff < 0 || r.RetryMaxWait < 0 {
 			add(p+".retry_backoff", "retry_backoff and retry_max_wait must be positive durations")
 		}
-		for k, path := range append(append([]string{}, r.Passthrough.Paths...), r.Paths...) {
-			if !strings.HasPrefix(path, "/v1/") {
-				add(fmt.Sprintf("%s.passthrough/paths[%d]", p, k), "must be a /v1/ path (* matches any run of characters), got %q", path)
-			}
-		}
+		validatePathRules(p+".passthrough", r.Passthrough.Paths, add)
+		validatePathRules(p+".paths", r.Paths, add)
 		if r.ToolCalls != "stream" && r.ToolCalls != "buffer" {
 			add(p+".tool_calls", "must be stream or buffer, got %q", r.ToolCalls)
 		}
@@ -1048,6 +1225,24 @@ func (c *Config) resolve() {
 
 // validateBudget checks a budget block (nil is none); on_input_over only
 // means something on a route.
+// validatePathRules checks a route's passthrough or paths list.
+func validatePathRules(p string, rules []PathRule, add func(path, format string, args ...any)) {
+	for k, r := range rules {
+		if !strings.HasPrefix(r.Path, "/v1/") {
+			add(fmt.Sprintf("%s[%d]", p, k), "must be a /v1/ path (* matches any run of characters), got %q", r.Path)
+		}
+		for _, m := range r.Methods {
+			if !slices.Contains(forwardableMethods, m) {
+				add(fmt.Sprintf("%s[%d].methods", p, k), "%q is not a method the gateway forwards (%s)", m, strings.Join(forwardableMethods, ", "))
+			}
+		}
+	}
+}
+
+// forwardableMethods are the methods a path rule may allow: TRACE and
+// CONNECT never are.
+var forwardableMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
 func validateBudget(p string, b *Budget, route bool, add func(path, format string, args ...any)) {
 	if b == nil {
 		return

@@ -31,7 +31,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	if !u.Simulator {
 		t.Error("the default upstream is not the simulator")
 	}
-	if c.Listen != ":8080" || c.AdminListen != ":9090" {
+	if c.Listen != ":8080" || c.AdminListen != "127.0.0.1:9090" {
 		t.Errorf("listeners %q %q", c.Listen, c.AdminListen)
 	}
 }
@@ -415,6 +415,65 @@ routes: [`+route+`]
 	} {
 		if _, err := parse(route); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", route, err, want)
+		}
+	}
+}
+
+// The boundaries a hostile client tests: the admin listener on loopback
+// unless configured, keys labelled by name unless hidden, path rules with
+// their methods (GET, POST, DELETE unless listed), the pending caps'
+// keyless share and address grouping, the Responses store's bounds.
+func TestBoundaryDefaults(t *testing.T) {
+	c, err := Parse([]byte(`
+upstreams: [{name: a, url: "http://127.0.0.1:1/v1"}]
+routes: [{model: m, upstream: a, passthrough: ["/v1/audio/*", {path: "/v1/files/*/content", methods: [GET]}], paths: ["/v1/files"]}]
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &c.Routes[0]
+	if c.AdminListen != "127.0.0.1:9090" || !*c.Metrics.KeyLabels || c.Server.MaxPendingKeyless != DefaultMaxPending/2 ||
+		c.Server.PendingIPv4Prefix != 32 || c.Server.PendingIPv6Prefix != 64 ||
+		c.Responses.MaxBytes != 256<<20 || c.Responses.MaxBytesPerKey != 64<<20 {
+		t.Errorf("defaults: admin %q, key labels %v, server %+v, responses %+v", c.AdminListen, *c.Metrics.KeyLabels, c.Server, c.Responses)
+	}
+	for _, tc := range []struct {
+		method, path string
+		want         Forwarding
+	}{
+		{"POST", "/v1/audio/speech", Forwarded},
+		{"DELETE", "/v1/audio/speech", Forwarded},
+		{"PUT", "/v1/audio/speech", MethodNotAllowed},
+		{"GET", "/v1/files/f1/content", Forwarded},
+		{"DELETE", "/v1/files/f1/content", MethodNotAllowed},
+		{"GET", "/v1/files", Forwarded},
+		{"GET", "/v1/files/f1", NotForwarded}, // paths add only what they list
+		{"POST", "/v1/fine_tuning/jobs", NotForwarded},
+		{"POST", "/v1/embeddings", Forwarded},
+		{"GET", "/v1/embeddings", MethodNotAllowed},
+	} {
+		if got := r.Forwards(tc.method, tc.path); got != tc.want {
+			t.Errorf("%s %s: %v, want %v", tc.method, tc.path, got, tc.want)
+		}
+	}
+	if got := r.MethodsFor("/v1/files/f1/content"); len(got) != 1 || got[0] != "GET" {
+		t.Errorf("methods for a GET-only path: %v", got)
+	}
+	_, err = Parse([]byte(`
+server: {max_pending_requests: 10, max_pending_keyless: 11, pending_ipv6_prefix: 129}
+responses: {store: memory, max_bytes: 100, max_bytes_per_key: 200}
+upstreams: [{name: a, url: "http://127.0.0.1:1/v1"}]
+routes: [{model: m, upstream: a, passthrough: [{path: "/v1/x", methods: [TRACE]}], paths: ["/files"]}]
+`), env(nil))
+	for _, want := range []string{
+		"server.max_pending_keyless: must be positive and at most max_pending_requests (10), got 11",
+		"pending_ipv6_prefix 1 to 128",
+		"responses.max_bytes_per_key:",
+		`routes[0].passthrough[0].methods: "TRACE" is not a method the gateway forwards`,
+		`routes[0].paths[0]: must be a /v1/ path`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
 		}
 	}
 }

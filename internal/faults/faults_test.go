@@ -118,7 +118,7 @@ func start(t testing.TB) *env {
 	// machine needs, so they never decide an outcome.
 	e := gatewaytest.Start(t, up.URL, `
 upstreams:
-  - {name: up, url: "UPSTREAM_URL/v1", header_timeout: 60s, read_idle_timeout: 60s, max_event_bytes: 1048576}
+  - {name: up, url: "UPSTREAM_URL/v1", header_timeout: 60s, read_idle_timeout: 60s, max_event_bytes: 1048576, forward_headers: [x-test-id]}
   - {name: stall, url: "UPSTREAM_URL/v1", header_timeout: 1s, read_idle_timeout: 1s}
 routes:
   - {model: "stall-*", upstream: stall, retries: 1, retry_backoff: 10ms}

@@ -19,15 +19,22 @@ import (
 // headers of the key's limits. A refusal is a *budget.LimitError; a store
 // failure is a *budget.StateError with fail_closed, and is admitted
 // (logged and counted) with fail_open.
-func (g *Gateway) admit(x *exchange, pr *prepared) error { return g.admitWith(x, pr.limits.MaxCalls) }
+func (g *Gateway) admit(x *exchange, pr *prepared) error {
+	return g.admitWith(x, pr.limits.MaxCalls, len(pr.body), sentOutputLimit(pr))
+}
 
 // admitWith is admit with the session's call limit (budget.Unlimited for
-// a request that is no model call of a session: the passthrough's).
-func (g *Gateway) admitWith(x *exchange, maxCalls int) error {
+// a request that is no model call of a session: the passthrough's), and
+// the size of the body sent and its output limit, which bound what the
+// request may cost: with a spend limit, that worst case is reserved.
+func (g *Gateway) admitWith(x *exchange, maxCalls, bodyBytes int, outputTokens int64) error {
 	a := budget.Admission{MaxCalls: maxCalls, Window: g.cfg.Sessions.Window}
 	if x.key != nil {
 		a.Key, a.RequestsPerMinute, a.TokensPerMinute = x.key.Name, x.key.RateLimit.RequestsPerMinute, x.key.RateLimit.TokensPerMinute
 		a.Spend, a.Now = g.keyPlans[x.key.Name].spend, g.clock.now()
+		if a.Spend.Max > 0 {
+			a.Reserve = g.worstCost(x.rec.Model, bodyBytes, outputTokens)
+		}
 	}
 	if a.MaxCalls != budget.Unlimited { // the session is looked up only when a call limit applies
 		a.Session = g.session(x)
@@ -53,7 +60,42 @@ func (g *Gateway) admitWith(x *exchange, maxCalls int) error {
 	if err != nil && g.stateFailed(x, "admit", err) {
 		return &budget.StateError{Err: err}
 	}
+	if err == nil {
+		x.reserved, x.admittedAt = a.Reserve, a.Now
+	}
 	return nil
+}
+
+// worstCost is what a request to model may cost at worst, in
+// nano-dollars, at the model's price (0 when it has none): every byte of
+// the body sent counted as an input token (a token is at least one byte:
+// the gateway has no tokenizer, so this bound holds for every model),
+// outputTokens as output tokens.
+func (g *Gateway) worstCost(model string, bodyBytes int, outputTokens int64) int64 {
+	price, _, ok := g.prices.lookup(model)
+	if !ok {
+		return 0
+	}
+	return price.Cost(int64(bodyBytes), 0, outputTokens)
+}
+
+// sentOutputLimit is the output limit a prepared request is sent with:
+// its max_completion_tokens or max_tokens (the budget's clamp wrote one
+// when it has a limit), else the upstream's default (an anthropic
+// upstream's default_max_tokens; config.DefaultMaxTokens for others,
+// which have their own, unknown here).
+func sentOutputLimit(pr *prepared) int64 {
+	for _, f := range []string{pr.plan.upstream.outputLimitField, "max_completion_tokens", "max_tokens"} {
+		if raw, ok := pr.req.Get(f); ok {
+			if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	if pr.plan.upstream.protocol == protocolAnthropic {
+		return int64(pr.plan.upstream.defaultMaxTokens)
+	}
+	return config.DefaultMaxTokens
 }
 
 // stateFailed logs and records a failed state-store operation and reports
@@ -81,28 +123,38 @@ func (g *Gateway) settle(x *exchange) {
 			g.stateFailed(x, "add_tokens", err)
 		}
 	}
-	if spend := g.keyPlans[x.key.Name].spend; spend.Max > 0 && x.rec.CostModel != "" {
-		cost := budget.Cost{Key: x.key.Name, Period: spend.Period, At: g.clock.now(), Nano: budget.Nano(x.rec.CostUSD)}
-		if err := budget.AddCost(ctx, g.counters, cost); err != nil {
+	if spend := g.keyPlans[x.key.Name].spend; spend.Max > 0 && x.admitted {
+		cost := budget.Cost{Key: x.key.Name, Period: spend.Period, At: x.admittedAt, Nano: g.spent(x)}
+		if err := budget.Settle(ctx, g.counters, cost, x.reserved); err != nil {
 			g.stateFailed(x, "add_cost", err)
 		}
 	}
 }
 
-// ResponseStore keeps the Responses API's stored responses (memory, or
-// the state store's Redis), each under its id, for responses.ttl.
-type ResponseStore interface {
-	Get(ctx context.Context, key string) (string, bool, error)
-	Put(ctx context.Context, key, v string) error
-	Delete(ctx context.Context, key string) (bool, error)
+// spent is what a finished request cost, in nano-dollars, for its key's
+// spend: the cost of the usage it reported; its reservation when an
+// upstream answered but no usage came (a stream cut, a client that left:
+// tokens were spent, how many is unknown); nothing when no upstream
+// answered.
+func (g *Gateway) spent(x *exchange) int64 {
+	if x.rec.CostModel != "" {
+		return budget.Nano(x.rec.CostUSD)
+	}
+	for _, a := range x.rec.Attempts {
+		switch a.Outcome {
+		case "ok", "violation", "canceled", "incomplete", "timeout":
+			return x.reserved
+		}
+	}
+	return 0
 }
 
 // openResponses returns the configured response store, nil for none; r
 // is the state store's Redis, nil when the state is in memory.
-func openResponses(cfg *config.Config, r *budget.Redis) ResponseStore {
+func openResponses(cfg *config.Config, r *budget.Redis) policy.TenantStore {
 	switch cfg.Responses.Store {
 	case "memory":
-		return policy.NewMemoryStore(10000, cfg.Responses.TTL, nil)
+		return policy.NewQuotaStore(policy.QuotaOptions{MaxBytes: cfg.Responses.MaxBytes, TenantBytes: cfg.Responses.MaxBytesPerKey, TTL: cfg.Responses.TTL})
 	case "redis":
 		if r != nil {
 			return r.Strings("responses:", cfg.Responses.TTL)
@@ -112,9 +164,9 @@ func openResponses(cfg *config.Config, r *budget.Redis) ResponseStore {
 }
 
 // openState returns the configured counter store and reasoning store.
-func openState(cfg *config.Config, log *zap.Logger) (budget.Store, policy.ReasoningStore, func(), error) {
+func openState(cfg *config.Config, log *zap.Logger) (budget.Store, policy.TenantStore, func(), error) {
 	if cfg.State.Store != "redis" {
-		return budget.NewMemory(0, nil), policy.NewMemoryStore(0, 0, nil), func() {}, nil
+		return budget.NewMemory(0, nil), policy.NewQuotaStore(policy.QuotaOptions{}), func() {}, nil
 	}
 	r, err := budget.NewRedis(cfg.State.RedisURL, cfg.State.Prefix, cfg.State.Timeout, cfg.State.Cluster)
 	if err != nil {

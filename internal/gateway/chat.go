@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -31,6 +32,13 @@ type exchange struct {
 	req      *wire.ChatRequest
 	plan     *plan // the route the model matched
 	admitted bool  // counted admission ran (once per request, whatever the route)
+	// reserved is the spend admission reserved (nano-dollars), in the
+	// period holding admittedAt; settle replaces it by the real cost.
+	reserved   int64
+	admittedAt time.Time
+	// outputLimit is a forwarded body's max_tokens (0: none), for its
+	// reservation.
+	outputLimit int64
 	// resp is the Responses API call this exchange serves, nil for chat
 	// completions (the client's API: only the edges read it).
 	resp *responsesCall
@@ -77,9 +85,8 @@ func (g *Gateway) handle(w http.ResponseWriter, r *http.Request, rec *observe.Re
 // without one costs no more than its headers), reads the body, translates
 // it (in, for another client API), decodes it, and finds the route.
 func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.Record, in inbound) (*exchange, error) {
-	key, err := g.keys.Check(r.Header)
+	key, err := g.checkKey(w, r)
 	if err != nil {
-		leaveBody(w)
 		return nil, err
 	}
 	x := &exchange{w: w, r: r, rec: rec, key: key}
@@ -98,6 +105,9 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 		}
 	}
 	if x.req, err = wire.DecodeRequest(body); err != nil {
+		return nil, err
+	}
+	if err := x.req.CheckNumbers(); err != nil {
 		return nil, err
 	}
 	rec.Stream = x.req.Stream

@@ -39,7 +39,7 @@ func TestConfigCombinations(t *testing.T) {
 		"refuse":        `, budget: {max_input_chars: 5000, on_input_over: refuse}`,
 		"max calls":     `, budget: {max_calls: 1}`,
 		"exact values":  `, budget: {max_output_chars: 10, max_output_tokens: 0, call_timeout_ms: 5000}`,
-		"reasoning":     `, reasoning: {format: thinking-budget, level: low}, budget: {max_output_tokens: 4096}`,
+		"reasoning":     `, reasoning: {format: thinking-budget, level: low, budgets: {low: 256}}, budget: {max_output_tokens: 4096}`,
 		"reject repair": `, repair: reject, policy: default, validate_arguments: reject, tool_calls: buffer`,
 		"deployments":   `, upstreams: [{name: sim, weight: 2}, {name: sim2, weight: 0}], cooldown: 1s`,
 	}

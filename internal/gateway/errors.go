@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/auth"
@@ -48,6 +49,9 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if _, intake := errors.AsType[*IntakeError](err); r.Context().Err() != nil && !intake {
 		rec.Status, rec.Outcome, rec.ClientGone = 499, observe.OutcomeClientGone, true
 		return
+	}
+	if pe, ok := errors.AsType[*PassthroughError](err); ok && len(pe.Methods) > 0 {
+		w.Header().Set("Allow", strings.Join(pe.Methods, ", "))
 	}
 	status, body := errorFor(err)
 	g.writeError(w, rec, status, body)
@@ -108,6 +112,9 @@ func errorFor(err error) (int, wire.ErrorBody) {
 		return translatorError(e.Unsupported, e.Param, e.Error())
 	case *PassthroughError:
 		return passthroughError(e)
+	case *upstream.PathError:
+		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_path", "",
+			fmt.Sprintf("The request path %s %s; send the path of the resource itself, written once, with no dot segment or encoded separator.", wire.Clip(e.Path), e.Reason))
 	case *StoredResponseError:
 		return storedResponseError(e)
 	case *anthropic.RequestError:
@@ -128,7 +135,7 @@ func firstKnown(err error) error {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch e.(type) {
 		case *IntakeError, *wire.DecodeError, *auth.Error, *budget.LimitError, *budget.StateError, *repair.RejectError,
-			*RouteError, *CoolingError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *anthropic.RequestError, *responses.RequestError, *StoredResponseError, *PassthroughError, *wire.IncompleteError:
+			*RouteError, *CoolingError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *anthropic.RequestError, *responses.RequestError, *StoredResponseError, *PassthroughError, *upstream.PathError, *wire.IncompleteError:
 			return e
 		}
 	}
@@ -146,6 +153,10 @@ func translatorError(unsupported bool, param, msg string) (int, wire.ErrorBody) 
 }
 
 func passthroughError(e *PassthroughError) (int, wire.ErrorBody) {
+	if len(e.Methods) > 0 {
+		return http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
+			fmt.Sprintf("%s is not allowed on %s; use %s.", wire.Clip(e.Method), wire.Clip(e.Path), strings.Join(e.Methods, " or ")))
+	}
 	if e.Upstream != "" {
 		return http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
 			fmt.Sprintf("The route's upstream %s does not serve %s: only an upstream with protocol openai forwards the rest of /v1.", e.Upstream, wire.Clip(e.Path)))

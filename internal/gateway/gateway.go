@@ -31,15 +31,15 @@ type Options struct {
 	Config  *config.Config
 	Logger  *zap.Logger
 	Metrics *observe.Metrics
-	// Store holds reasoning to restore and Counters the admission
-	// counters; nil means what the config's state block says (memory, or
-	// Redis).
-	Store    policy.ReasoningStore
+	// Store holds reasoning to restore, per client key, and Counters the
+	// admission counters; nil means what the config's state block says
+	// (memory, or Redis).
+	Store    policy.TenantStore
 	Counters budget.Store
 	// Responses keeps the Responses API's stored responses; nil means
 	// what the config's responses block says. A reload hands it over, so
 	// that stored responses outlive it.
-	Responses ResponseStore
+	Responses policy.TenantStore
 	// CloseState releases Store and Counters when the gateway closes
 	// (given with them by HandOverState); nil releases nothing.
 	CloseState func()
@@ -74,9 +74,9 @@ type Gateway struct {
 	keyPlans  map[string]keyPlan
 	models    modelLists
 	prices    prices
-	store     policy.ReasoningStore
+	store     policy.TenantStore
 	counters  budget.Store
-	responses ResponseStore // nil: responses are not stored
+	responses policy.TenantStore // nil: responses are not stored
 	pending   *Pending
 	clock     clock
 	tracer    trace.Tracer // nil: tracing is off
@@ -133,6 +133,9 @@ func New(opts Options) (*Gateway, error) {
 	g.keyPlans = map[string]keyPlan{}
 	for _, k := range g.keys.All() {
 		g.keyPlans[k.Name] = resolveKey(k.Budget)
+	}
+	if err := g.checkThinkingBudgets(); err != nil {
+		return nil, err
 	}
 	g.models = newModelLists(g.cfg, g.keys)
 	g.router = g.routes()
@@ -203,6 +206,7 @@ func upstreamClient(u config.Upstream) *upstream.Client {
 		APIKey:           u.APIKey,
 		AuthHeader:       u.AuthHeader,
 		Headers:          headers,
+		ForwardHeaders:   canonicalHeaders(u.ForwardHeaders),
 		ConnectTimeout:   u.ConnectTimeout,
 		HeaderTimeout:    u.HeaderTimeout,
 		MaxErrorBody:     u.MaxErrorBodyBytes,
@@ -210,12 +214,21 @@ func upstreamClient(u config.Upstream) *upstream.Client {
 	})
 }
 
+// canonicalHeaders returns the canonical forms of header names.
+func canonicalHeaders(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = http.CanonicalHeaderKey(n)
+	}
+	return out
+}
+
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.router.ServeHTTP(w, r) }
 
 func (g *Gateway) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(observe.RequestID)
+	r.Use(observe.RequestID, g.checkPath)
 	r.Post("/v1/chat/completions", g.instrument(g.chat))
 	r.Post("/v1/responses", g.instrument(g.createResponse))
 	r.Get("/v1/responses/{id}", g.instrument(g.storedResponse))
@@ -246,10 +259,26 @@ func ownMethods(path string) (string, bool) {
 }
 
 func (g *Gateway) methodNotAllowed(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	allow, _ := ownMethods(r.URL.Path)
-	w.Header().Set("Allow", allow)
-	g.writeError(w, rec, http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
-		fmt.Sprintf("%s is not allowed on %s; use %s.", wire.Clip(r.Method), wire.Clip(r.URL.Path), allow)))
+	err := &PassthroughError{Method: r.Method, Path: r.URL.Path}
+	if allow, own := ownMethods(r.URL.Path); own {
+		err.Methods = strings.Split(allow, ", ")
+	}
+	g.fail(w, r, rec, err)
+}
+
+// checkPath refuses, before routing, a request whose path could name
+// something else once decoded or normalized (upstream.CheckEscapedPath).
+func (g *Gateway) checkPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := upstream.CheckEscapedPath(r.URL); err != nil {
+			g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+				leaveBody(w)
+				g.fail(w, r, rec, err)
+			})(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // State is what a gateway hands to its successor on a reload: its
@@ -257,8 +286,8 @@ func (g *Gateway) methodNotAllowed(w http.ResponseWriter, r *http.Request, rec *
 // them.
 type State struct {
 	Counters  budget.Store
-	Reasoning policy.ReasoningStore
-	Responses ResponseStore
+	Reasoning policy.TenantStore
+	Responses policy.TenantStore
 	Close     func()
 }
 

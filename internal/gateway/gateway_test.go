@@ -125,13 +125,23 @@ func TestUnknownFieldsReachUpstream(t *testing.T) {
 }
 
 // The client's credentials never reach the upstream; the configured key
-// does, and hop-by-hop headers are stripped while others pass.
+// does. Client headers pass only when allow-listed (User-Agent,
+// Idempotency-Key, …) or named in the upstream's forward_headers; every
+// other one — another provider's key or betas, addresses, custom headers,
+// hop-by-hop ones — stays at the gateway.
 func TestCredentialsNotForwarded(t *testing.T) {
-	e, s := gatewaytest.StartSim(t, sim.Options{})
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	t.Cleanup(up.Close)
+	e := gatewaytest.Start(t, up.URL, `
+upstreams: [{name: sim, url: "UPSTREAM_URL/v1", api_key: "${UPSTREAM_KEY}", forward_headers: [x-title]}]
+routes: [{model: "*", upstream: sim}]
+`)
 	resp := e.Post(t, `{"model":"sim-text","messages":[{"role":"user","content":"hi"}]}`,
 		"Authorization", "Bearer client-secret", "X-Api-Key", "client-secret", "Api-Key", "client-secret",
 		"Cookie", "session=client-secret", "OpenAI-Organization", "org-client", "Connection", "close, X-Hop",
-		"X-Hop", "hop", "X-Custom", "kept")
+		"X-Hop", "hop", "X-Custom", "dropped", "X-Goog-Api-Key", "client-secret", "Anthropic-Beta", "b", "X-Real-Ip", "1.2.3.4",
+		"User-Agent", "agent/1", "Idempotency-Key", "idem-1", "X-Title", "my app")
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	h := s.LastHeader()
@@ -145,8 +155,13 @@ func TestCredentialsNotForwarded(t *testing.T) {
 			}
 		}
 	}
-	if h.Get("X-Hop") != "" || h.Get("X-Custom") != "kept" {
-		t.Errorf("X-Hop=%q X-Custom=%q", h.Get("X-Hop"), h.Get("X-Custom"))
+	for _, k := range []string{"X-Hop", "X-Custom", "Anthropic-Beta", "X-Real-Ip"} {
+		if h.Get(k) != "" {
+			t.Errorf("%s forwarded: %q", k, h.Get(k))
+		}
+	}
+	if h.Get("User-Agent") != "agent/1" || h.Get("Idempotency-Key") != "idem-1" || h.Get("X-Title") != "my app" {
+		t.Errorf("allow-listed headers not forwarded: %v", h)
 	}
 }
 

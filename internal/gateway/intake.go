@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -83,6 +84,20 @@ func (g *Gateway) readAnyBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 // the answer is written, or after it with no deadline — and a client that
 // stops sending would hold the connection and its goroutine for as long as
 // it likes.
+// checkKey checks the request's client key before a byte of its body is
+// read: refused, the body is left unread and the connection closed after
+// the answer; accepted (or no keys configured), the connection leaves the
+// keyless share of the pending connections.
+func (g *Gateway) checkKey(w http.ResponseWriter, r *http.Request) (*auth.Key, error) {
+	key, err := g.keys.Check(r.Header)
+	if err != nil {
+		leaveBody(w)
+		return nil, err
+	}
+	g.pending.keyed(r)
+	return key, nil
+}
+
 func leaveBody(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // unsupported by test recorders

@@ -26,7 +26,7 @@ func newModelLists(cfg *config.Config, keys auth.Keys) modelLists {
 }
 
 func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	key, err := g.keys.Check(r.Header)
+	key, err := g.checkKey(w, r)
 	if err != nil {
 		g.fail(w, r, rec, err)
 		return

@@ -8,32 +8,40 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // PassthroughError is a /v1 request no route forwards: an unknown path,
-// or a path the route's upstream does not serve.
+// a method its route does not forward there, or a path the route's
+// upstream does not serve.
 type PassthroughError struct {
 	Method, Path string
 	// Upstream names the upstream of the route that was found, when its
 	// protocol has no such path.
 	Upstream string
+	// Methods lists the methods the route forwards on the path when
+	// Method is not one of them (405).
+	Methods []string
 }
 
 func (e *PassthroughError) Error() string {
-	if e.Upstream != "" {
-		return "the upstream " + e.Upstream + " does not serve " + e.Path
+	switch {
+	case e.Upstream != "":
+		return "the upstream " + e.Upstream + " does not serve " + wire.Clip(e.Path)
+	case len(e.Methods) > 0:
+		return wire.Clip(e.Method) + " is not forwarded on " + wire.Clip(e.Path)
 	}
-	return "no route forwards " + e.Method + " " + e.Path
+	return "no route forwards " + wire.Clip(e.Method) + " " + wire.Clip(e.Path)
 }
 
 // passthrough serves the rest of /v1 (embeddings, completions,
@@ -53,10 +61,11 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, rec *obser
 	}
 	defer g.metrics.KeyStarted(rec.Key)()
 	defer g.settle(x)
-	if err := g.admitWith(x, budget.Unlimited); err != nil {
+	if err := g.admitWith(x, budget.Unlimited, len(body), x.outputLimit); err != nil {
 		g.fail(w, r, rec, err)
 		return
 	}
+	x.admitted = true
 	if err := g.forward(x, body); err != nil {
 		g.fail(w, r, rec, err)
 	}
@@ -65,9 +74,8 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, rec *obser
 // receivePassthrough checks the key before the body, reads the body and
 // finds the route: by the body's model, else by the routes' paths.
 func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec *observe.Record) (*exchange, []byte, error) {
-	key, err := g.keys.Check(r.Header)
+	key, err := g.checkKey(w, r)
 	if err != nil {
-		leaveBody(w)
 		return nil, nil, err
 	}
 	x := &exchange{w: w, r: r, rec: rec, key: key}
@@ -78,7 +86,11 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 	if err != nil {
 		return nil, nil, err
 	}
-	model := bodyModel(r.Header.Get("Content-Type"), body)
+	model, limit, err := bodyModel(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	x.outputLimit = limit
 	var route, found = g.cfg.Match(model)
 	if model == "" {
 		route, found = g.cfg.MatchPath(r.URL.Path)
@@ -96,26 +108,52 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 		return nil, nil, err
 	}
 	x.plan = g.plans[route.Name]
-	switch {
-	case !route.Passthrough.Forwards(r.URL.Path) && len(route.Paths) == 0:
+	switch route.Forwards(r.Method, r.URL.Path) {
+	case config.NotForwarded:
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path}
-	case x.plan.upstream.protocol != protocolOpenAI:
+	case config.MethodNotAllowed:
+		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path, Methods: route.MethodsFor(r.URL.Path)}
+	}
+	if x.plan.upstream.protocol != protocolOpenAI {
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path, Upstream: x.plan.upstream.name}
 	}
 	rec.Route, rec.Upstream, rec.Model = route.Name, x.plan.upstream.name, wire.Clip(model)
 	return x, body, nil
 }
 
-// bodyModel is a JSON body's model, "" for any other body.
-func bodyModel(contentType string, body []byte) string {
-	if mt, _, _ := mime.ParseMediaType(contentType); mt != "application/json" && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
-		return ""
+// bodyModel is a JSON object body's model ("" for any other body) and
+// its output limit (max_completion_tokens or max_tokens, 0 when none).
+// The body's top level is scanned as chat's is (wire.ParseTop): a
+// repeated member, or two whose names differ only in case, is refused,
+// since the body is forwarded as it is and the upstream might read
+// another model than the one the key was checked and the request priced
+// for.
+func bodyModel(body []byte) (string, int64, error) {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return "", 0, nil
 	}
-	var m struct {
-		Model string `json:"model"`
+	obj, err := wire.ParseTop(body)
+	if err != nil {
+		return "", 0, err
 	}
-	_ = json.Unmarshal(body, &m)
-	return m.Model
+	var limit int64
+	for _, f := range []string{"max_completion_tokens", "max_tokens"} {
+		if v, ok := obj.Get(f); ok {
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n > 0 {
+				limit = n
+				break
+			}
+		}
+	}
+	v, ok := obj.Get("model")
+	if !ok || string(v) == "null" {
+		return "", limit, nil
+	}
+	var model string
+	if json.Unmarshal(v, &model) != nil {
+		return "", 0, &wire.DecodeError{Kind: wire.KindValue, Param: "model", Offset: -1, Msg: "must be a string"}
+	}
+	return model, limit, nil
 }
 
 // forward sends the request upstream and passes the answer on as it

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -80,7 +81,7 @@ func (p protocol) String() string {
 // thinkingMember is the member of an assistant message the reasoning
 // store's thinking blocks are restored into for an anthropic upstream: a
 // JSON string holding the blocks, read by the translator, never sent.
-const thinkingMember = "toolgate_thinking_blocks"
+const thinkingMember = wire.OwnPrefix + "thinking_blocks"
 
 // upstreamPlan is one upstream resolved at load.
 type upstreamPlan struct {
@@ -310,4 +311,34 @@ func (p prices) lookup(model string) (budget.Price, string, bool) {
 		pr.CachedInput = *c.CachedInput
 	}
 	return pr, name, ok
+}
+
+// checkThinkingBudgets refuses a config in which a route's thinking budget
+// (reasoning format thinking-budget, at the route's level) does not fit
+// below the output limit its own budget, or a key that may use it, sets:
+// every request would be refused (the output limit is never raised), so
+// it is a config error, naming both numbers.
+func (g *Gateway) checkThinkingBudgets() error {
+	var problems []string
+	for i := range g.cfg.Routes {
+		r := &g.cfg.Routes[i]
+		p := g.plans[r.Name]
+		thinking := p.reasoning.Budget(p.reasoning.Level)
+		if thinking == 0 {
+			continue
+		}
+		if l := p.limits.MaxOutputTokens; l != budget.Unlimited && thinking >= l {
+			problems = append(problems, fmt.Sprintf("routes[%d].reasoning: the thinking budget (%d tokens) must be below the route's output limit (max_output_tokens %d)", i, thinking, l))
+		}
+		for k, key := range g.cfg.Keys {
+			l := g.keyPlans[key.Name].limits.MaxOutputTokens
+			if l != budget.Unlimited && thinking >= l && key.MayUse(r.Model) {
+				problems = append(problems, fmt.Sprintf("keys[%d].budget: the key's output limit (max_output_tokens %d) is not above routes[%d]'s thinking budget (%d tokens): every request of the key on the route would be refused; raise the key's max_output_tokens or lower the route's reasoning level", k, l, i, thinking))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return &config.Error{Problems: problems}
+	}
+	return nil
 }

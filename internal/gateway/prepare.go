@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/observe"
@@ -121,7 +122,7 @@ func (g *Gateway) reason(x *exchange, pr *prepared) error {
 	p, up := pr.plan, pr.plan.upstream
 	reasoning := p.reasoning
 	if up.restore {
-		pr.restored = policy.RestoreReasoning(x.r.Context(), pr.req.Messages, up.field, g.store)
+		pr.restored = policy.RestoreReasoning(x.r.Context(), pr.req.Messages, up.field, policy.Tenant(g.store, tenant(x.key)))
 		if pr.restored.Restored > 0 {
 			pr.req.SetMessages(pr.restored.Messages)
 		}
@@ -134,6 +135,10 @@ func (g *Gateway) reason(x *exchange, pr *prepared) error {
 	}
 	var err error
 	if pr.level, err = policy.ApplyReasoning(pr.req, reasoning); err != nil {
+		if re, ok := err.(*policy.RequestError); ok && pr.limits.MaxOutputTokens != budget.Unlimited {
+			// The client cannot raise a limit its budget sets: say so.
+			return &policy.RequestError{Param: re.Param, Msg: fmt.Sprintf("%s; note that this key's and route's budgets cap the output at %d tokens (max_output_tokens), whatever the request asks", re.Msg, pr.limits.MaxOutputTokens)}
+		}
 		return err
 	}
 	if up.refusesForced && pr.level > policy.Off && pr.judge.Forced() {

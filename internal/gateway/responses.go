@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -83,7 +84,15 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 	x.resp = &responsesCall{req: req, items: items, meta: responses.Meta{
 		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, ReasoningField: field, Request: req,
 	}}
-	chat, err := req.Chat(items, responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: p.upstream.field})
+	// Reasoning items' summaries go back in the upstream's own reasoning
+	// field; on an upstream whose field is the gateway's own (Anthropic's
+	// signed thinking blocks) they are dropped: only the store restores
+	// those.
+	back := p.upstream.field
+	if strings.HasPrefix(back, wire.OwnPrefix) {
+		back = ""
+	}
+	chat, err := req.Chat(items, responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: back})
 	if err == nil && int64(len(chat)) > g.cfg.Server.MaxBodyBytes {
 		// Each request is within the limit, but a chain of previous
 		// responses grows the conversation: it is held to the same bound.
@@ -97,7 +106,7 @@ func (g *Gateway) loadResponse(ctx context.Context, key *auth.Key, id string, pr
 	if g.responses == nil {
 		return nil, &StoredResponseError{ID: id, Previous: previous, Disabled: previous}
 	}
-	v, ok, err := g.responses.Get(ctx, id)
+	v, ok, err := g.responses.Get(ctx, tenant(key), id)
 	var s stored
 	if err != nil || !ok || json.Unmarshal([]byte(v), &s) != nil || s.Key != keyName(key) {
 		return nil, &StoredResponseError{ID: id, Previous: previous}
@@ -112,6 +121,16 @@ func keyName(k *auth.Key) string {
 	return k.Name
 }
 
+// tenant names the client key whose state (stored responses, remembered
+// reasoning) a request reads and writes: the key's name, "open" on a
+// gateway without keys.
+func tenant(k *auth.Key) string {
+	if k == nil {
+		return "open"
+	}
+	return k.Name
+}
+
 // storeResponse keeps a finished response for previous_response_id and
 // GET, unless the request said store: false or none are kept.
 func (g *Gateway) storeResponse(x *exchange, object []byte, output []json.RawMessage) {
@@ -119,14 +138,14 @@ func (g *Gateway) storeResponse(x *exchange, object []byte, output []json.RawMes
 		return
 	}
 	b, _ := json.Marshal(stored{Key: keyName(x.key), Response: object, Input: x.resp.items, Output: output})
-	if err := g.responses.Put(context.WithoutCancel(x.r.Context()), x.resp.meta.ID, string(b)); err != nil {
+	if err := g.responses.Put(context.WithoutCancel(x.r.Context()), tenant(x.key), x.resp.meta.ID, string(b)); err != nil {
 		g.log.Warn("a response could not be stored", zap.String("request_id", x.rec.RequestID), zap.Error(err))
 	}
 }
 
 // storedResponse serves GET and DELETE /v1/responses/{id}.
 func (g *Gateway) storedResponse(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	key, err := g.keys.Check(r.Header)
+	key, err := g.checkKey(w, r)
 	if err != nil {
 		g.fail(w, r, rec, err)
 		return
@@ -140,7 +159,7 @@ func (g *Gateway) storedResponse(w http.ResponseWriter, r *http.Request, rec *ob
 	}
 	body := []byte(s.Response)
 	if r.Method == http.MethodDelete {
-		if _, err := g.responses.Delete(r.Context(), id); err != nil {
+		if _, err := g.responses.Delete(r.Context(), tenant(key), id); err != nil {
 			g.fail(w, r, rec, err)
 			return
 		}

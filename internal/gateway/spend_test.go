@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,39 +38,51 @@ routes: [{model: "*", upstream: up}]
 
 func spendCall(t *testing.T, e *gatewaytest.Env, key string, stream bool) (*http.Response, string) {
 	t.Helper()
-	return e.Do(t, "POST", "/chat/completions", fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[{"role":"user","content":"x"}]}`, stream), "Authorization", "Bearer "+key)
+	return e.Do(t, "POST", "/chat/completions", fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"max_tokens":100,"messages":[{"role":"user","content":"x"}]}`, stream), "Authorization", "Bearer "+key)
+}
+
+// dollarsHeader reads an x-ratelimit-*-cost header.
+func dollarsHeader(t *testing.T, h http.Header, name string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(h.Get(name), 64)
+	if err != nil {
+		t.Fatalf("%s: %q", name, h.Get(name))
+	}
+	return v
 }
 
 // A key's spend: each response is priced from its usage (cached prompt
 // tokens at the cached price), counted in toolgate_cost_usd_total and the
-// access line; the key is refused with 429 insufficient_quota once its
-// spend has reached max_cost_usd (three responses of $0.0022 reach
-// $0.0066 exactly), with the remaining spend in x-ratelimit-remaining-cost;
-// a limit one nano-dollar higher admits a fourth. Streamed and whole
-// responses count alike; another key is not limited.
+// access line. A request is admitted only when its worst case (every byte
+// sent as an input token, its max_tokens of 100 as output: under $0.0011)
+// fits in what is left, reserved at admission and settled to the real
+// cost: three responses of $0.0022 reach $0.0066, and a fourth is
+// admitted only with room for its worst case. x-ratelimit-remaining-cost
+// is what is left once the request's reservation is counted. Streamed and
+// whole responses count alike; another key is not limited.
 func TestSpendLimit(t *testing.T) {
 	up, calls := spendUpstream(t)
 	for _, tc := range []struct {
 		limit    string
 		admitted int
-	}{{"0.0066", 3}, {"0.006600001", 4}} {
+	}{{"0.0066", 3}, {"0.0077", 4}} {
 		t.Run(tc.limit, func(t *testing.T) {
 			e := gatewaytest.Start(t, up.URL, spendConfig("", tc.limit))
-			remaining := []string{}
+			limit, _ := strconv.ParseFloat(tc.limit, 64)
 			for i := range tc.admitted {
 				resp, body := spendCall(t, e, "sk-team", i%2 == 1)
 				if resp.StatusCode != 200 {
 					t.Fatalf("request %d: %d %s", i+1, resp.StatusCode, body)
 				}
-				remaining = append(remaining, resp.Header.Get("X-Ratelimit-Remaining-Cost"))
-			}
-			if remaining[0] != "0.006600" || remaining[1] != "0.004400" || remaining[2] != "0.002200" {
-				t.Errorf("x-ratelimit-remaining-cost: %v", remaining)
+				left := limit - 0.0022*float64(i) // settled before this one
+				if r := dollarsHeader(t, resp.Header, "X-Ratelimit-Remaining-Cost"); r > left-0.0008 || r < left-0.0011 {
+					t.Errorf("request %d: x-ratelimit-remaining-cost %v, want %v less its reservation", i+1, r, left)
+				}
 			}
 			before := calls.Load()
 			resp, body := spendCall(t, e, "sk-team", false)
 			if resp.StatusCode != 429 || !strings.Contains(body, `"type":"insufficient_quota"`) || !strings.Contains(body, `"code":"insufficient_quota"`) ||
-				resp.Header.Get("X-Ratelimit-Remaining-Cost") != "0.000000" || resp.Header.Get("Retry-After") == "" || calls.Load() != before {
+				resp.Header.Get("Retry-After") == "" || calls.Load() != before {
 				t.Fatalf("over the spend: %d %s %v", resp.StatusCode, body, resp.Header)
 			}
 			if resp, body := spendCall(t, e, "sk-other", false); resp.StatusCode != 200 {
@@ -84,6 +98,59 @@ func TestSpendLimit(t *testing.T) {
 			lines := e.WaitAccess(t, tc.admitted+2)
 			if c, _ := lines[0]["cost_usd"].(float64); c < 0.0021999 || c > 0.0022001 || fmt.Sprint(lines[0]["tokens_cached"]) != "400" {
 				t.Errorf("access line: %v", lines[0])
+			}
+		})
+	}
+}
+
+// 50 requests at once against a $0.10 cap, each of 16 KB costing $0.04
+// (16,000 prompt tokens and 1,000 completion tokens, at $2 and $8 per
+// million) and at worst about $0.0404 (every byte an input token, its
+// output limit of 1,024 tokens, the key's medium budget): the
+// reservations let at most two in, so the key spends at most its cap
+// (checking without reserving let all 50 in, $2.00), in memory and in
+// Redis; once they settled, the unused part of each reservation is back
+// (the counter holds what the responses cost).
+func TestSpendReserved(t *testing.T) {
+	up, _ := usageUpstreamWith(t, `{"prompt_tokens":16000,"completion_tokens":1000,"total_tokens":17000}`)
+	big := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("x", 16000) + `"}]}`
+	for _, state := range []string{"memory", "redis"} {
+		t.Run(state, func(t *testing.T) {
+			cfg := ""
+			if state == "redis" {
+				cfg = `state: {store: redis, redis_url: "` + testredis.Start(t).URL() + `"}`
+			}
+			e := gatewaytest.Start(t, up.URL, spendConfig(cfg, "0.10"))
+			var admitted, refused atomic.Int64
+			var wg sync.WaitGroup
+			for range 50 {
+				wg.Go(func() {
+					resp, body := e.Do(t, "POST", "/chat/completions", big, "Authorization", "Bearer sk-team")
+					switch {
+					case resp.StatusCode == 200:
+						admitted.Add(1)
+					case resp.StatusCode == 429 && strings.Contains(body, "insufficient_quota"):
+						refused.Add(1)
+					default:
+						t.Errorf("%d %s", resp.StatusCode, body)
+					}
+				})
+			}
+			wg.Wait()
+			spent := e.Metric(t, "toolgate_cost_usd_total", map[string]string{"key": "team"})
+			worst := 0.0405
+			if spent > 0.10+1e-9 || admitted.Load() < 1 || admitted.Load()+refused.Load() != 50 {
+				t.Errorf("spent $%.4f (cap $0.10, a request's worst case $%.4f): %d admitted, %d refused", spent, worst, admitted.Load(), refused.Load())
+			}
+			// Settled: what is left is the cap less the real costs, less
+			// this small request's own reservation.
+			resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":"x"}]}`, "Authorization", "Bearer sk-team")
+			if resp.StatusCode != 200 {
+				t.Fatalf("a small request after the rush: %d %s", resp.StatusCode, body)
+			}
+			left := 0.10 - spent
+			if r := dollarsHeader(t, resp.Header, "X-Ratelimit-Remaining-Cost"); r > left-0.0008 || r < left-0.0011 {
+				t.Errorf("x-ratelimit-remaining-cost %v after settling, want $%.4f less the request's reservation", r, left)
 			}
 		})
 	}
@@ -117,7 +184,8 @@ func TestSpendSharedAcrossReplicas(t *testing.T) {
 	}
 	next := day.Add(2 * time.Hour)
 	now.Store(&next)
-	if resp, body := spendCall(t, b, "sk-team", false); resp.StatusCode != 200 || resp.Header.Get("X-Ratelimit-Remaining-Cost") != "0.006600" {
+	resp, body := spendCall(t, b, "sk-team", false)
+	if r := dollarsHeader(t, resp.Header, "X-Ratelimit-Remaining-Cost"); resp.StatusCode != 200 || r > 0.0066-0.0008 || r < 0.0066-0.0011 {
 		t.Fatalf("a new day: %d %s %v", resp.StatusCode, body, resp.Header)
 	}
 }

@@ -226,7 +226,7 @@ func (g *Gateway) remember(x *exchange, t *try, res wire.Result) {
 		return
 	}
 	ctx := context.WithoutCancel(x.r.Context())
-	if err := policy.RememberReasoning(ctx, g.store, policy.Turn{Reasoning: res.Reasoning, Calls: res.Calls, Content: res.Text}); err != nil {
+	if err := policy.RememberReasoning(ctx, policy.Tenant(g.store, tenant(x.key)), policy.Turn{Reasoning: res.Reasoning, Calls: res.Calls, Content: res.Text}); err != nil {
 		g.stateFailed(x, "reasoning_put", err)
 	}
 }

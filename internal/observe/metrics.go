@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +34,18 @@ type Metrics struct {
 	attempts         *prometheus.CounterVec
 	pending          prometheus.Gauge
 	pendingRefused   *prometheus.CounterVec
+	// hideKeys labels keys by a pseudonym instead of their name
+	// (metrics.key_labels: false).
+	hideKeys bool
+}
+
+// MetricsOptions adjust NewMetrics.
+type MetricsOptions struct {
+	// HideKeyNames labels the per-key metrics with a pseudonym of each
+	// key's name ("key-" and 8 hex digits of its SHA-256) instead of the
+	// name: /metrics then does not list the keys' names beside their
+	// spend.
+	HideKeyNames bool
 }
 
 // latencyBuckets span a fast local proxy hop to a long model answer.
@@ -39,7 +53,7 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 
 // NewMetrics creates the collectors and registers them, with the Go runtime
 // and process collectors, on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func NewMetrics(reg prometheus.Registerer, opts ...MetricsOptions) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_requests_total",
@@ -135,12 +149,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	})
 	m.pendingRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolgate_pending_refused_total",
-		Help: "Connections or requests refused because too many were still sending their request, by the cap reached (global: server.max_pending_requests, ip: server.max_pending_per_ip).",
+		Help: "Connections or requests refused because too many were still sending their request, by the cap reached (global: server.max_pending_requests, ip: server.max_pending_per_ip, keyless: closed to make room in server.max_pending_keyless).",
 	}, []string{"scope"})
 	reg.MustRegister(m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.cost, m.upInFlight, m.cooldowns, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
 		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if len(opts) > 0 {
+		m.hideKeys = opts[0].HideKeyNames
+	}
 	return m
 }
 
@@ -154,18 +171,28 @@ func routeLabel(route string) string {
 // KeyLabel is the key label of a request without a client key.
 const KeyLabel = "none"
 
-func keyLabel(key string) string {
-	if key == "" {
+// keyLabel is the key label of a request of key.
+func (m *Metrics) keyLabel(key string) string {
+	switch {
+	case key == "":
 		return KeyLabel
+	case m.hideKeys:
+		return KeyPseudonym(key)
 	}
 	return key
+}
+
+// KeyPseudonym is the label of a key's metrics when key names are hidden.
+func KeyPseudonym(name string) string {
+	h := sha256.Sum256([]byte(name))
+	return "key-" + hex.EncodeToString(h[:4])
 }
 
 // KeyStarted counts a request in flight for key; call the returned
 // function when it ends. (In-flight gauges move while requests run: they
 // are the only request metrics not derived from the finished Record.)
 func (m *Metrics) KeyStarted(key string) (done func()) {
-	g := m.keyInFlight.WithLabelValues(keyLabel(key))
+	g := m.keyInFlight.WithLabelValues(m.keyLabel(key))
 	g.Inc()
 	return g.Dec
 }
@@ -241,16 +268,16 @@ func (m *Metrics) Observe(r *Record) {
 		m.restores.WithLabelValues(route, "miss").Add(float64(r.ReasoningMiss))
 	}
 	if r.Limited != "" {
-		m.rejections.WithLabelValues(route, keyLabel(r.Key), r.Limited).Inc()
+		m.rejections.WithLabelValues(route, m.keyLabel(r.Key), r.Limited).Inc()
 	}
 	if r.PromptTokens > 0 {
-		m.tokens.WithLabelValues(keyLabel(r.Key), "input").Add(float64(r.PromptTokens))
+		m.tokens.WithLabelValues(m.keyLabel(r.Key), "input").Add(float64(r.PromptTokens))
 	}
 	if r.CostModel != "" {
-		m.cost.WithLabelValues(keyLabel(r.Key), route, r.CostModel).Add(r.CostUSD)
+		m.cost.WithLabelValues(m.keyLabel(r.Key), route, r.CostModel).Add(r.CostUSD)
 	}
 	if r.CompletionTokens > 0 {
-		m.tokens.WithLabelValues(keyLabel(r.Key), "output").Add(float64(r.CompletionTokens))
+		m.tokens.WithLabelValues(m.keyLabel(r.Key), "output").Add(float64(r.CompletionTokens))
 	}
 	for _, op := range r.StateErrors {
 		m.stateErrors.WithLabelValues(op, r.StateMode).Inc()

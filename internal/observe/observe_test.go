@@ -123,6 +123,30 @@ toolgate_normalizations_total{kind="index_reuse",upstream="u"} 2
 	}
 }
 
+// With key names hidden (metrics.key_labels: false), the per-key series are
+// labelled by a pseudonym, the same for a key every time, and no key's
+// name appears on /metrics.
+func TestHiddenKeyNames(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewMetrics(reg, MetricsOptions{HideKeyNames: true})
+	for range 2 {
+		m.Observe(&Record{Route: "r", Key: "team-secret-name", Status: 200, PromptTokens: 5, CostModel: "m", CostUSD: 0.5})
+	}
+	m.KeyStarted("team-secret-name")()
+	var out strings.Builder
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		out.WriteString(mf.String())
+	}
+	if strings.Contains(out.String(), "team-secret-name") {
+		t.Error("a key's name is on /metrics")
+	}
+	p := KeyPseudonym("team-secret-name")
+	if got := testutil.ToFloat64(m.cost.WithLabelValues(p, "r", "m")); got != 1 || len(p) != len("key-")+8 || p == KeyPseudonym("other") {
+		t.Errorf("cost under %s: %v", p, got)
+	}
+}
+
 // The Grafana dashboard in deploy/ charts only metrics toolgate exports.
 func TestDashboardMetrics(t *testing.T) {
 	b, err := os.ReadFile("../../deploy/grafana/toolgate.json")

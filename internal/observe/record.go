@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 )
@@ -240,8 +241,25 @@ func (r *Record) Log(l *zap.Logger) {
 	if len(r.Attempts) > 0 {
 		fields = append(fields, zap.String("attempt_outcomes", r.AttemptLog()))
 	}
-	fields = nonEmpty(fields, "invalid_arguments", r.Arguments, "error_kind", r.ErrorKind, "error", r.Error)
+	fields = nonEmpty(fields, "invalid_arguments", clip(r.Arguments), "error_kind", r.ErrorKind, "error", clip(r.Error))
 	ce.Write(fields...)
+}
+
+// maxField bounds the free-text fields of the access line (the error, the
+// argument validation failures), which may quote what a client sent.
+const maxField = 1024
+
+// clip cuts s to maxField bytes on a rune boundary, saying how long it
+// was.
+func clip(s string) string {
+	if len(s) <= maxField {
+		return s
+	}
+	cut := maxField
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // nonEmpty appends each pair's string field (name, value, name, value…)

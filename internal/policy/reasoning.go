@@ -154,10 +154,7 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
 			set("thinking", `{"type":"disabled"}`)
 			break
 		}
-		budget := r.Budgets[level]
-		if budget == 0 {
-			budget = defaultBudget(level)
-		}
+		budget := r.Budget(level)
 		if limit, field := outputLimit(req); limit > 0 && budget >= limit {
 			return LevelNone, &RequestError{Param: field, Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than the output limit (%s = %d); raise %s or lower the reasoning level", budget, field, limit, field)}
 		}
@@ -171,6 +168,18 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
 		req.Set(f.Name, f.Value)
 	}
 	return level, nil
+}
+
+// Budget is the thinking budget (budget_tokens) the thinking-budget
+// format sends at level, 0 for another format or a level without one.
+func (r Reasoning) Budget(level Level) int {
+	if r.Format != FormatBudget || level <= Off || level >= numLevels {
+		return 0
+	}
+	if b := r.Budgets[level]; b != 0 {
+		return b
+	}
+	return defaultBudget(level)
 }
 
 // outputLimit returns the request's output limit and the field holding it.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,9 @@ type Target struct {
 	AuthHeader string
 	// Headers are extra headers sent on every request.
 	Headers map[string]string
+	// ForwardHeaders are client headers forwarded besides
+	// ForwardedHeaders (canonical names).
+	ForwardHeaders []string
 	// ConnectTimeout bounds dialing and TLS; 0 is no bound.
 	ConnectTimeout time.Duration
 	// HeaderTimeout bounds the wait for response headers; 0 is no bound.
@@ -47,7 +51,7 @@ type Target struct {
 // concurrent use.
 type Client struct {
 	target Target
-	base   string // the API base URL, without a trailing slash
+	base   *url.URL // the API base URL; nil when it does not parse (Forward then fails)
 	url    string
 	hc     *http.Client
 	// fresh sends on a new connection each time (keep-alives off): the
@@ -70,9 +74,10 @@ func New(t Target) *Client {
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	freshTr := tr.Clone()
 	freshTr.DisableKeepAlives = true
+	base, _ := url.Parse(t.URL) // checked at load
 	return &Client{
 		target: t,
-		base:   strings.TrimSuffix(t.URL, "/"),
+		base:   base,
 		url:    strings.TrimSuffix(t.URL, "/") + cmp.Or(t.Path, "/chat/completions"),
 		// No Client.Timeout: it would cut long streams. Deadlines come from
 		// the caller's context.
@@ -203,27 +208,31 @@ func (o *onceBody) Read(p []byte) (int, error) {
 // moderations, files…) to path below the upstream's base URL (path
 // without its /v1: "/embeddings"), with the client's query, body,
 // content type and safe headers, and the upstream's credentials. It
-// returns the response whatever its status (the caller passes it on), or
-// an *Error for a transport failure; a request that fails on a reused
+// returns the response whatever its status (the caller passes it on), an
+// *Error for a transport failure, or a *PathError, having sent nothing,
+// for a path CheckPath refuses; a request that fails on a reused
 // keep-alive connection before any response byte is sent once more on a
 // fresh one (reconnected).
 func (c *Client) Forward(ctx context.Context, method, path, query string, body []byte, in http.Header) (resp *http.Response, reconnected bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
 	}
+	if c.base == nil {
+		return nil, false, &Error{Upstream: c.target.Name, Kind: KindConnect, Err: fmt.Errorf("the upstream URL %q does not parse", c.target.URL)}
+	}
+	target, err := joinPath(c.base, path, query)
+	if err != nil {
+		return nil, false, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	build := func(ctx context.Context) *http.Request {
-		url := c.base + path
-		if query != "" {
-			url += "?" + query
-		}
 		var b io.Reader
 		if method != http.MethodGet && method != http.MethodHead && method != http.MethodDelete || len(body) > 0 {
 			b = &onceBody{b: body}
 		}
-		req, _ := http.NewRequestWithContext(ctx, method, url, b)
+		req, _ := http.NewRequestWithContext(ctx, method, target, b)
 		req.ContentLength = int64(len(body))
-		copyRequestHeaders(req.Header, in)
+		copyRequestHeaders(req.Header, in, c.target.ForwardHeaders)
 		if ct := in.Get("Content-Type"); ct != "" {
 			req.Header.Set("Content-Type", ct)
 		}
@@ -253,7 +262,7 @@ func (c *Client) Forward(ctx context.Context, method, path, query string, body [
 func (c *Client) request(ctx context.Context, body []byte, in http.Header, stream bool) *http.Request {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, &onceBody{b: body}) // the URL was checked at load
 	req.ContentLength = int64(len(body))
-	copyRequestHeaders(req.Header, in)
+	copyRequestHeaders(req.Header, in, c.target.ForwardHeaders)
 	req.Header.Set("Content-Type", "application/json")
 	if stream {
 		req.Header.Set("Accept", "text/event-stream")
@@ -344,51 +353,43 @@ func (c *Client) transportError(ctx context.Context, err error) *Error {
 	return e
 }
 
-// Headers never forwarded upstream: hop-by-hop headers (RFC 9110 §7.6.1),
-// the client's credentials, and headers the transport or the gateway sets.
-var dropRequest = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Authorization": true, "Api-Key": true, "X-Api-Key": true, "Cookie": true,
-	"Openai-Organization": true, "Openai-Project": true,
-	"Host": true, "Content-Length": true, "Content-Type": true, "Content-Encoding": true, "Accept": true, "Accept-Encoding": true,
-	"X-Forwarded-For": true, "Forwarded": true,
-}
+// ForwardedHeaders are the client headers sent upstream (besides the
+// content type and accept headers the gateway sets itself, and an
+// upstream's forward_headers): every other header a client sends stays at
+// the gateway — its credentials, cookies, account and organization
+// headers, another provider's keys and betas, addresses, hop-by-hop
+// headers.
+var ForwardedHeaders = []string{"User-Agent", "Idempotency-Key", "Openai-Beta", "Traceparent", "Tracestate"}
 
-func copyRequestHeaders(dst, src http.Header) { copyHeaders(dst, src, dropRequest) }
-
-// copyHeaders copies src's headers into dst, except those in drop and
-// those the Connection header names (hop-by-hop by declaration).
-func copyHeaders(dst, src http.Header, drop map[string]bool) {
+// copyRequestHeaders copies into dst the headers of src that are in
+// ForwardedHeaders or extra (canonical names), except those its
+// Connection header names.
+func copyRequestHeaders(dst, src http.Header, extra []string) {
 	conn := src.Values("Connection")
-	for k, vv := range src {
-		if drop[k] || listedIn(conn, k) {
-			continue
+	for _, list := range [][]string{ForwardedHeaders, extra} {
+		for _, k := range list {
+			if vv := src[k]; vv != nil && !listedIn(conn, k) {
+				dst[k] = append([]string(nil), vv...)
+			}
 		}
-		dst[k] = append([]string(nil), vv...)
 	}
 }
 
-// Response headers never passed back to the client.
-var dropResponse = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
-	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Content-Length": true, "Content-Encoding": true, "Content-Type": true, "Set-Cookie": true,
-	"X-Request-Id": true, "Date": true, "Server": true,
-}
+// PassedHeaders are the upstream's response headers passed back to the
+// client (the content type is set apart): the upstream's X-Request-Id is
+// passed as X-Upstream-Request-Id (the client's X-Request-Id is the
+// gateway's). Every other header stays at the gateway — the upstream
+// account's rate limits, organization and project, cookies, servers.
+var PassedHeaders = []string{"Retry-After", "Content-Disposition", "Cache-Control"}
 
-// CopyResponseHeaders copies the upstream's response headers that are safe
-// and meaningful for the client (rate-limit headers, processing times, …).
-// The upstream's X-Request-Id is passed as X-Upstream-Request-Id, since the
-// client's X-Request-Id is the gateway's. A header already in dst (one the
-// gateway set itself, such as its x-ratelimit-* for a client key) is kept.
+// CopyResponseHeaders copies the upstream's response headers that are in
+// PassedHeaders. A header already in dst (one the gateway set itself, such
+// as its x-ratelimit-* for a client key) is kept.
 func CopyResponseHeaders(dst, src http.Header) {
-	conn := src.Values("Connection")
-	for k, vv := range src {
-		if dropResponse[k] || listedIn(conn, k) || dst[k] != nil {
-			continue // a header the gateway set itself (x-ratelimit-*, …) wins
+	for _, k := range PassedHeaders {
+		if vv := src[k]; vv != nil && dst[k] == nil {
+			dst[k] = append([]string(nil), vv...)
 		}
-		dst[k] = append([]string(nil), vv...)
 	}
 	if id := src.Get("X-Request-Id"); id != "" {
 		dst.Set("X-Upstream-Request-Id", id)

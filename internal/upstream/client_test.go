@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -128,17 +129,34 @@ func TestAuthHeader(t *testing.T) {
 	}
 }
 
-// Response headers: hop-by-hop and framing headers are dropped, the
-// upstream's request id is renamed.
+// Response headers: only the allow-listed ones pass (the upstream
+// account's rate limits, organization and cookies stay), the upstream's
+// request id is renamed, and a header the gateway set wins.
 func TestCopyResponseHeaders(t *testing.T) {
-	dst := http.Header{}
+	dst := http.Header{"Retry-After": {"mine"}}
 	CopyResponseHeaders(dst, http.Header{
 		"X-Ratelimit-Remaining-Requests": {"9"}, "Connection": {"X-Private"}, "X-Private": {"p"},
-		"Content-Length": {"10"}, "X-Request-Id": {"up-1"}, "Set-Cookie": {"a=b"},
+		"Content-Length": {"10"}, "X-Request-Id": {"up-1"}, "Set-Cookie": {"a=b"}, "Openai-Organization": {"org"},
+		"Openai-Project": {"p"}, "Anthropic-Organization-Id": {"o"}, "Retry-After": {"3"}, "Content-Disposition": {"attachment"},
 	})
-	if dst.Get("X-Ratelimit-Remaining-Requests") != "9" || dst.Get("X-Upstream-Request-Id") != "up-1" ||
-		dst.Get("X-Private") != "" || dst.Get("Content-Length") != "" || dst.Get("Set-Cookie") != "" || dst.Get("X-Request-Id") != "" {
-		t.Errorf("got %v", dst)
+	want := http.Header{"Retry-After": {"mine"}, "Content-Disposition": {"attachment"}, "X-Upstream-Request-Id": {"up-1"}}
+	if !reflect.DeepEqual(dst, want) {
+		t.Errorf("got %v, want %v", dst, want)
+	}
+}
+
+// Request headers: only the allow-listed ones and the upstream's
+// forward_headers go upstream, none the Connection header names.
+func TestCopyRequestHeaders(t *testing.T) {
+	dst := http.Header{}
+	copyRequestHeaders(dst, http.Header{
+		"User-Agent": {"sdk"}, "Idempotency-Key": {"i"}, "X-Title": {"app"}, "Authorization": {"Bearer c"},
+		"X-Goog-Api-Key": {"g"}, "X-Real-Ip": {"1.2.3.4"}, "Anthropic-Beta": {"b"}, "Openai-Organization": {"o"},
+		"Connection": {"Idempotency-Key"},
+	}, []string{"X-Title"})
+	want := http.Header{"User-Agent": {"sdk"}, "X-Title": {"app"}}
+	if !reflect.DeepEqual(dst, want) {
+		t.Errorf("got %v, want %v", dst, want)
 	}
 }
 

@@ -30,7 +30,38 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 	if err := r.typed(haveMessages); err != nil {
 		return nil, err
 	}
+	if d.own > 0 {
+		r.stripOwn()
+	}
 	return r, nil
+}
+
+// OwnPrefix starts the name of every member the gateway adds to a message
+// for its own use (the Anthropic thinking blocks it restores). A client
+// never sends one: DecodeRequest strips every such member from the
+// messages it decodes, so that only what the gateway itself stored is
+// ever put there.
+const OwnPrefix = "toolgate_"
+
+// stripOwn removes the members named with OwnPrefix from the messages
+// that carry one.
+func (r *ChatRequest) stripOwn() {
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		if !m.own {
+			continue
+		}
+		obj, _ := ParseObject(m.Raw) // decoded already
+		kept := obj.members[:0]
+		for _, mb := range obj.members {
+			if !strings.HasPrefix(mb.key, OwnPrefix) {
+				kept = append(kept, mb)
+			}
+		}
+		obj.members = kept
+		m.Raw, m.own = obj.JSON(), false
+	}
+	r.SetMessages(r.Messages)
 }
 
 // decoder reads one request body: its bytes, and the duplicate checks of
@@ -39,6 +70,8 @@ type decoder struct {
 	b        []byte
 	messages keySets
 	tools    keySets
+	// own counts the messages that carry a member named with OwnPrefix.
+	own int
 }
 
 // members reads the top-level object at b[i] into r: every member's bytes,
@@ -47,6 +80,7 @@ func (d *decoder) members(r *ChatRequest, i int) (haveMessages bool, err error) 
 	b := d.b
 	r.obj.members = make([]member, 0, 16)
 	var keys Names
+	var folds foldedNames
 	o := readObject(b, i)
 	for {
 		ok, err := o.more()
@@ -62,6 +96,9 @@ func (d *decoder) members(r *ChatRequest, i int) (haveMessages bool, err error) 
 		}
 		k := keyString(key, escaped)
 		if err := keys.member(k, func() string { return k }); err != nil {
+			return false, err
+		}
+		if err := folds.check(k, &keys); err != nil {
 			return false, err
 		}
 		var end int
@@ -89,6 +126,53 @@ func (d *decoder) members(r *ChatRequest, i int) (haveMessages bool, err error) 
 		return false, &DecodeError{Kind: KindSyntax, Offset: int64(j), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte offset %d", j)}
 	}
 	return haveMessages, nil
+}
+
+// ParseTop splits the top-level JSON object of a request body into its
+// members, refusing what DecodeRequest refuses at that level: invalid
+// JSON, a member repeated, two members whose names differ only in case
+// (*DecodeError). It reads no member's value but to skip it: the
+// Responses API's and the rest of /v1's bodies go through it before the
+// gateway reads a member of theirs.
+func ParseTop(b []byte) (Object, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return Object{}, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "the request body must be a JSON object"}
+	}
+	members := make([]member, 0, smallObject)
+	var keys Names
+	var folds foldedNames
+	o := readObject(b, i)
+	for {
+		ok, err := o.more()
+		if err != nil {
+			return Object{}, decodeError(err)
+		}
+		if !ok {
+			break
+		}
+		key, escaped, at, err := o.key()
+		if err != nil {
+			return Object{}, decodeError(err)
+		}
+		k := keyString(key, escaped)
+		if err := keys.member(k, func() string { return k }); err != nil {
+			return Object{}, err
+		}
+		if err := folds.check(k, &keys); err != nil {
+			return Object{}, err
+		}
+		end, err := skipValue(b, at, 1)
+		if err != nil {
+			return Object{}, decodeError(err)
+		}
+		members = append(members, member{key: k, rawKey: b[o.i : o.i+len(key)+2], value: b[at:end]})
+		o.i = end
+	}
+	if j := skipSpace(b, o.i); j < len(b) {
+		return Object{}, &DecodeError{Kind: KindSyntax, Offset: int64(j), Msg: fmt.Sprintf("invalid JSON: unexpected data after the top-level object at byte offset %d", j)}
+	}
+	return Object{members: members}, nil
 }
 
 // typed reads the typed view of the members: model, stream, and that
@@ -238,6 +322,10 @@ func (d *decoder) messageMember(k string, v, n int, m *Message) (end int, err er
 	case "tool_calls":
 		m.ToolCalls, end, err = d.toolCalls(v, n)
 	default:
+		if strings.HasPrefix(k, OwnPrefix) && !m.own {
+			m.own = true
+			d.own++
+		}
 		end, err = skipValue(b, v, 3)
 	}
 	return end, err

@@ -41,6 +41,9 @@ type Message struct {
 
 	// Raw is the message exactly as the client sent it, or nil.
 	Raw json.RawMessage `json:"-"`
+	// own: Raw holds a member named with OwnPrefix (DecodeRequest
+	// strips it).
+	own bool
 }
 
 // ToolCall is one call an assistant message made. Raw holds the call's

@@ -95,7 +95,7 @@ func Start(t testing.TB, upstreamURL, yaml string, opts ...Options) *Env {
 	}
 	core, logs := observer.New(o.Level)
 	reg := prometheus.NewPedanticRegistry()
-	metrics := observe.NewMetrics(reg)
+	metrics := observe.NewMetrics(reg, observe.MetricsOptions{HideKeyNames: !*cfg.Metrics.KeyLabels})
 	pending := gateway.NewPending(cfg.Server, metrics)
 	gopts := gateway.Options{Config: cfg, Logger: zap.New(zapcore.NewTee(core, seenCore())), Metrics: metrics, Pending: pending}
 	if o.Gateway != nil {

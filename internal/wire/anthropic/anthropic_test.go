@@ -38,7 +38,7 @@ func TestRequest(t *testing.T) {
 			`"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":"Checking.","tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"toolu_2","type":"function","function":{"name":"get_weather","arguments":""}}]},{"role":"tool","tool_call_id":"toolu_1","content":"sunny"},{"role":"tool","tool_call_id":"toolu_2","content":[{"type":"text","text":"rain"}]},{"role":"user","content":"thanks"}]`,
 			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"weather?"}]},{"role":"assistant","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}},{"type":"tool_use","id":"toolu_2","name":"get_weather","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"rain"}]},{"type":"text","text":"thanks"}]}]}`},
 		{"restored thinking goes first",
-			`"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],"toolgate_thinking_blocks":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"c2ln\"},{\"type\":\"redacted_thinking\",\"data\":\"eyJ\"}]"},{"role":"tool","tool_call_id":"t1","content":"ok"}]`,
+			`"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],"restored_thinking_blocks":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"c2ln\"},{\"type\":\"redacted_thinking\",\"data\":\"eyJ\"}]"},{"role":"tool","tool_call_id":"t1","content":"ok"}]`,
 			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"c2ln"},{"type":"redacted_thinking","data":"eyJ"},{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`},
 		{"images: a data URL to base64, another to url",
 			`"messages":[{"role":"user","content":[{"type":"text","text":"what is it?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBOR"}},{"type":"image_url","image_url":{"url":"https://example.com/a.jpg"}}]}]`,
@@ -60,7 +60,7 @@ func TestRequest(t *testing.T) {
 			`{"model":"claude","max_tokens":2048,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"thinking":{"type":"enabled","budget_tokens":1024}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := Request(wiretest.Request(t, tc.members), Options{Model: "claude", DefaultMaxTokens: 4096, ThinkingMember: "toolgate_thinking_blocks"})
+			got, _, err := Request(wiretest.Request(t, tc.members), Options{Model: "claude", DefaultMaxTokens: 4096, ThinkingMember: "restored_thinking_blocks"}) // the gateway uses its own member, which only its store fills
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -40,6 +41,13 @@ func (r *Request) Echo(key string) json.RawMessage { return r.members[key] }
 
 // Decode reads a Responses request.
 func Decode(body []byte) (*Request, error) {
+	// The top level is scanned as chat's is first: a repeated member, or
+	// two whose names differ only in case, is refused.
+	if _, err := wire.ParseTop(body); err != nil {
+		if de, ok := errors.AsType[*wire.DecodeError](err); ok && de.Kind == wire.KindDuplicate {
+			return nil, err
+		}
+	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil || members == nil {
 		return nil, &RequestError{Param: "body", Msg: "must be a JSON object (a Responses API request)"}
@@ -63,6 +71,14 @@ func Decode(body []byte) (*Request, error) {
 	}
 	if err := str(members, "previous_response_id", &r.PreviousResponseID); err != nil {
 		return nil, err
+	}
+	for _, c := range []struct {
+		param string
+		r     wire.Range
+	}{{"max_output_tokens", wire.OutputTokens}, {"temperature", wire.Temperature}, {"top_p", wire.TopP}} {
+		if err := wire.CheckNumber(c.param, members[c.param], c.r); err != nil {
+			return nil, err
+		}
 	}
 	for _, k := range []string{"background", "conversation", "prompt"} {
 		if v, ok := members[k]; ok && string(v) != "null" && string(v) != "false" {

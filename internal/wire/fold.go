@@ -1,0 +1,77 @@
+package wire
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// foldedNames finds, among an object's member names, two that differ
+// only in case ("model" and "MODEL", or "stream" and "ſtream"): many
+// upstream parsers match member names without regard to case (Go's
+// encoding/json, for one) and would read either, so a gateway that checked
+// one and forwarded both would let a client past its own checks. Names of
+// lower-case ASCII, almost all of them, cost a lookup of the name itself;
+// only others are folded. The zero value is empty.
+type foldedNames struct {
+	// others maps the folded form of each name that is not lower-case
+	// ASCII to the name as sent.
+	others map[string]string
+}
+
+// check returns a *DecodeError when name (at the level whose exact names
+// are in seen, name included) folds to the same as another name there.
+func (f *foldedNames) check(name string, seen *Names) error {
+	if plain(name) {
+		if other, ok := f.others[name]; ok {
+			return caseError(other, name)
+		}
+		return nil
+	}
+	folded := fold(name)
+	if folded != name && seen.Has(folded) {
+		return caseError(name, folded)
+	}
+	if other, ok := f.others[folded]; ok && other != name {
+		return caseError(other, name)
+	}
+	if f.others == nil {
+		f.others = map[string]string{}
+	}
+	f.others[folded] = name
+	return nil
+}
+
+func caseError(a, b string) error {
+	return &DecodeError{Kind: KindDuplicate, Param: Clip(b), Offset: -1,
+		Msg: fmt.Sprintf("the members %q and %q differ only in case; upstreams that match member names without regard to case would read either: send one, spelled %q", Clip(a), Clip(b), Clip(fold(b)))}
+}
+
+// plain reports whether name holds no upper-case ASCII letter and no
+// byte outside ASCII: its own folded form.
+func plain(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// fold returns name with each rune replaced by the least rune of its
+// Unicode simple case folding orbit, lower-case first for ASCII: two
+// names are equal under strings.EqualFold exactly when their folds are.
+func fold(name string) string {
+	out := make([]rune, 0, len(name))
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		if 'A' <= least && least <= 'Z' {
+			least += 'a' - 'A'
+		}
+		out = append(out, least)
+	}
+	return string(out)
+}
