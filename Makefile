@@ -19,7 +19,7 @@ test: lint test-go
 # SLOW_PKGS took up to 140 s there (cmd/gateway builds the static binary
 # too), every other package under 10 s. No test asserts a duration, so a
 # slow machine only takes longer.
-SLOW_PKGS := cmd/gateway internal/faults internal/gateway
+SLOW_PKGS := cmd/gateway internal/testing/faults internal/gateway
 SLOW_TIMEOUT := 10m
 TEST_TIMEOUT := 3m
 TEST_LOG := $(or $(TMPDIR),/tmp)/toolgate-test.log
@@ -77,7 +77,7 @@ bench-go:
 
 ## faults: the fault suite at full size (500 requests per fault, 2,000 streams for 60 s with 5% faulted, the hostile-input suite with 3,000 held connections and 10 MB bodies, each worst-case shape's CPU against a plain body's) and reloads under load
 faults:
-	$(GO) test -count=1 -timeout 15m -v -run 'TestFaults|TestClientsLeave|TestLoad|TestHostile' -bench 'BenchmarkHostileCPU$$' -benchtime 1x ./internal/faults/ -faults.full
+	$(GO) test -count=1 -timeout 15m -v -run 'TestFaults|TestClientsLeave|TestLoad|TestHostile' -bench 'BenchmarkHostileCPU$$' -benchtime 1x ./internal/testing/faults/ -faults.full
 	$(GO) test -count=1 -run 'TestReload' ./cmd/gateway/
 
 ## lint: gofmt, vet and staticcheck
@@ -96,8 +96,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRestream$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./internal/wire/
-	$(GO) test -run '^$$' -fuzz '^FuzzAnthropicEvents$$' -fuzztime $(FUZZTIME) ./internal/wire/anthropic/
-	$(GO) test -run '^$$' -fuzz '^FuzzResponsesRequest$$' -fuzztime $(FUZZTIME) ./internal/wire/responses/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnthropicEvents$$' -fuzztime $(FUZZTIME) ./internal/translate/anthropic/
+	$(GO) test -run '^$$' -fuzz '^FuzzResponsesRequest$$' -fuzztime $(FUZZTIME) ./internal/translate/responses/
 	$(GO) test -run '^$$' -fuzz '^FuzzRepair$$' -fuzztime $(FUZZTIME) ./internal/repair/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./internal/gateway/
 	$(GO) test -run '^$$' -fuzz '^FuzzPassthroughPath$$' -fuzztime $(FUZZTIME) ./internal/upstream/

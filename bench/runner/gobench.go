@@ -32,7 +32,7 @@ var goBenchmarks = []goBenchmark{
 	{"./internal/wire/", "BenchmarkChunk$", nil},
 	{"./internal/gateway/", "BenchmarkChatStream1000$", nil},
 	// One round: each shape is served several times inside it.
-	{"./internal/faults/", "BenchmarkHostileCPU$", []string{"-benchtime", "1x"}},
+	{"./internal/testing/faults/", "BenchmarkHostileCPU$", []string{"-benchtime", "1x"}},
 }
 
 // runGoBenchmarks runs goBenchmarks (with -benchmem) and parses their

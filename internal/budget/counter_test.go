@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/testing/testredis"
 	"github.com/toolgate/toolgate/internal/testing/wait"
-	"github.com/toolgate/toolgate/internal/testredis"
 )
 
 // storeContract runs the rules every Store keeps. advance moves the store's

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/state"
 )
 
 // admit runs the counted admission of a request that nothing else
@@ -154,7 +155,7 @@ func (g *Gateway) spent(x *exchange) int64 {
 func openResponses(cfg *config.Config, r *budget.Redis) policy.TenantStore {
 	switch cfg.Responses.Store {
 	case "memory":
-		return policy.NewQuotaStore(policy.QuotaOptions{MaxBytes: cfg.Responses.MaxBytes, TenantBytes: cfg.Responses.MaxBytesPerKey, TTL: cfg.Responses.TTL})
+		return state.NewQuotaStore(state.QuotaOptions{MaxBytes: cfg.Responses.MaxBytes, TenantBytes: cfg.Responses.MaxBytesPerKey, TTL: cfg.Responses.TTL})
 	case "redis":
 		if r != nil {
 			return r.Strings("responses:", cfg.Responses.TTL)
@@ -166,7 +167,7 @@ func openResponses(cfg *config.Config, r *budget.Redis) policy.TenantStore {
 // openState returns the configured counter store and reasoning store.
 func openState(cfg *config.Config, log *zap.Logger) (budget.Store, policy.TenantStore, func(), error) {
 	if cfg.State.Store != "redis" {
-		return budget.NewMemory(0, nil), policy.NewQuotaStore(policy.QuotaOptions{}), func() {}, nil
+		return budget.NewMemory(0, nil), state.NewQuotaStore(state.QuotaOptions{}), func() {}, nil
 	}
 	r, err := budget.NewRedis(cfg.State.RedisURL, cfg.State.Prefix, cfg.State.Timeout, cfg.State.Cluster)
 	if err != nil {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testing/wait"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 )
 
 // Budgets through the gateway (SPEC §5): maxInputChars refuses (exactly

@@ -11,8 +11,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // dialectEnv routes sim-q-<script> to a normalizing upstream and

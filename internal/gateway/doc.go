@@ -83,7 +83,7 @@
 //   - A client that leaves stops its request at the first step that waits
 //     (admission, the upstream call, each bound to the request's context);
 //     every step before them is linear in the request's size
-//     (internal/faults' BenchmarkHostileCPU), so none runs long enough to need
+//     (internal/testing/faults' BenchmarkHostileCPU), so none runs long enough to need
 //     a check of its own.
 //   - GET /v1/models lists what the caller's key may use.
 package gateway

@@ -13,10 +13,10 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/translate/anthropic"
+	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/anthropic"
-	"github.com/toolgate/toolgate/internal/wire/responses"
 )
 
 // RouteError is a model name that no route serves.

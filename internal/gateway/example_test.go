@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
-	"github.com/toolgate/toolgate/internal/testredis"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/testredis"
 )
 
 // The README's worked budgets-and-keys config, run as written against the

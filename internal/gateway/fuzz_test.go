@@ -14,9 +14,9 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // FuzzRequest sends arbitrary bodies (with an arbitrary choice of key,

@@ -19,10 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/observe"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/observetest"
 	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 

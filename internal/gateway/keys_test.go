@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // Client keys: configured as SHA-256 hashes; 401 without a valid key, 403

@@ -8,8 +8,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 const passthroughConfig = `

@@ -27,7 +27,7 @@ type plan struct {
 	upstream *upstreamPlan
 
 	repair repair.Mode
-	steps  repair.Steps
+	steps  repair.ToolCallSteps
 	policy policy.Config
 	// buffer holds tool calls until the response is judged
 	// (tool_calls: buffer, or validate_arguments: reject).
@@ -67,7 +67,7 @@ type protocol uint8
 
 const (
 	protocolOpenAI    protocol = iota // chat completions, as the clients
-	protocolAnthropic                 // the Messages API, translated (internal/wire/anthropic)
+	protocolAnthropic                 // the Messages API, translated (internal/translate/anthropic)
 )
 
 // String is the protocol's gen_ai.provider.name.
@@ -189,7 +189,7 @@ func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *poli
 	p := &plan{name: r.Name, model: r.UpstreamModel, upstream: up,
 		retries: r.Retries, backoff: backoff{base: r.RetryBackoff, max: r.RetryMaxWait}, cooldown: r.Cooldown}
 	p.repair, _ = repair.ParseMode(r.Repair)
-	p.steps = repair.Steps{
+	p.steps = repair.ToolCallSteps{
 		StringifyArguments: *r.Normalize.ArgumentsToString,
 		SynthesizeIDs:      *r.Normalize.SynthesizeIDs,
 		DedupeCallIDs:      *r.Normalize.DedupeCallIDs,

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // cannedUpstream answers by model name, streamed or not, with shapes the

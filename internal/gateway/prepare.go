@@ -8,8 +8,8 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/anthropic"
 )
 
 // prepared is a request ready to send on one route: derived from the
@@ -28,7 +28,7 @@ type prepared struct {
 	// left out.
 	droppedEmpty int
 	report       repair.Report
-	fixes        repair.Fixes
+	fixes        repair.ToolCallFixes
 	restored     policy.Restored
 	level        policy.Level
 }
@@ -96,7 +96,7 @@ func (pr *prepared) transcript() error {
 			msgs, pr.trimmed, changed = trimmed, rep.Removed, true
 		}
 	}
-	msgs, pr.fixes = repair.Normalize(msgs, p.steps)
+	msgs, pr.fixes = repair.FixToolCalls(msgs, p.steps)
 	if p.repair != repair.ModeOff {
 		msgs, pr.report = repair.Repair(msgs)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 

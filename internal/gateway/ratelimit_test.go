@@ -15,8 +15,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // usageUpstream answers every chat request with a short completion whose

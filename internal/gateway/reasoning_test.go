@@ -20,9 +20,9 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/observe"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 )
 
 // A route's reasoning format reaches the upstream as its fields, chosen by

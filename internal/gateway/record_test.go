@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // counters returns every toolgate counter series, and every histogram's

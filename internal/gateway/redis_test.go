@@ -12,9 +12,9 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
-	"github.com/toolgate/toolgate/internal/testredis"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/testredis"
 )
 
 // twoGateways starts a simulator and two gateway replicas in front of it,

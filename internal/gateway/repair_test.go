@@ -12,8 +12,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // startStrict runs the simulator in front of three routes whose only

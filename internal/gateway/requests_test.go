@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files' upstream and response sections from what the gateway does")

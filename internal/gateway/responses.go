@@ -13,8 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/responses"
 )
 
 // responsesCall is a Responses API request on its way through the chat

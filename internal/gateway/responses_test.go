@@ -13,9 +13,9 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
-	"github.com/toolgate/toolgate/internal/testredis"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/testredis"
 )
 
 const responsesConfig = `

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // flaky answers its first `fail` requests with status (and Retry-After

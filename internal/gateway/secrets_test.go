@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 	"go.uber.org/goleak"
 )
 

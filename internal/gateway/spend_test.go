@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
-	"github.com/toolgate/toolgate/internal/testredis"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/testredis"
 )
 
 // spendUpstream answers every chat request (streamed or not) with usage of

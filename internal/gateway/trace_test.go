@@ -18,8 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 const clientTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -8,10 +8,10 @@ import (
 
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/translate/anthropic"
+	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/anthropic"
-	"github.com/toolgate/toolgate/internal/wire/responses"
 )
 
 // whole relays a non-streamed response: read within max_response_bytes,

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 // req is a one-message request with extra members (",…").

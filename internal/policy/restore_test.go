@@ -2,68 +2,19 @@ package policy
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/toolgate/toolgate/internal/state"
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
-// The memory store is bounded in entries and time, per tenant and in all,
-// and keeps each tenant's entries apart.
-func TestQuotaStore(t *testing.T) {
-	now := time.Unix(0, 0)
-	s := NewQuotaStore(QuotaOptions{MaxEntries: 4, TenantEntries: 2, TTL: time.Minute, Now: func() time.Time { return now }})
-	ctx := context.Background()
-	s.Put(ctx, "k1", "a", "ra")
-	s.Put(ctx, "k1", "b", "rb")
-	s.Get(ctx, "k1", "a") // a is now the most recent
-	s.Put(ctx, "k1", "c", "rc")
-	if _, ok, _ := s.Get(ctx, "k1", "b"); ok {
-		t.Error("b should have been evicted: k1 is over its share of 2")
-	}
-	if v, ok, _ := s.Get(ctx, "k1", "a"); !ok || v != "ra" {
-		t.Errorf("a = %q %v", v, ok)
-	}
-	if _, ok, _ := s.Get(ctx, "k2", "a"); ok {
-		t.Error("k2 read k1's entry")
-	}
-	now = now.Add(2 * time.Minute)
-	if _, ok, _ := s.Get(ctx, "k1", "c"); ok {
-		t.Error("an expired entry was returned")
-	}
+// Equal texts give equal content keys, different texts different ones.
+func TestContentKey(t *testing.T) {
 	x1, x2 := ContentKey("x"), ContentKey(strings.Repeat("x", 1))
 	if ContentKey("x") == ContentKey("y") || x1 != x2 {
 		t.Error("content keys: equal texts must give equal keys, different texts different ones")
-	}
-}
-
-// A tenant that floods the store with entries, small or large, evicts
-// only its own: another tenant within its share keeps everything, and the
-// store never holds more than its bytes.
-func TestQuotaStoreFlood(t *testing.T) {
-	s := NewQuotaStore(QuotaOptions{MaxBytes: 1 << 20, MaxEntries: 1000})
-	ctx := context.Background()
-	s.Put(ctx, "quiet", "kept", strings.Repeat("q", 10<<10))
-	for i := range 10100 {
-		s.Put(ctx, "loud", fmt.Sprint(i), "small")
-	}
-	for i := range 40 {
-		s.Put(ctx, "loud", fmt.Sprint("big", i), strings.Repeat("x", 200<<10))
-	}
-	if _, ok, _ := s.Get(ctx, "quiet", "kept"); !ok {
-		t.Error("another tenant's flood evicted an entry within its share")
-	}
-	bytes, entries, by := s.Usage()
-	if bytes > 1<<20 || entries > 1000 || by["loud"] > 1<<20/4 {
-		t.Errorf("held %d bytes in %d entries (%v): over the bounds", bytes, entries, by)
-	}
-	// An entry larger than a tenant's share is not kept.
-	s.Put(ctx, "loud", "huge", strings.Repeat("x", 300<<10))
-	if _, ok, _ := s.Get(ctx, "loud", "huge"); ok {
-		t.Error("an entry larger than the tenant's share was kept")
 	}
 }
 
@@ -71,7 +22,7 @@ func TestQuotaStoreFlood(t *testing.T) {
 // content, counts tool-call turns it could not fill, and keeps other
 // members' bytes.
 func TestRestoreReasoning(t *testing.T) {
-	store := Tenant(NewQuotaStore(QuotaOptions{}), "k")
+	store := Tenant(state.NewQuotaStore(state.QuotaOptions{}), "k")
 	ctx := context.Background()
 	RememberReasoning(ctx, store, Turn{Reasoning: "why-a", Calls: []wire.CollectedCall{{ID: "a"}}})
 	RememberReasoning(ctx, store, Turn{Reasoning: "why-text", Content: "It is sunny."})

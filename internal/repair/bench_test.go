@@ -58,7 +58,7 @@ func BenchmarkRepair(b *testing.B) {
 // BenchmarkDecodeRepairEncode measures the request path around repair:
 // decode the body, normalize, repair, encode the body sent upstream.
 func BenchmarkDecodeRepairEncode(b *testing.B) {
-	steps := Steps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true}
+	steps := ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true}
 	for _, n := range []int{10, 100, 1000} {
 		for _, broken := range []bool{false, true} {
 			body := benchBody(n, broken)
@@ -70,7 +70,7 @@ func BenchmarkDecodeRepairEncode(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					msgs, fixes := Normalize(req.Messages, steps)
+					msgs, fixes := FixToolCalls(req.Messages, steps)
 					msgs, rep := Repair(msgs)
 					if fixes.Any() || !rep.Empty() {
 						req.SetMessages(msgs)

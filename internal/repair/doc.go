@@ -11,8 +11,8 @@
 // upstream as the client sent them. When the transcript is already paired it
 // returns its input and allocates nothing.
 //
-// The normalizations run before Repair, in this order, each only when its
-// switch is on, each counted in [Fixes]:
+// [FixToolCalls] runs these fixes of the history's tool calls before Repair, in this order, each only when its
+// switch is on, each counted in [ToolCallFixes]:
 //
 //   - [StringifyArguments]: arguments sent as a JSON object become the
 //     string of that object's bytes (QUIRKS C26).

@@ -13,7 +13,7 @@ import (
 // the result: the stages are linear in the transcript's size whatever its
 // shape ("plain" is the baseline).
 func BenchmarkHostileRepair(b *testing.B) {
-	steps := repair.Steps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true, ToolCallContent: repair.ContentEmpty}
+	steps := repair.ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true, ToolCallContent: repair.ContentEmpty}
 	for _, s := range sim.HostileShapes("m", 10<<20) {
 		req, err := wire.DecodeRequest(s.Body)
 		if err != nil {
@@ -23,7 +23,7 @@ func BenchmarkHostileRepair(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(s.Body)))
 			for b.Loop() {
-				msgs, _ := repair.Normalize(req.Messages, steps)
+				msgs, _ := repair.FixToolCalls(req.Messages, steps)
 				msgs, _ = repair.Repair(msgs)
 				req.SetMessages(msgs)
 				if _, err := req.Encode("m"); err != nil {

@@ -9,8 +9,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 var (
@@ -129,15 +129,15 @@ func TestRepairProperties(t *testing.T) {
 // With every normalization on, even empty and duplicate call ids end in a
 // transcript OpenAI accepts, and the whole pipeline is idempotent.
 func TestNormalizeThenRepairProperties(t *testing.T) {
-	steps := Steps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true, ToolCallContent: ContentNull}
+	steps := ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true, ToolCallContent: ContentNull}
 	rapid.Check(t, func(t *rapid.T) {
 		in := wiretest.Messages(t, genTranscript(t, true))
-		norm, _ := Normalize(in, steps)
+		norm, _ := FixToolCalls(in, steps)
 		out, _ := Repair(norm)
 		if err := wire.CheckToolPairs(out); err != nil {
 			t.Fatalf("refused: %v\n%s", err, show(out))
 		}
-		norm2, fixes := Normalize(out, steps)
+		norm2, fixes := FixToolCalls(out, steps)
 		out2, rep := Repair(norm2)
 		if fixes.Any() || !rep.Empty() || show(out2) != show(out) {
 			t.Fatalf("not idempotent: %+v %s", fixes, showReport(rep))
@@ -156,13 +156,13 @@ func FuzzRepair(f *testing.F) {
 	} {
 		f.Add([]byte(`{"model":"m","messages":` + s + `}`))
 	}
-	steps := Steps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true, ToolCallContent: ContentEmpty}
+	steps := ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true, ToolCallContent: ContentEmpty}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := wire.DecodeRequest(body)
 		if err != nil {
 			return
 		}
-		norm, _ := Normalize(req.Messages, steps)
+		norm, _ := FixToolCalls(req.Messages, steps)
 		out, _ := Repair(norm)
 		if len(out) == 0 {
 			return // only orphan replies: the gateway refuses such a request (400)
@@ -176,7 +176,7 @@ func FuzzRepair(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the repaired request does not decode: %v\n%s", err, enc)
 		}
-		norm2, fixes := Normalize(again.Messages, steps)
+		norm2, fixes := FixToolCalls(again.Messages, steps)
 		if _, rep := Repair(norm2); fixes.Any() || !rep.Empty() {
 			t.Fatalf("second pass changed something: %+v %s\n%s", fixes, showReport(rep), enc)
 		}

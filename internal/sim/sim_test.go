@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/testing/wait"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"go.uber.org/goleak"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 // CheckToolPairs refuses what OpenAI refuses, with OpenAI's wording and

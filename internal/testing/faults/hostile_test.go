@@ -23,8 +23,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 

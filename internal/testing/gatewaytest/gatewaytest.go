@@ -30,8 +30,8 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/observe"
-	"github.com/toolgate/toolgate/internal/observe/observetest"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/observetest"
 	"github.com/toolgate/toolgate/internal/testing/wait"
 	"github.com/toolgate/toolgate/internal/wire"
 )

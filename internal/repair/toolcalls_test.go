@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 func raws(msgs []wire.Message) string {
@@ -21,44 +21,44 @@ func raws(msgs []wire.Message) string {
 func TestNormalizations(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		steps Steps
+		steps ToolCallSteps
 		in    string
 		want  string
-		fixes Fixes
+		fixes ToolCallFixes
 	}{
-		{"arguments object to string", Steps{StringifyArguments: true},
+		{"arguments object to string", ToolCallSteps{StringifyArguments: true},
 			`[{"role":"assistant","x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":{"k": [1,2]}},"extra":true}]}]`,
 			`{"role":"assistant","x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"k\": [1,2]}"},"extra":true}]}`,
-			Fixes{StringifiedArguments: 1}},
-		{"string arguments untouched", Steps{StringifyArguments: true},
+			ToolCallFixes{StringifiedArguments: 1}},
+		{"string arguments untouched", ToolCallSteps{StringifyArguments: true},
 			`[{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}]`,
 			`{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
-			Fixes{}},
-		{"missing and empty ids synthesized", Steps{SynthesizeIDs: true},
+			ToolCallFixes{}},
+		{"missing and empty ids synthesized", ToolCallSteps{SynthesizeIDs: true},
 			`[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}},{"id":"","function":{"name":"g"}},{"id":"ok","function":{"name":"h"}}]}]`,
 			`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"},"id":"call_tg37131bf3f77e3a8f"},{"id":"call_tg7c7884ded96bddc9","function":{"name":"g"}},{"id":"ok","function":{"name":"h"}}]}`,
-			Fixes{SynthesizedIDs: 2}},
-		{"exact duplicate call removed, different call renamed", Steps{DedupeCallIDs: true},
+			ToolCallFixes{SynthesizedIDs: 2}},
+		{"exact duplicate call removed, different call renamed", ToolCallSteps{DedupeCallIDs: true},
 			`[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"a","function":{"name":"g","arguments":"{}"}},{"id":"a_2","function":{"name":"h"}}]}]`,
 			`{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"a_3","function":{"name":"g","arguments":"{}"}},{"id":"a_2","function":{"name":"h"}}]}`,
-			Fixes{DedupedCallIDs: 2}},
-		{"content empty to null", Steps{ToolCallContent: ContentNull},
+			ToolCallFixes{DedupedCallIDs: 2}},
+		{"content empty to null", ToolCallSteps{ToolCallContent: ContentNull},
 			`[{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"name":"f"}}]},{"role":"assistant","content":""}]`,
 			`{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"f"}}]}` + "\n" + `{"role":"assistant","content":""}`,
-			Fixes{ToolCallContent: 1}},
-		{"content null or absent to empty", Steps{ToolCallContent: ContentEmpty},
+			ToolCallFixes{ToolCallContent: 1}},
+		{"content null or absent to empty", ToolCallSteps{ToolCallContent: ContentEmpty},
 			`[{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"f"}}]},{"role":"assistant","tool_calls":[{"id":"b","function":{"name":"f"}}]}]`,
 			`{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"name":"f"}}]}` + "\n" + `{"role":"assistant","tool_calls":[{"id":"b","function":{"name":"f"}}],"content":""}`,
-			Fixes{ToolCallContent: 2}},
-		{"keep changes nothing", Steps{ToolCallContent: ContentKeep},
+			ToolCallFixes{ToolCallContent: 2}},
+		{"keep changes nothing", ToolCallSteps{ToolCallContent: ContentKeep},
 			`[{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"name":"f"}}]}]`,
 			`{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"name":"f"}}]}`,
-			Fixes{}},
+			ToolCallFixes{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := wiretest.Messages(t, tc.in)
 			before := raws(in)
-			out, fixes := Normalize(in, tc.steps)
+			out, fixes := FixToolCalls(in, tc.steps)
 			if got := raws(out); got != tc.want {
 				t.Errorf("\n got: %s\nwant: %s", got, tc.want)
 			}
@@ -73,7 +73,7 @@ func TestNormalizations(t *testing.T) {
 			if show(again) != show(out) {
 				t.Errorf("typed view %s, bytes say %s", show(out), show(again))
 			}
-			if _, f2 := Normalize(out, tc.steps); f2.Any() {
+			if _, f2 := FixToolCalls(out, tc.steps); f2.Any() {
 				t.Errorf("not idempotent: %+v", f2)
 			}
 		})
@@ -88,7 +88,7 @@ func TestSynthesizedIDIsSealed(t *testing.T) {
 	if !rep.Empty() {
 		t.Fatalf("without synthesis: %s", showReport(rep))
 	}
-	norm, fixes := Normalize(in, Steps{SynthesizeIDs: true})
+	norm, fixes := FixToolCalls(in, ToolCallSteps{SynthesizeIDs: true})
 	out, rep := Repair(norm)
 	if fixes.SynthesizedIDs != 1 || len(rep.Sealed) != 1 || !strings.HasPrefix(rep.Sealed[0].CallID, "call_tg") {
 		t.Fatalf("fixes %+v report %s", fixes, showReport(rep))
@@ -100,14 +100,14 @@ func TestSynthesizedIDIsSealed(t *testing.T) {
 		t.Errorf("still refused: %v", err)
 	}
 	// Deterministic: the same transcript gets the same id every time.
-	norm2, _ := Normalize(wiretest.Messages(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`), Steps{SynthesizeIDs: true})
+	norm2, _ := FixToolCalls(wiretest.Messages(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`), ToolCallSteps{SynthesizeIDs: true})
 	if norm2[1].ToolCalls[0].ID != norm[1].ToolCalls[0].ID {
 		t.Error("synthesized ids differ between identical transcripts")
 	}
 }
 
 func TestFixesHeader(t *testing.T) {
-	if h := (Fixes{SynthesizedIDs: 1, StringifiedArguments: 2}).Header(); h != "arguments_to_string=2; synthesized_ids=1" {
+	if h := (ToolCallFixes{SynthesizedIDs: 1, StringifiedArguments: 2}).Header(); h != "arguments_to_string=2; synthesized_ids=1" {
 		t.Errorf("%q", h)
 	}
 }

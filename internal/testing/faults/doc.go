@@ -5,8 +5,8 @@
 // client receives, the metric that counts it, that no goroutine is left
 // behind and that memory returns to its baseline.
 //
-//	go test ./internal/faults              # small: part of make test
-//	go test ./internal/faults -faults.full # make faults: 500 requests a fault, 2,000 streams for 60 s
+//	go test ./internal/testing/faults              # small: part of make test
+//	go test ./internal/testing/faults -faults.full # make faults: 500 requests a fault, 2,000 streams for 60 s
 //
 // It has no non-test code: the suite lives in faults_test.go.
 package faults

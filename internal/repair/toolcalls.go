@@ -34,16 +34,16 @@ func ParseContentMode(s string) (ContentMode, bool) {
 	return ContentKeep, false
 }
 
-// Steps switches the normalizations on and off.
-type Steps struct {
+// ToolCallSteps switches the normalizations on and off.
+type ToolCallSteps struct {
 	StringifyArguments bool
 	SynthesizeIDs      bool
 	DedupeCallIDs      bool
 	ToolCallContent    ContentMode
 }
 
-// Fixes counts what each normalization changed.
-type Fixes struct {
+// ToolCallFixes counts what each normalization changed.
+type ToolCallFixes struct {
 	StringifiedArguments int
 	SynthesizedIDs       int
 	DedupedCallIDs       int
@@ -52,13 +52,13 @@ type Fixes struct {
 }
 
 // Any reports whether any normalization changed something.
-func (f Fixes) Any() bool {
+func (f ToolCallFixes) Any() bool {
 	return f.StringifiedArguments+f.SynthesizedIDs+f.DedupedCallIDs+f.ToolCallContent+f.ShortenedIDs > 0
 }
 
 // Header is the X-Toolgate-Normalize value, listing the non-zero counts,
 // e.g. "synthesized_ids=1; arguments_to_string=2".
-func (f Fixes) Header() string {
+func (f ToolCallFixes) Header() string {
 	var s string
 	add := func(name string, n int) {
 		if n == 0 {
@@ -77,10 +77,10 @@ func (f Fixes) Header() string {
 	return s
 }
 
-// Normalize runs the switched-on steps in order. The input is not
+// FixToolCalls runs the switched-on steps in order. The input is not
 // modified; when nothing changes it is returned as is.
-func Normalize(msgs []wire.Message, s Steps) ([]wire.Message, Fixes) {
-	var f Fixes
+func FixToolCalls(msgs []wire.Message, s ToolCallSteps) ([]wire.Message, ToolCallFixes) {
+	var f ToolCallFixes
 	if s.StringifyArguments {
 		msgs, f.StringifiedArguments = StringifyArguments(msgs)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/wire"
-	"github.com/toolgate/toolgate/internal/wire/wiretest"
 )
 
 // asJSON decodes b for a comparison that ignores member order.

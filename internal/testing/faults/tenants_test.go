@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/toolgate/toolgate/internal/gateway/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 
