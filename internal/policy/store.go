@@ -51,4 +51,3 @@ func ContentKey(content string) string {
 	h := sha256.Sum256([]byte(content))
 	return "content:" + hex.EncodeToString(h[:16])
 }
-
