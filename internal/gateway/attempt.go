@@ -46,7 +46,7 @@ func (g *Gateway) attempts(x *exchange, pr *prepared, hasFallback bool) error {
 	for n := 0; ; n++ {
 		retry := n < pr.plan.retries
 		err := g.attempt(ctx, x, &try{prepared: pr, deferFail: retry || hasFallback})
-		if err == nil || !retry || x.released || !retryable(err) || !g.backoff(ctx, pr.plan, n, err) {
+		if err == nil || !retry || x.released || !classify(err).retry || !g.backoff(ctx, pr.plan, n, err) {
 			return err
 		}
 		g.log.Debug("retrying the upstream", zap.String("request_id", x.rec.RequestID), zap.Int("attempt", n+1), zap.Error(err))
@@ -69,7 +69,7 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 		t.record.EndClientSpan(span)
 	}()
 	if err != nil {
-		t.record.Outcome = attemptOutcome(err)
+		t.record.Outcome = classify(err).attempt
 		return err
 	}
 	t.resp = resp
@@ -83,7 +83,7 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	resp.Body.Close()
 	switch {
 	case err != nil:
-		t.record.Outcome = attemptOutcome(err)
+		t.record.Outcome = classify(err).attempt
 	case x.rec.ClientGone:
 		t.record.Outcome = "canceled"
 	default:
@@ -147,27 +147,6 @@ func (g *Gateway) addUsage(rec *observe.Record, u wire.Usage) {
 	}
 }
 
-// attemptOutcome names a failed attempt, for the access log and
-// toolgate_upstream_attempts_total.
-func attemptOutcome(err error) string {
-	if ue, ok := errors.AsType[*upstream.Error](err); ok {
-		switch {
-		case ue.Kind == upstream.KindStatus && ue.Status == http.StatusTooManyRequests:
-			return "status_429"
-		case ue.Kind == upstream.KindStatus && ue.Status >= 500:
-			return "status_5xx"
-		case ue.Kind == upstream.KindStatus:
-			return "status_4xx"
-		default:
-			return string(ue.Kind) // connect, timeout, canceled
-		}
-	}
-	if _, ok := errors.AsType[*policy.ViolationError](err); ok {
-		return "violation"
-	}
-	return "incomplete"
-}
-
 // outcomeOf names an attempt that ended the request, from what its relay
 // recorded (stream and whole write their own failures).
 func outcomeOf(rec *observe.Record) string {
@@ -184,40 +163,6 @@ func outcomeOf(rec *observe.Record) string {
 		}
 	}
 	return "incomplete"
-}
-
-// fallbackable reports whether a failure may be tried on a fallback
-// route: the upstream's doing (no connection, a timeout, a 429 or 5xx, a
-// broken or refused response), not the request's (a 4xx, a budget, a bad
-// request) nor the client's (gone).
-func fallbackable(err error) bool {
-	if ue, ok := errors.AsType[*upstream.Error](err); ok {
-		switch ue.Kind {
-		case upstream.KindConnect, upstream.KindTimeout:
-			return !errors.Is(err, budget.ErrCallTimeout) // the call's own budget is spent
-		case upstream.KindStatus:
-			return ue.Status == http.StatusTooManyRequests || ue.Status >= 500 || ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden
-		}
-		return false
-	}
-	_, incomplete := errors.AsType[*wire.IncompleteError](err)
-	_, violation := errors.AsType[*policy.ViolationError](err)
-	_, cooling := errors.AsType[*CoolingError](err)
-	return incomplete || violation || cooling
-}
-
-// retryable reports whether a failed attempt may be tried again: no
-// connection, a 429 or a 5xx, a response that broke off or violates the
-// policy. A timeout is not (the call's deadline is spent, or the upstream
-// is too slow to wait for twice), nor is a 4xx.
-func retryable(err error) bool {
-	if ue, ok := errors.AsType[*upstream.Error](err); ok {
-		return ue.Kind == upstream.KindConnect ||
-			ue.Kind == upstream.KindStatus && (ue.Status == http.StatusTooManyRequests || ue.Status >= 500)
-	}
-	_, incomplete := errors.AsType[*wire.IncompleteError](err)
-	_, violation := errors.AsType[*policy.ViolationError](err)
-	return incomplete || violation
 }
 
 // backoff waits before the next attempt: the route's retry_backoff doubled

@@ -5,7 +5,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/observe"
-	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -164,13 +162,7 @@ func (g *Gateway) serve(x *exchange) error {
 		if err == nil {
 			return nil
 		}
-		if last || x.released || !fallbackable(err) || x.r.Context().Err() != nil {
-			if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Status == http.StatusTooManyRequests && ue.RetryAfter > 0 {
-				x.w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ue.RetryAfter)))
-			}
-			if ce, ok := errors.AsType[*CoolingError](err); ok {
-				x.w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(ce.RetryAfter)))
-			}
+		if last || x.released || !classify(err).fallback || x.r.Context().Err() != nil {
 			return err
 		}
 		next := x.plan.fallbacks[i]

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"hash/fnv"
 	"math"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -76,7 +75,7 @@ func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool) error {
 		}
 		last = err
 		g.coolDown(x, p, d, err)
-		if x.released || !fallbackable(err) || x.r.Context().Err() != nil {
+		if x.released || !classify(err).fallback || x.r.Context().Err() != nil {
 			return err
 		}
 	}
@@ -161,29 +160,18 @@ func rendezvous(p *plan, session string, healthy func(int) bool) int {
 // connection in cooldown (the upstream's Retry-After, else the route's
 // cooldown), and notes it on the attempt's record.
 func (g *Gateway) coolDown(x *exchange, p *plan, d *deployment, err error) {
-	ue, ok := errors.AsType[*upstream.Error](err)
-	if !ok {
-		return
-	}
-	var reason string
-	switch {
-	case ue.Kind == upstream.KindConnect:
-		reason = "unreachable"
-	case ue.Kind == upstream.KindStatus && ue.Status == http.StatusTooManyRequests:
-		reason = "rate_limited"
-	case ue.Kind == upstream.KindStatus && ue.Status >= 500:
-		reason = "status_5xx"
-	default:
+	f := classify(err)
+	if f.cool == "" {
 		return
 	}
 	dur := p.cooldown
-	if ue.RetryAfter > 0 {
+	if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.RetryAfter > 0 {
 		dur = ue.RetryAfter
 	}
 	d.health.cool(g.clock.now(), dur)
 	for i := len(x.rec.Attempts) - 1; i >= 0; i-- {
 		if a := &x.rec.Attempts[i]; a.Upstream == d.plan.upstream.name && a.Outcome != "reconnected" {
-			a.Cooldown = reason
+			a.Cooldown = f.cool
 			break
 		}
 	}

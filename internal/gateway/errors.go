@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,8 +15,6 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
-	"github.com/toolgate/toolgate/internal/translate/anthropic"
-	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -26,133 +26,181 @@ type RouteError struct {
 
 func (e *RouteError) Error() string { return fmt.Sprintf("no route for model %q", wire.Clip(e.Model)) }
 
+// failure is everything the request path needs to know about an error,
+// from one walk of its chain (classify): what the client is answered, how
+// the record names it, and what the path may do next.
+type failure struct {
+	status int
+	body   wire.ErrorBody
+	// outcome and kind name it in the record (outcome "" for a request
+	// refused: rejected); attempt names an upstream attempt that ended
+	// with it (toolgate_upstream_attempts_total{outcome}).
+	outcome, kind, attempt string
+	// limited names the budget or limit that refused or cut the request.
+	limited string
+	// retry: another attempt on the same upstream may succeed (no
+	// connection, a 429 or 5xx, a response broken or refused by the
+	// policy). fallback: another deployment or route may (those, and a
+	// timeout or the upstream refusing the gateway's key).
+	retry, fallback bool
+	// cool is why a deployment that failed so cools down ("" for none).
+	cool string
+	// retryAfter is the Retry-After the answer carries (0: none).
+	retryAfter time.Duration
+	// allow lists the methods a 405 names.
+	allow []string
+}
+
+// classify is the one table from an error to what it means: the first
+// error of its chain of a known type decides (a wrapper never hides what
+// it wraps); anything else is the gateway's own failure, a 500.
+func classify(err error) failure {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if f, ok := known(e, err); ok {
+			return f
+		}
+	}
+	_, body := internalError()
+	return failure{status: http.StatusInternalServerError, body: body, attempt: "incomplete"}
+}
+
+// known classifies one error of err's chain, if its type is one the
+// table knows.
+func known(e, err error) (failure, bool) {
+	switch e := e.(type) {
+	case *IntakeError:
+		return client(intakeError(e)), true
+	case *wire.DecodeError:
+		code := [...]string{wire.KindValue: "invalid_value", wire.KindSyntax: "invalid_json",
+			wire.KindMissing: "missing_required_parameter", wire.KindDuplicate: "duplicate_key"}[e.Kind]
+		return client(http.StatusBadRequest, wire.NewError("invalid_request_error", code, e.Param, e.Error())), true
+	case *wire.ParamError:
+		code := "invalid_value"
+		if e.Unsupported {
+			code = "unsupported_parameter"
+		}
+		return client(http.StatusBadRequest, wire.NewError("invalid_request_error", code, e.Param, e.Error())), true
+	case *auth.Error:
+		if e.Kind == auth.ModelNotAllowed {
+			return client(http.StatusForbidden, wire.NewError("invalid_request_error", "model_not_allowed", "", e.Msg)), true
+		}
+		return client(http.StatusUnauthorized, wire.NewError("invalid_request_error", "invalid_api_key", "", e.Msg)), true
+	case *budget.LimitError:
+		f := client(limitError(e))
+		f.limited = e.Limit.String()
+		return f, true
+	case *budget.StateError:
+		f := client(http.StatusServiceUnavailable, wire.NewError("server_error", "state_unavailable", "",
+			"The gateway cannot reach its budget store, and refuses requests until it can (state.on_error: fail_closed); retry shortly."))
+		f.limited = budget.StateUnavailable.String()
+		return f, true
+	case *repair.RejectError:
+		return client(http.StatusBadRequest, wire.NewError("invalid_request_error", "unpaired_tool_calls", "messages",
+			"This route refuses transcripts whose tool calls and replies are not paired: "+e.Error())), true
+	case *RouteError:
+		return client(http.StatusNotFound, wire.NewError("invalid_request_error", "model_not_found", "model",
+			fmt.Sprintf("The model `%s` does not exist or is not served by this gateway; GET /v1/models lists the models it serves.", wire.Clip(e.Model)))), true
+	case *PassthroughError:
+		f := client(passthroughError(e))
+		f.allow = e.Methods
+		return f, true
+	case *upstream.PathError:
+		return client(http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_path", "",
+			fmt.Sprintf("The request path %s %s; send the path of the resource itself, written once, with no dot segment or encoded separator.", wire.Clip(e.Path), e.Reason))), true
+	case *StoredResponseError:
+		return client(storedResponseError(e)), true
+	case *CoolingError:
+		f := client(http.StatusServiceUnavailable, wire.NewError("server_error", "deployments_cooling_down", "",
+			fmt.Sprintf("Every deployment of route %s is cooling down after failing (429, 5xx or unreachable); retry after %d seconds.", e.Route, retrySeconds(e.RetryAfter))))
+		f.fallback, f.retryAfter = true, e.RetryAfter
+		return f, true
+	case *upstream.Error:
+		return upstreamFailure(e, err), true
+	case *policy.ViolationError:
+		status, body := http.StatusBadGateway, wire.NewError("upstream_error", "completion_policy_violation", "",
+			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", e.Upstream, e.Msg))
+		return failure{status: status, body: body, outcome: observe.OutcomeViolation, kind: "protocol", attempt: "violation", retry: true, fallback: true}, true
+	case *wire.IncompleteError:
+		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", e.Upstream)
+		if e.Message != "" {
+			msg = fmt.Sprintf("The upstream %s reported an error: %s", e.Upstream, e.Message)
+		}
+		return failure{status: http.StatusBadGateway, body: wire.NewError("upstream_error", "upstream_stream_incomplete", "", msg),
+			outcome: observe.OutcomeIncomplete, kind: "stream", attempt: "incomplete", retry: true, fallback: true}, true
+	}
+	return failure{}, false
+}
+
+// client is a failure of the request itself: answered at once, tried
+// nowhere else.
+func client(status int, body wire.ErrorBody) failure { return failure{status: status, body: body} }
+
+// upstreamFailure classifies a failed upstream call (err is the whole
+// chain: a call whose own deadline, budget.ErrCallTimeout, passed is
+// tried nowhere else).
+func upstreamFailure(e *upstream.Error, err error) failure {
+	status, body := upstreamError(e)
+	f := failure{status: status, body: body, outcome: observe.OutcomeUpstream, kind: string(e.Kind), attempt: string(e.Kind)}
+	switch e.Kind {
+	case upstream.KindCanceled:
+		f.outcome, f.kind = "", ""
+	case upstream.KindConnect:
+		f.retry, f.fallback, f.cool = true, true, "unreachable"
+	case upstream.KindTimeout:
+		f.fallback = !errors.Is(err, budget.ErrCallTimeout)
+		if errors.Is(err, budget.ErrCallTimeout) {
+			f.limited = budget.CallTimeout.String()
+		}
+	case upstream.KindStatus:
+		switch {
+		case e.Status == http.StatusTooManyRequests:
+			f.attempt, f.retry, f.fallback, f.cool, f.retryAfter = "status_429", true, true, "rate_limited", e.RetryAfter
+		case e.Status >= 500:
+			f.attempt, f.retry, f.fallback, f.cool = "status_5xx", true, true, "status_5xx"
+		default:
+			f.attempt = "status_4xx"
+			f.fallback = e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+		}
+	}
+	return f
+}
+
 // fail answers a request that has not committed anything yet: 499 in the
-// record when the client is gone (nothing is written), otherwise the mapped
-// status and OpenAI error body.
+// record when the client is gone (nothing is written), otherwise the
+// classified status and OpenAI error body.
 func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Record, err error) {
-	rec.Error = err.Error()
-	noteLimit(rec, err)
-	if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.Kind != upstream.KindCanceled {
-		rec.ErrorKind, rec.Outcome = string(ue.Kind), observe.OutcomeUpstream
-	}
-	if _, ok := errors.AsType[*wire.IncompleteError](err); ok {
-		rec.Outcome, rec.ErrorKind = observe.OutcomeIncomplete, "stream"
-	}
-	if _, ok := errors.AsType[*policy.ViolationError](err); ok {
-		rec.Outcome, rec.ErrorKind = observe.OutcomeViolation, "protocol"
-	}
+	f := classify(err)
+	rec.Limited = cmp.Or(f.limited, rec.Limited)
 	if _, ok := errors.AsType[*repair.RejectError](err); ok {
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "rejected", N: 1})
 	}
 	// A body read that failed cancels the request's context (net/http
 	// does): an intake error is answered all the same.
 	if _, intake := errors.AsType[*IntakeError](err); r.Context().Err() != nil && !intake {
-		rec.Status, rec.Outcome, rec.ClientGone = 499, observe.OutcomeClientGone, true
+		end(rec, ending{status: 499, outcome: observe.OutcomeClientGone, clientGone: true, err: err})
 		return
 	}
-	if pe, ok := errors.AsType[*PassthroughError](err); ok && len(pe.Methods) > 0 {
-		w.Header().Set("Allow", strings.Join(pe.Methods, ", "))
+	if len(f.allow) > 0 {
+		w.Header().Set("Allow", strings.Join(f.allow, ", "))
 	}
-	status, body := errorFor(err)
-	g.writeError(w, rec, status, body)
+	if f.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(f.retryAfter)))
+	}
+	end(rec, ending{status: f.status, outcome: f.outcome, kind: f.kind, err: err})
+	writeErrorBody(w, f.status, f.body)
 }
 
-// noteLimit records which budget refused or cut a request, for the access
-// log and toolgate_budget_rejections_total.
-func noteLimit(rec *observe.Record, err error) {
-	if le, ok := errors.AsType[*budget.LimitError](err); ok {
-		rec.Limited = le.Limit.String()
-	} else if _, ok := errors.AsType[*budget.StateError](err); ok {
-		rec.Limited = budget.StateUnavailable.String()
-	} else if errors.Is(err, budget.ErrCallTimeout) {
-		rec.Limited = budget.CallTimeout.String()
-	}
-}
-
-// errorFor is the only mapping from an error to the status and OpenAI
-// error body the client sees (SPEC §7), used for JSON responses and for
-// the error event of a started stream alike: each package's error type,
-// by its kind. Messages say what was wrong and what to change; they carry
-// no secret and no internal detail.
-func errorFor(err error) (int, wire.ErrorBody) {
-	switch e := firstKnown(err).(type) {
-	case *IntakeError:
-		return intakeError(e)
-	case *wire.DecodeError:
-		code := [...]string{wire.KindValue: "invalid_value", wire.KindSyntax: "invalid_json",
-			wire.KindMissing: "missing_required_parameter", wire.KindDuplicate: "duplicate_key"}[e.Kind]
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", code, e.Param, e.Error())
-	case *auth.Error:
-		if e.Kind == auth.ModelNotAllowed {
-			return http.StatusForbidden, wire.NewError("invalid_request_error", "model_not_allowed", "", e.Msg)
-		}
-		return http.StatusUnauthorized, wire.NewError("invalid_request_error", "invalid_api_key", "", e.Msg)
-	case *budget.LimitError:
-		return limitError(e)
-	case *budget.StateError:
-		return http.StatusServiceUnavailable, wire.NewError("server_error", "state_unavailable", "",
-			"The gateway cannot reach its budget store, and refuses requests until it can (state.on_error: fail_closed); retry shortly.")
-	case *repair.RejectError:
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", "unpaired_tool_calls", "messages",
-			"This route refuses transcripts whose tool calls and replies are not paired: "+e.Error())
-	case *CoolingError:
-		return http.StatusServiceUnavailable, wire.NewError("server_error", "deployments_cooling_down", "",
-			fmt.Sprintf("Every deployment of route %s is cooling down after failing (429, 5xx or unreachable); retry after %d seconds.", e.Route, retrySeconds(e.RetryAfter)))
-	case *RouteError:
-		return http.StatusNotFound, wire.NewError("invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("The model `%s` does not exist or is not served by this gateway; GET /v1/models lists the models it serves.", wire.Clip(e.Model)))
-	case *upstream.Error:
-		return upstreamError(e)
-	case *policy.ViolationError:
-		return http.StatusBadGateway, wire.NewError("upstream_error", "completion_policy_violation", "",
-			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", e.Upstream, e.Msg))
-	case *policy.RequestError:
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_value", e.Param, e.Error())
-	case *responses.RequestError:
-		return translatorError(e.Unsupported, e.Param, e.Error())
-	case *PassthroughError:
-		return passthroughError(e)
-	case *upstream.PathError:
-		return http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_path", "",
-			fmt.Sprintf("The request path %s %s; send the path of the resource itself, written once, with no dot segment or encoded separator.", wire.Clip(e.Path), e.Reason))
-	case *StoredResponseError:
-		return storedResponseError(e)
-	case *anthropic.RequestError:
-		return translatorError(e.Unsupported, e.Param, e.Error())
-	case *wire.IncompleteError:
-		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", e.Upstream)
-		if e.Message != "" {
-			msg = fmt.Sprintf("The upstream %s reported an error: %s", e.Upstream, e.Message)
-		}
-		return http.StatusBadGateway, wire.NewError("upstream_error", "upstream_stream_incomplete", "", msg)
-	}
+// internalError is the answer to a failure of the gateway's own.
+func internalError() (int, wire.ErrorBody) {
 	return http.StatusInternalServerError, wire.NewError("server_error", "internal_error", "",
 		"The gateway failed to handle this request; the request id in X-Request-Id identifies it in the gateway's log.")
 }
 
-// firstKnown returns the first error in err's chain that errorFor maps.
-func firstKnown(err error) error {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		switch e.(type) {
-		case *IntakeError, *wire.DecodeError, *auth.Error, *budget.LimitError, *budget.StateError, *repair.RejectError,
-			*RouteError, *CoolingError, *upstream.Error, *policy.ViolationError, *policy.RequestError, *anthropic.RequestError, *responses.RequestError, *StoredResponseError, *PassthroughError, *upstream.PathError, *wire.IncompleteError:
-			return e
-		}
-	}
-	return err
-}
-
-// translatorError is a client request an edge translator (Responses
-// API in, Anthropic out) cannot express.
-func translatorError(unsupported bool, param, msg string) (int, wire.ErrorBody) {
-	code := "invalid_value"
-	if unsupported {
-		code = "unsupported_parameter"
-	}
-	return http.StatusBadRequest, wire.NewError("invalid_request_error", code, param, msg)
-}
-
 func passthroughError(e *PassthroughError) (int, wire.ErrorBody) {
+	if e.Outside {
+		return http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
+			fmt.Sprintf("Unknown request URL: %s %s. This gateway serves /v1 (chat completions, responses, models, and the paths its routes forward).", wire.Clip(e.Method), wire.Clip(e.Path)))
+	}
 	if len(e.Methods) > 0 {
 		return http.StatusMethodNotAllowed, wire.NewError("invalid_request_error", "method_not_allowed", "",
 			fmt.Sprintf("%s is not allowed on %s; use %s.", wire.Clip(e.Method), wire.Clip(e.Path), strings.Join(e.Methods, " or ")))

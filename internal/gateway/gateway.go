@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"strconv"
+
 	"go.opentelemetry.io/otel/trace"
 
 	"context"
@@ -237,8 +239,7 @@ func (g *Gateway) routes() http.Handler {
 	r.HandleFunc("/v1/*", g.instrument(g.passthrough))
 	r.Get("/v1/models", g.instrument(g.listModels))
 	r.NotFound(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-		g.writeError(w, rec, http.StatusNotFound, wire.NewError("invalid_request_error", "unknown_url", "",
-			fmt.Sprintf("Unknown request URL: %s %s. This gateway serves /v1 (chat completions, responses, models, and the paths its routes forward).", wire.Clip(r.Method), wire.Clip(r.URL.Path))))
+		g.fail(w, r, rec, &PassthroughError{Method: r.Method, Path: r.URL.Path, Outside: true})
 	}))
 	r.MethodNotAllowed(g.instrument(g.methodNotAllowed))
 	return r
@@ -344,10 +345,10 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 				}
 				g.log.Error("panic serving request", zap.String("request_id", rec.RequestID),
 					zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-				rec.Error = fmt.Sprint(p)
 				if !cw.wroteHeader {
-					_, body := errorFor(fmt.Errorf("panic"))
-					g.writeError(cw, rec, http.StatusInternalServerError, body)
+					status, body := internalError()
+					end(rec, ending{status: status, err: fmt.Errorf("panic: %v", p)})
+					writeErrorBody(cw, status, body)
 				}
 			}
 			rec.Duration = time.Since(rec.Start)
@@ -378,18 +379,38 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 	}
 }
 
-// writeError writes an OpenAI error body with status and records it.
-func (g *Gateway) writeError(w http.ResponseWriter, rec *observe.Record, status int, body wire.ErrorBody) {
-	rec.Status = status
+// ending is what a request came to, for its record: the status the
+// client got (499: it left first), how it ended, and the error, if any.
+type ending struct {
+	status     int
+	outcome    string // "" with an error: rejected; else ok
+	kind       string // error_kind
+	err        error
+	clientGone bool
+}
+
+// end writes how a request ended into its record: the one place that sets
+// the record's status, outcome, error and error kind. A later ending (an
+// attempt that went on after a first failure) replaces an earlier one.
+func end(rec *observe.Record, e ending) {
+	rec.Status, rec.ErrorKind, rec.ClientGone = e.status, e.kind, rec.ClientGone || e.clientGone
+	rec.Outcome = e.outcome
 	if rec.Outcome == "" {
-		rec.Outcome = observe.OutcomeRejected
+		rec.Outcome = observe.OutcomeOK
+		if e.err != nil {
+			rec.Outcome = observe.OutcomeRejected
+		}
 	}
-	if rec.Error == "" {
-		rec.Error = body.Error.Message
+	if e.err != nil {
+		rec.Error = e.err.Error()
 	}
+}
+
+// writeErrorBody writes an OpenAI error body with status.
+func writeErrorBody(w http.ResponseWriter, status int, body wire.ErrorBody) {
 	b := body.JSON()
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	w.Write(b)
 }

@@ -38,7 +38,7 @@ func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request, rec *observ
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(list)
-	rec.Status, rec.Outcome = http.StatusOK, observe.OutcomeOK
+	end(rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK})
 }
 
 // modelList is GET /v1/models' body for a key (nil: every route). A route

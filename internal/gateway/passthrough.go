@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"fmt"
+
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,6 +34,8 @@ type PassthroughError struct {
 	// Methods lists the methods the route forwards on the path when
 	// Method is not one of them (405).
 	Methods []string
+	// Outside: the path is outside /v1, which is all the gateway serves.
+	Outside bool
 }
 
 func (e *PassthroughError) Error() string {
@@ -185,7 +189,7 @@ func (g *Gateway) forward(x *exchange, body []byte) error {
 		if err != nil && len(route.deployments) > 1 {
 			g.coolDown(x, route, d, err)
 		}
-		moveOn := err != nil && left > 0 && retryable(err) && r.Context().Err() == nil
+		moveOn := err != nil && left > 0 && classify(err).retry && r.Context().Err() == nil
 		switch {
 		case resp != nil && moveOn:
 			resp.Body.Close()
@@ -219,8 +223,9 @@ func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, 
 			}
 		}
 		if err != nil {
-			a.Outcome = attemptOutcome(err)
-			if n < p.retries && retryable(err) && g.backoff(r.Context(), p, n, err) {
+			f := classify(err)
+			a.Outcome = f.attempt
+			if n < p.retries && f.retry && g.backoff(r.Context(), p, n, err) {
 				continue
 			}
 			return resp, err
@@ -244,35 +249,28 @@ func (g *Gateway) relayAnswer(x *exchange, resp *http.Response) {
 	rc := http.NewResponseController(x.w)
 	tail := &tailBuffer{max: 16 << 10}
 	buf := make([]byte, 32<<10)
-	var written int64
+	e := ending{status: resp.StatusCode}
+	if resp.StatusCode >= 400 {
+		e.outcome, e.kind = observe.OutcomeUpstream, "status"
+	}
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			tail.write(buf[:n])
 			if _, werr := x.w.Write(buf[:n]); werr != nil {
-				x.rec.ClientGone = true
+				e.outcome, e.clientGone = observe.OutcomeClientGone, true
 				break
 			}
-			written += int64(n)
 			_ = rc.Flush()
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				x.rec.Error, x.rec.Outcome = "the upstream's answer broke off: "+err.Error(), observe.OutcomeIncomplete
+				e.outcome, e.err = observe.OutcomeIncomplete, fmt.Errorf("the upstream's answer broke off: %w", err)
 			}
 			break
 		}
 	}
-	x.rec.Status = resp.StatusCode
-	if x.rec.Outcome == "" {
-		x.rec.Outcome = observe.OutcomeOK
-		if resp.StatusCode >= 400 {
-			x.rec.Outcome, x.rec.ErrorKind = observe.OutcomeUpstream, "status"
-		}
-	}
-	if x.rec.ClientGone {
-		x.rec.Outcome = observe.OutcomeClientGone
-	}
+	end(x.rec, e)
 	if u, ok := lastUsage(tail.bytes()); ok {
 		g.addUsage(x.rec, u)
 	}

@@ -135,9 +135,9 @@ func (g *Gateway) reason(x *exchange, pr *prepared) error {
 	}
 	var err error
 	if pr.level, err = policy.ApplyReasoning(pr.req, reasoning); err != nil {
-		if re, ok := err.(*policy.RequestError); ok && pr.limits.MaxOutputTokens != budget.Unlimited {
+		if re, ok := err.(*wire.ParamError); ok && pr.limits.MaxOutputTokens != budget.Unlimited {
 			// The client cannot raise a limit its budget sets: say so.
-			return &policy.RequestError{Param: re.Param, Msg: fmt.Sprintf("%s; note that this key's and route's budgets cap the output at %d tokens (max_output_tokens), whatever the request asks", re.Msg, pr.limits.MaxOutputTokens)}
+			return &wire.ParamError{Param: re.Param, Msg: fmt.Sprintf("%s; note that this key's and route's budgets cap the output at %d tokens (max_output_tokens), whatever the request asks", re.Msg, pr.limits.MaxOutputTokens)}
 		}
 		return err
 	}

@@ -168,7 +168,8 @@ func (g *Gateway) storedResponse(w http.ResponseWriter, r *http.Request, rec *ob
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	n, _ := w.Write(body)
-	rec.Status, rec.Outcome, rec.BytesOut = http.StatusOK, observe.OutcomeOK, int64(n)
+	rec.BytesOut = int64(n)
+	end(rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK})
 }
 
 // responsesOut writes a chat stream to a Responses API client: the

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -168,10 +169,7 @@ func (s *relay) release() {
 func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) error {
 	x, t := s.x, s.t
 	if s.gone || x.r.Context().Err() != nil || errors.Is(readErr, wire.ErrClientWrite) {
-		x.rec.Status, x.rec.Outcome, x.rec.ClientGone = statusSent(s.out), observe.OutcomeClientGone, true
-		if readErr != nil {
-			x.rec.Error = readErr.Error()
-		}
+		end(x.rec, ending{status: statusSent(s.out), outcome: observe.OutcomeClientGone, clientGone: true, err: readErr})
 		return nil
 	}
 	if errors.Is(readErr, budget.ErrCallTimeout) {
@@ -200,14 +198,15 @@ func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) err
 		g.remember(x, t, res)
 		for _, data := range append(s.n.Flush(), fin.Tail...) {
 			if !s.send(data) {
-				x.rec.Status, x.rec.Outcome, x.rec.ClientGone = statusSent(s.out), observe.OutcomeClientGone, true
+				end(x.rec, ending{status: statusSent(s.out), outcome: observe.OutcomeClientGone, clientGone: true})
 				return nil
 			}
 		}
-		x.rec.Status, x.rec.Outcome = http.StatusOK, observe.OutcomeOK
+		e := ending{status: http.StatusOK, outcome: observe.OutcomeOK}
 		if s.out.Done() != nil {
-			x.rec.ClientGone, x.rec.Outcome = true, observe.OutcomeClientGone
+			e.outcome, e.clientGone = observe.OutcomeClientGone, true
 		}
+		end(x.rec, e)
 		return nil
 	case outcome.Kind == policy.Incomplete:
 		if chunkErr == nil {
@@ -243,14 +242,16 @@ func (g *Gateway) failStream(s *relay, err error, deferFail bool) error {
 		g.fail(x.w, x.r, x.rec, err)
 		return nil
 	}
-	x.rec.Status, x.rec.Error = http.StatusOK, err.Error()
-	x.rec.Outcome, x.rec.ErrorKind = observe.OutcomeIncomplete, "stream"
-	if _, ok := errors.AsType[*policy.ViolationError](err); ok {
-		x.rec.Outcome, x.rec.ErrorKind = observe.OutcomeViolation, "protocol"
+	// After the commit point every failure is an incomplete stream (one
+	// error event), or a violation of the policy.
+	f := classify(err)
+	e := ending{status: http.StatusOK, outcome: observe.OutcomeIncomplete, kind: "stream", err: err}
+	if f.outcome == observe.OutcomeViolation {
+		e.outcome, e.kind = f.outcome, f.kind
 	}
-	noteLimit(x.rec, err)
-	_, body := errorFor(err)
-	s.out.Fail(body)
+	x.rec.Limited = cmp.Or(f.limited, x.rec.Limited)
+	end(x.rec, e)
+	s.out.Fail(f.body)
 	return nil
 }
 

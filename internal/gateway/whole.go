@@ -76,9 +76,7 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	x.w.WriteHeader(http.StatusOK)
-	if _, err := x.w.Write(b); err != nil {
-		x.rec.ClientGone = true
-	}
-	x.rec.Status, x.rec.Outcome = http.StatusOK, observe.OutcomeOK
+	_, err = x.w.Write(b)
+	end(x.rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK, clientGone: err != nil})
 	return nil
 }

@@ -60,14 +60,6 @@ func (e *ViolationError) Error() string {
 	return "upstream " + e.Upstream + ": the response does not satisfy the request: " + e.Msg
 }
 
-// RequestError is a request the policy refuses before sending (400).
-type RequestError struct {
-	Param string
-	Msg   string
-}
-
-func (e *RequestError) Error() string { return e.Param + ": " + e.Msg }
-
 // Judge holds what the request asks of its response. It is created per
 // request and is not safe for concurrent use.
 type Judge struct {
@@ -108,11 +100,11 @@ func (j *Judge) NeedsText() bool { return j.format != nil }
 
 // Prepare reads the request's tools, tool_choice and parallel_tool_calls.
 // An unknown tool_choice, or a named function the request does not
-// declare, is a *RequestError.
+// declare, is a *wire.ParamError.
 func Prepare(req *wire.ChatRequest, cfg Config) (*Judge, error) {
 	j := &Judge{cfg: cfg, parallel: true, schemas: cfg.Schemas}
 	if cfg.MaxTools > 0 && len(req.Tools) > cfg.MaxTools {
-		return nil, &RequestError{Param: "tools", Msg: fmt.Sprintf("declares %d tools; this gateway accepts at most %d (server.max_tools)", len(req.Tools), cfg.MaxTools)}
+		return nil, &wire.ParamError{Param: "tools", Msg: fmt.Sprintf("declares %d tools; this gateway accepts at most %d (server.max_tools)", len(req.Tools), cfg.MaxTools)}
 	}
 	for _, t := range req.Tools {
 		if t.Name == "" {
@@ -183,7 +175,7 @@ func (j *Judge) readChoice(req *wire.ChatRequest) error {
 		case "required":
 			j.choice = choiceRequired
 		default:
-			return &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice; use \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}", wire.Clip(s))}
+			return &wire.ParamError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice; use \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}", wire.Clip(s))}
 		}
 		return nil
 	}
@@ -194,10 +186,10 @@ func (j *Judge) readChoice(req *wire.ChatRequest) error {
 		} `json:"function"`
 	}
 	if json.Unmarshal(raw, &obj) != nil || obj.Type != "function" || obj.Function.Name == "" {
-		return &RequestError{Param: "tool_choice", Msg: "must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}"}
+		return &wire.ParamError{Param: "tool_choice", Msg: "must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"…\"}}"}
 	}
 	if !j.declared(obj.Function.Name) {
-		return &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("names the function %q, which is not among the request's tools", wire.Clip(obj.Function.Name))}
+		return &wire.ParamError{Param: "tool_choice", Msg: fmt.Sprintf("names the function %q, which is not among the request's tools", wire.Clip(obj.Function.Name))}
 	}
 	j.choice, j.function = choiceFunction, obj.Function.Name
 	return nil

@@ -93,7 +93,7 @@ func TestPrepareRefuses(t *testing.T) {
 		tools + `,"tool_choice":7`,
 	} { // tools that are not an array of objects are the decoder's (wire.TestDecodeErrors)
 		_, err := Prepare(req(t, extra), Config{Mode: ModeSession})
-		var re *RequestError
+		var re *wire.ParamError
 		if !errors.As(err, &re) {
 			t.Errorf("%s: err = %v", extra, err)
 		}

@@ -112,7 +112,7 @@ func EffortLevel(effort string) (level Level, ok bool) {
 // the level used ("" when none). A client reasoning_effort the route maps
 // onto another format is removed from the request. thinking-budget's budget
 // must be below the request's output limit (max_completion_tokens or
-// max_tokens, after any clamp): otherwise a *RequestError naming both
+// max_tokens, after any clamp): otherwise a *wire.ParamError naming both
 // numbers — the output limit is never raised.
 func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
 	if r.Format == FormatNone {
@@ -122,11 +122,11 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
 	if raw, ok := req.Get("reasoning_effort"); ok && string(raw) != "null" && r.ClientEffort {
 		var effort string
 		if json.Unmarshal(raw, &effort) != nil {
-			return LevelNone, &RequestError{Param: "reasoning_effort", Msg: "must be a string such as \"low\", \"medium\" or \"high\""}
+			return LevelNone, &wire.ParamError{Param: "reasoning_effort", Msg: "must be a string such as \"low\", \"medium\" or \"high\""}
 		}
 		l, ok := EffortLevel(effort)
 		if !ok {
-			return LevelNone, &RequestError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q is not a reasoning effort; use none, minimal, low, medium or high", wire.Clip(effort))}
+			return LevelNone, &wire.ParamError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q is not a reasoning effort; use none, minimal, low, medium or high", wire.Clip(effort))}
 		}
 		level = l
 		if r.Format != FormatEffort {
@@ -156,7 +156,7 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
 		}
 		budget := r.Budget(level)
 		if limit, field := outputLimit(req); limit > 0 && budget >= limit {
-			return LevelNone, &RequestError{Param: field, Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than the output limit (%s = %d); raise %s or lower the reasoning level", budget, field, limit, field)}
+			return LevelNone, &wire.ParamError{Param: field, Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than the output limit (%s = %d); raise %s or lower the reasoning level", budget, field, limit, field)}
 		}
 		set("thinking", fmt.Sprintf(`{"type":"enabled","budget_tokens":%d}`, budget))
 	case FormatCustom:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // fields returns the request's reasoning-related members after Apply.
@@ -60,7 +62,7 @@ func TestClientEffort(t *testing.T) {
 		t.Errorf("%q", fields)
 	}
 	_, _, err := applied(t, `,"reasoning_effort":"turbo"`, Reasoning{Format: FormatEffort, ClientEffort: true})
-	var re *RequestError
+	var re *wire.ParamError
 	if !errors.As(err, &re) || re.Param != "reasoning_effort" {
 		t.Errorf("err = %v", err)
 	}
@@ -78,7 +80,7 @@ func TestReasoningPrecedence(t *testing.T) {
 		t.Errorf("%q", fields)
 	}
 	_, _, err := applied(t, `,"max_completion_tokens":4096`, Reasoning{Format: FormatBudget, Level: Medium})
-	var re *RequestError
+	var re *wire.ParamError
 	if !errors.As(err, &re) || !strings.Contains(re.Msg, "4096 tokens") || !strings.Contains(re.Msg, "max_completion_tokens = 4096") {
 		t.Errorf("err = %v", err)
 	}

@@ -93,3 +93,16 @@ func Clip(s string) string {
 	}
 	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
+
+// ParamError is a client request the gateway refuses, nothing sent,
+// because of one parameter: a value it cannot take, or (Unsupported) one
+// it does not translate or serve. Every package that reads a request
+// (policy, the translators) raises it; it becomes a 400 naming Param
+// (code invalid_value, or unsupported_parameter).
+type ParamError struct {
+	Param       string
+	Msg         string
+	Unsupported bool
+}
+
+func (e *ParamError) Error() string { return e.Param + ": " + e.Msg }

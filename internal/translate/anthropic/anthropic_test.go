@@ -86,7 +86,7 @@ func TestRequestRefusals(t *testing.T) {
 		{`"messages":[{"role":"user","content":"x"}],"max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":1024}`, "max_tokens", "(1024 tokens) must be smaller than max_tokens (1024)"},
 	} {
 		_, _, err := Request(wiretest.Request(t, tc.members), Options{Model: "claude", DefaultMaxTokens: 4096})
-		var re *RequestError
+		var re *wire.ParamError
 		if !errors.As(err, &re) || re.Param != tc.param || !strings.Contains(re.Msg, tc.msg) {
 			t.Errorf("%s: err %v", tc.members, err)
 		}

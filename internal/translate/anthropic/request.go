@@ -9,17 +9,6 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// RequestError is a chat request this upstream cannot take: a feature the
-// Messages API lacks (Unsupported), or a value it refuses (C14's thinking
-// bounds, arguments that are not an object). Nothing was sent.
-type RequestError struct {
-	Param       string
-	Msg         string
-	Unsupported bool
-}
-
-func (e *RequestError) Error() string { return e.Param + ": " + e.Msg }
-
 // Options are what Request needs besides the request.
 type Options struct {
 	// Model is the upstream's model name.
@@ -119,16 +108,16 @@ func Request(req *wire.ChatRequest, o Options) ([]byte, Report, error) {
 // unsupported refuses what the Messages API cannot do.
 func unsupported(req *wire.ChatRequest) error {
 	if n, ok := intMember(req, "n"); ok && n != 1 {
-		return &RequestError{Param: "n", Msg: "an anthropic upstream answers one choice; send n: 1 or leave it out", Unsupported: true}
+		return &wire.ParamError{Param: "n", Msg: "an anthropic upstream answers one choice; send n: 1 or leave it out", Unsupported: true}
 	}
 	if rf, ok := req.Get("response_format"); ok && string(rf) != "null" && !strings.Contains(string(rf), `"text"`) {
-		return &RequestError{Param: "response_format", Msg: "an anthropic upstream has no response_format; ask for the shape in the prompt or declare a tool", Unsupported: true}
+		return &wire.ParamError{Param: "response_format", Msg: "an anthropic upstream has no response_format; ask for the shape in the prompt or declare a tool", Unsupported: true}
 	}
 	if lp, ok := req.Get("logprobs"); ok && string(lp) == "true" {
-		return &RequestError{Param: "logprobs", Msg: "an anthropic upstream returns no logprobs", Unsupported: true}
+		return &wire.ParamError{Param: "logprobs", Msg: "an anthropic upstream returns no logprobs", Unsupported: true}
 	}
 	if a, ok := req.Get("audio"); ok && string(a) != "null" {
-		return &RequestError{Param: "audio", Msg: "an anthropic upstream answers no audio", Unsupported: true}
+		return &wire.ParamError{Param: "audio", Msg: "an anthropic upstream answers no audio", Unsupported: true}
 	}
 	return nil
 }
@@ -182,7 +171,7 @@ func toolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) 
 		case "required":
 			choice["type"] = "any"
 		default:
-			return nil, &RequestError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice", wire.Clip(s))}
+			return nil, &wire.ParamError{Param: "tool_choice", Msg: fmt.Sprintf("%q is not a tool_choice", wire.Clip(s))}
 		}
 	default:
 		var f struct {
@@ -191,7 +180,7 @@ func toolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) 
 			} `json:"function"`
 		}
 		if json.Unmarshal(raw, &f) != nil || f.Function.Name == "" {
-			return nil, &RequestError{Param: "tool_choice", Msg: `must be "none", "auto", "required" or {"type":"function","function":{"name":"…"}}`}
+			return nil, &wire.ParamError{Param: "tool_choice", Msg: `must be "none", "auto", "required" or {"type":"function","function":{"name":"…"}}`}
 		}
 		choice["type"], choice["name"] = "tool", f.Function.Name
 	}
@@ -216,16 +205,16 @@ func thinking(req *wire.ChatRequest, maxTokens int, msgs []message) (json.RawMes
 		Budget int    `json:"budget_tokens"`
 	}
 	if json.Unmarshal(raw, &t) != nil {
-		return nil, false, &RequestError{Param: "thinking", Msg: `must be {"type":"enabled","budget_tokens":N} or {"type":"disabled"}`}
+		return nil, false, &wire.ParamError{Param: "thinking", Msg: `must be {"type":"enabled","budget_tokens":N} or {"type":"disabled"}`}
 	}
 	if t.Type != "enabled" {
 		return raw, false, nil
 	}
 	switch {
 	case t.Budget < 1024:
-		return nil, false, &RequestError{Param: "thinking.budget_tokens", Msg: fmt.Sprintf("the thinking budget (%d tokens) must be at least 1024 for an anthropic upstream; raise the route's reasoning budget", t.Budget)}
+		return nil, false, &wire.ParamError{Param: "thinking.budget_tokens", Msg: fmt.Sprintf("the thinking budget (%d tokens) must be at least 1024 for an anthropic upstream; raise the route's reasoning budget", t.Budget)}
 	case t.Budget >= maxTokens:
-		return nil, false, &RequestError{Param: "max_tokens", Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than max_tokens (%d); raise max_tokens or lower the reasoning level", t.Budget, maxTokens)}
+		return nil, false, &wire.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than max_tokens (%d); raise max_tokens or lower the reasoning level", t.Budget, maxTokens)}
 	}
 	if lastToolTurnUnthought(msgs) {
 		return nil, true, nil

@@ -32,7 +32,7 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 			role = "user"
 			blocks, err = toolResult(m, i)
 		default:
-			return nil, nil, 0, &RequestError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in Anthropic's Messages API", wire.Clip(m.Role)), Unsupported: true}
+			return nil, nil, 0, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in Anthropic's Messages API", wire.Clip(m.Role)), Unsupported: true}
 		}
 		if err != nil {
 			return nil, nil, 0, err
@@ -73,7 +73,7 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 	}
 	var parts []part
 	if err := json.Unmarshal(content, &parts); err != nil {
-		return nil, &RequestError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
 	}
 	var out []json.RawMessage
 	for k, p := range parts {
@@ -89,7 +89,7 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 			}
 			out = append(out, b)
 		default:
-			return nil, &RequestError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to an anthropic upstream here", wire.Clip(p.Type)), Unsupported: true}
+			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to an anthropic upstream here", wire.Clip(p.Type)), Unsupported: true}
 		}
 	}
 	return out, nil
@@ -117,13 +117,13 @@ func imageBlock(p part, i, k int) (json.RawMessage, error) {
 	if rest, ok := strings.CutPrefix(u.URL, "data:"); ok {
 		mediaType, data, ok := strings.Cut(rest, ";base64,")
 		if !ok {
-			return nil, &RequestError{Param: fmt.Sprintf("messages[%d].content[%d].image_url.url", i, k), Msg: "a data: URL must be base64 (data:<media type>;base64,<data>)"}
+			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].image_url.url", i, k), Msg: "a data: URL must be base64 (data:<media type>;base64,<data>)"}
 		}
 		source = map[string]string{"type": "base64", "media_type": mediaType, "data": data}
 	} else if u.URL != "" {
 		source = map[string]string{"type": "url", "url": u.URL}
 	} else {
-		return nil, &RequestError{Param: fmt.Sprintf("messages[%d].content[%d].image_url", i, k), Msg: "must have a url"}
+		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].image_url", i, k), Msg: "must have a url"}
 	}
 	b, _ := json.Marshal(struct {
 		Type         string          `json:"type"`
@@ -159,7 +159,7 @@ func assistantBlocks(m wire.Message, i int, thinkingMember string) ([]json.RawMe
 			args = "{}"
 		}
 		if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
-			return nil, &RequestError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for an anthropic upstream (its tool_use input is one)"}
+			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for an anthropic upstream (its tool_use input is one)"}
 		}
 		b, _ := json.Marshal(struct {
 			Type  string          `json:"type"`

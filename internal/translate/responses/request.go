@@ -10,16 +10,6 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// RequestError is a Responses request the gateway refuses, nothing sent:
-// malformed, or asking for what it does not translate (Unsupported).
-type RequestError struct {
-	Param       string
-	Msg         string
-	Unsupported bool
-}
-
-func (e *RequestError) Error() string { return e.Param + ": " + e.Msg }
-
 // Request is a decoded POST /v1/responses body.
 type Request struct {
 	Model  string
@@ -50,17 +40,17 @@ func Decode(body []byte) (*Request, error) {
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil || members == nil {
-		return nil, &RequestError{Param: "body", Msg: "must be a JSON object (a Responses API request)"}
+		return nil, &wire.ParamError{Param: "body", Msg: "must be a JSON object (a Responses API request)"}
 	}
 	r := &Request{members: members, Store: true}
 	if err := str(members, "model", &r.Model); err != nil || r.Model == "" {
-		return nil, &RequestError{Param: "model", Msg: "is required: a string naming the model"}
+		return nil, &wire.ParamError{Param: "model", Msg: "is required: a string naming the model"}
 	}
 	for _, k := range []string{"stream", "store"} {
 		if v, ok := members[k]; ok && string(v) != "null" {
 			var b bool
 			if json.Unmarshal(v, &b) != nil {
-				return nil, &RequestError{Param: k, Msg: "must be a boolean"}
+				return nil, &wire.ParamError{Param: k, Msg: "must be a boolean"}
 			}
 			if k == "stream" {
 				r.Stream = b
@@ -82,14 +72,14 @@ func Decode(body []byte) (*Request, error) {
 	}
 	for _, k := range []string{"background", "conversation", "prompt"} {
 		if v, ok := members[k]; ok && string(v) != "null" && string(v) != "false" {
-			return nil, &RequestError{Param: k, Msg: "is not supported by this gateway", Unsupported: true}
+			return nil, &wire.ParamError{Param: k, Msg: "is not supported by this gateway", Unsupported: true}
 		}
 	}
 	input, ok := members["input"]
 	switch {
 	case !ok || string(input) == "null":
 		if r.PreviousResponseID == "" {
-			return nil, &RequestError{Param: "input", Msg: "is required: a string or an array of input items"}
+			return nil, &wire.ParamError{Param: "input", Msg: "is required: a string or an array of input items"}
 		}
 	case input[0] == '"':
 		var s string
@@ -98,7 +88,7 @@ func Decode(body []byte) (*Request, error) {
 		r.Input = []json.RawMessage{item}
 	default:
 		if err := json.Unmarshal(input, &r.Input); err != nil {
-			return nil, &RequestError{Param: "input", Msg: "must be a string or an array of input items"}
+			return nil, &wire.ParamError{Param: "input", Msg: "must be a string or an array of input items"}
 		}
 	}
 	return r, nil
@@ -111,7 +101,7 @@ func str(members map[string]json.RawMessage, key string, dst *string) error {
 		return nil
 	}
 	if json.Unmarshal(v, dst) != nil {
-		return &RequestError{Param: key, Msg: "must be a string"}
+		return &wire.ParamError{Param: key, Msg: "must be a string"}
 	}
 	return nil
 }
@@ -134,7 +124,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 	if v := r.members["instructions"]; v != nil && string(v) != "null" {
 		var s string
 		if json.Unmarshal(v, &s) != nil {
-			return nil, &RequestError{Param: "instructions", Msg: "must be a string"}
+			return nil, &wire.ParamError{Param: "instructions", Msg: "must be a string"}
 		}
 		m, _ := json.Marshal(map[string]string{"role": "system", "content": s})
 		msgs = append(msgs, m)
@@ -178,12 +168,12 @@ func (r *Request) tools(chat map[string]any) error {
 			Strict      *bool           `json:"strict,omitempty"`
 		}
 		if json.Unmarshal(v, &tools) != nil {
-			return &RequestError{Param: "tools", Msg: "must be an array of tools"}
+			return &wire.ParamError{Param: "tools", Msg: "must be an array of tools"}
 		}
 		out := make([]map[string]any, 0, len(tools))
 		for i, t := range tools {
 			if t.Type != "function" {
-				return &RequestError{Param: fmt.Sprintf("tools[%d].type", i), Msg: fmt.Sprintf("%q tools are not supported by this gateway; declare function tools", wire.Clip(t.Type)), Unsupported: true}
+				return &wire.ParamError{Param: fmt.Sprintf("tools[%d].type", i), Msg: fmt.Sprintf("%q tools are not supported by this gateway; declare function tools", wire.Clip(t.Type)), Unsupported: true}
 			}
 			fn := map[string]any{"name": t.Name}
 			if t.Description != "" {
@@ -212,7 +202,7 @@ func (r *Request) tools(chat map[string]any) error {
 		Name string `json:"name"`
 	}
 	if json.Unmarshal(v, &c) != nil || c.Type != "function" || c.Name == "" {
-		return &RequestError{Param: "tool_choice", Msg: `must be "none", "auto", "required" or {"type":"function","name":"…"}`, Unsupported: c.Type != "" && c.Type != "function"}
+		return &wire.ParamError{Param: "tool_choice", Msg: `must be "none", "auto", "required" or {"type":"function","name":"…"}`, Unsupported: c.Type != "" && c.Type != "function"}
 	}
 	chat["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}
 	return nil
@@ -225,7 +215,7 @@ func (r *Request) reasoningAndFormat(chat map[string]any) error {
 			Effort *string `json:"effort"`
 		}
 		if json.Unmarshal(v, &re) != nil {
-			return &RequestError{Param: "reasoning", Msg: `must be an object such as {"effort":"medium"}`}
+			return &wire.ParamError{Param: "reasoning", Msg: `must be an object such as {"effort":"medium"}`}
 		}
 		if re.Effort != nil {
 			chat["reasoning_effort"] = *re.Effort
@@ -244,7 +234,7 @@ func (r *Request) reasoningAndFormat(chat map[string]any) error {
 		} `json:"format"`
 	}
 	if json.Unmarshal(v, &t) != nil {
-		return &RequestError{Param: "text", Msg: "must be an object"}
+		return &wire.ParamError{Param: "text", Msg: "must be an object"}
 	}
 	switch {
 	case t.Format == nil || t.Format.Type == "text":
@@ -257,7 +247,7 @@ func (r *Request) reasoningAndFormat(chat map[string]any) error {
 		}
 		chat["response_format"] = map[string]any{"type": "json_schema", "json_schema": js}
 	default:
-		return &RequestError{Param: "text.format.type", Msg: fmt.Sprintf("%q is not a text format; use text, json_object or json_schema", wire.Clip(t.Format.Type))}
+		return &wire.ParamError{Param: "text.format.type", Msg: fmt.Sprintf("%q is not a text format; use text, json_object or json_schema", wire.Clip(t.Format.Type))}
 	}
 	return nil
 }
@@ -313,7 +303,7 @@ func messages(items []json.RawMessage, reasoningField string) ([]json.RawMessage
 	for i, raw := range items {
 		var it item
 		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, &RequestError{Param: fmt.Sprintf("input[%d]", i), Msg: "must be an input item object"}
+			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d]", i), Msg: "must be an input item object"}
 		}
 		if it.Type == "" && it.Role != "" {
 			it.Type = "message"
@@ -356,7 +346,7 @@ func messages(items []json.RawMessage, reasoningField string) ([]json.RawMessage
 				turn.reasoning.WriteString(s.Text)
 			}
 		default:
-			return nil, &RequestError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}
+			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}
 		}
 	}
 	flush()
@@ -368,7 +358,7 @@ func inputMessage(it item, i int) (json.RawMessage, error) {
 	switch it.Role {
 	case "user", "system", "developer":
 	default:
-		return nil, &RequestError{Param: fmt.Sprintf("input[%d].role", i), Msg: fmt.Sprintf("%q is not a message role; use user, system, developer or assistant", wire.Clip(it.Role))}
+		return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].role", i), Msg: fmt.Sprintf("%q is not a message role; use user, system, developer or assistant", wire.Clip(it.Role))}
 	}
 	var s string
 	if json.Unmarshal(it.Content, &s) == nil {
@@ -382,7 +372,7 @@ func inputMessage(it item, i int) (json.RawMessage, error) {
 		Detail   json.RawMessage `json:"detail"`
 	}
 	if json.Unmarshal(it.Content, &parts) != nil {
-		return nil, &RequestError{Param: fmt.Sprintf("input[%d].content", i), Msg: "must be a string or an array of content parts"}
+		return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].content", i), Msg: "must be a string or an array of content parts"}
 	}
 	var out []map[string]any
 	for k, p := range parts {
@@ -396,7 +386,7 @@ func inputMessage(it item, i int) (json.RawMessage, error) {
 			}
 			out = append(out, map[string]any{"type": "image_url", "image_url": img})
 		default:
-			return nil, &RequestError{Param: fmt.Sprintf("input[%d].content[%d].type", i, k), Msg: fmt.Sprintf("%q parts are not supported by this gateway (images by image_url only)", wire.Clip(p.Type)), Unsupported: true}
+			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].content[%d].type", i, k), Msg: fmt.Sprintf("%q parts are not supported by this gateway (images by image_url only)", wire.Clip(p.Type)), Unsupported: true}
 		}
 	}
 	return json.Marshal(map[string]any{"role": it.Role, "content": out})
@@ -415,7 +405,7 @@ func assistantText(b *strings.Builder, content json.RawMessage, i int) error {
 		Refusal string `json:"refusal"`
 	}
 	if len(content) > 0 && json.Unmarshal(content, &parts) != nil {
-		return &RequestError{Param: fmt.Sprintf("input[%d].content", i), Msg: "must be a string or an array of output_text parts"}
+		return &wire.ParamError{Param: fmt.Sprintf("input[%d].content", i), Msg: "must be a string or an array of output_text parts"}
 	}
 	for _, p := range parts {
 		b.WriteString(p.Text + p.Refusal)
@@ -435,7 +425,7 @@ func outputText(output json.RawMessage, i int) (string, error) {
 		Text string `json:"text"`
 	}
 	if json.Unmarshal(output, &parts) != nil {
-		return "", &RequestError{Param: fmt.Sprintf("input[%d].output", i), Msg: "must be a string or an array of input_text parts"}
+		return "", &wire.ParamError{Param: fmt.Sprintf("input[%d].output", i), Msg: "must be a string or an array of input_text parts"}
 	}
 	var b bytes.Buffer
 	for _, p := range parts {

@@ -72,7 +72,7 @@ func TestRefused(t *testing.T) {
 		if err == nil {
 			_, err = r.Chat(r.Input, ChatOptions{})
 		}
-		var re *RequestError
+		var re *wire.ParamError
 		if !errors.As(err, &re) || re.Param != tc.param {
 			t.Errorf("%s: err %v", tc.body, err)
 		}
@@ -167,7 +167,7 @@ func TestStreamEnds(t *testing.T) {
 	}
 }
 
-// FuzzResponsesRequest: any body is refused with a *RequestError or
+// FuzzResponsesRequest: any body is refused with a *wire.ParamError or
 // becomes a chat request that the chat decoder reads.
 func FuzzResponsesRequest(f *testing.F) {
 	f.Add(`{"model":"m","input":"hi"}`)
@@ -187,7 +187,7 @@ func FuzzResponsesRequest(f *testing.F) {
 				return
 			}
 		}
-		var re *RequestError
+		var re *wire.ParamError
 		if !errors.As(err, &re) {
 			t.Fatalf("error of type %T: %v", err, err)
 		}
