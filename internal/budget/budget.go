@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -28,24 +29,43 @@ func NoLimits() Limits {
 	return Limits{MaxCalls: Unlimited, MaxInputChars: Unlimited, MaxOutputChars: Unlimited, MaxOutputTokens: Unlimited, CallTimeout: Unlimited}
 }
 
-// Preset returns a preset of SPEC §5's table, exactly: small, medium or
-// large.
-func Preset(name string) (Limits, bool) {
-	switch name {
-	case "small":
-		return Limits{MaxCalls: 2, MaxInputChars: 8000, MaxOutputChars: 4000, MaxOutputTokens: 512, CallTimeout: 15000 * time.Millisecond}, true
-	case "medium":
-		return Limits{MaxCalls: 8, MaxInputChars: 32000, MaxOutputChars: 16000, MaxOutputTokens: 1024, CallTimeout: 30000 * time.Millisecond}, true
-	case "large":
-		return Limits{MaxCalls: 16, MaxInputChars: 64000, MaxOutputChars: 32000, MaxOutputTokens: 4096, CallTimeout: 60000 * time.Millisecond}, true
+// Preset names a budget preset of SPEC §5's table: small, medium or large
+// ("" is medium).
+type Preset uint8
+
+// Presets.
+const (
+	PresetDefault Preset = iota // none named: medium
+	PresetSmall
+	PresetMedium
+	PresetLarge
+)
+
+var presetNames = []string{"", "small", "medium", "large"}
+
+func (p Preset) String() string { return presetNames[p] }
+
+// Names are the configured names of the presets.
+func (Preset) Names() []string { return slices.Clone(presetNames) }
+
+// Parse reads a configured preset ("" is medium's).
+func (Preset) Parse(s string) (Preset, error) { return wire.ParseEnum[Preset](presetNames, s) }
+
+// Limits returns the preset's limits, exactly as SPEC §5's table.
+func (p Preset) Limits() Limits {
+	switch p {
+	case PresetSmall:
+		return Limits{MaxCalls: 2, MaxInputChars: 8000, MaxOutputChars: 4000, MaxOutputTokens: 512, CallTimeout: 15000 * time.Millisecond}
+	case PresetLarge:
+		return Limits{MaxCalls: 16, MaxInputChars: 64000, MaxOutputChars: 32000, MaxOutputTokens: 4096, CallTimeout: 60000 * time.Millisecond}
 	}
-	return Limits{}, false
+	return Limits{MaxCalls: 8, MaxInputChars: 32000, MaxOutputChars: 16000, MaxOutputTokens: 1024, CallTimeout: 30000 * time.Millisecond}
 }
 
 // Object is a budget as configured: a preset and exact values, each nil
 // when not given (a given value, 0 included, is kept; Unlimited is -1).
 type Object struct {
-	Preset          string
+	Preset          Preset
 	MaxCalls        *int
 	MaxInputChars   *int
 	MaxOutputChars  *int
@@ -53,17 +73,32 @@ type Object struct {
 	CallTimeoutMs   *int
 }
 
+// InputAction is what a route does with a transcript over its
+// max_input_chars.
+type InputAction uint8
+
+// Input actions.
+const (
+	InputRefuse InputAction = iota // 400, nothing sent (the default)
+	InputTrim                      // whole oldest turns removed
+)
+
+var inputActionNames = []string{"refuse", "trim"}
+
+func (a InputAction) String() string { return inputActionNames[a] }
+
+// Names are the configured names of the actions.
+func (InputAction) Names() []string { return slices.Clone(inputActionNames) }
+
+// Parse reads a configured action: refuse or trim.
+func (InputAction) Parse(s string) (InputAction, error) {
+	return wire.ParseEnum[InputAction](inputActionNames, s)
+}
+
 // Resolve returns the limits of a budget object: its preset (medium when
 // none is named), then its exact values.
-func Resolve(o Object) (Limits, error) {
-	preset := o.Preset
-	if preset == "" {
-		preset = "medium"
-	}
-	l, ok := Preset(preset)
-	if !ok {
-		return Limits{}, fmt.Errorf("unknown budget preset %q; use small, medium or large", preset)
-	}
+func Resolve(o Object) Limits {
+	l := o.Preset.Limits()
 	for _, f := range []struct {
 		v   *int
 		dst *int
@@ -78,7 +113,7 @@ func Resolve(o Object) (Limits, error) {
 			l.CallTimeout = Unlimited
 		}
 	}
-	return l, nil
+	return l
 }
 
 // Stricter returns, limit by limit, the stricter of a and b (Unlimited is

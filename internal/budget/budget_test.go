@@ -22,21 +22,20 @@ func TestResolve(t *testing.T) {
 		o    Object
 		want Limits
 	}{
-		{"small", Object{Preset: "small"}, Limits{2, 8000, 4000, 512, 15 * time.Second}},
+		{"small", Object{Preset: PresetSmall}, Limits{2, 8000, 4000, 512, 15 * time.Second}},
 		{"medium by default", Object{}, Limits{8, 32000, 16000, 1024, 30 * time.Second}},
-		{"large", Object{Preset: "large"}, Limits{16, 64000, 32000, 4096, 60 * time.Second}},
+		{"large", Object{Preset: PresetLarge}, Limits{16, 64000, 32000, 4096, 60 * time.Second}},
 		{"partial object on medium", Object{MaxOutputTokens: ptr(2048)}, Limits{8, 32000, 16000, 2048, 30 * time.Second}},
-		{"zero kept", Object{Preset: "small", MaxCalls: ptr(0)}, Limits{0, 8000, 4000, 512, 15 * time.Second}},
-		{"unlimited kept", Object{Preset: "large", MaxInputChars: ptr(Unlimited), CallTimeoutMs: ptr(Unlimited)}, Limits{16, Unlimited, 32000, 4096, Unlimited}},
+		{"zero kept", Object{Preset: PresetSmall, MaxCalls: ptr(0)}, Limits{0, 8000, 4000, 512, 15 * time.Second}},
+		{"unlimited kept", Object{Preset: PresetLarge, MaxInputChars: ptr(Unlimited), CallTimeoutMs: ptr(Unlimited)}, Limits{16, Unlimited, 32000, 4096, Unlimited}},
 		{"exact timeout", Object{CallTimeoutMs: ptr(1500)}, Limits{8, 32000, 16000, 1024, 1500 * time.Millisecond}},
 	} {
-		got, err := Resolve(tc.o)
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %+v %v, want %+v", tc.name, got, err, tc.want)
+		if got := Resolve(tc.o); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if _, err := Resolve(Object{Preset: "huge"}); err == nil {
-		t.Error("unknown preset accepted")
+	if _, err := Preset(0).Parse("huge"); err == nil || err.Error() != `must be small, medium or large, got "huge"` {
+		t.Errorf("an unknown preset: %v", err)
 	}
 }
 

@@ -2,8 +2,11 @@ package budget
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // A Check is one counter an admission consults: the counter named Key
@@ -30,6 +33,26 @@ type Count struct {
 func (c Check) room(used int64) bool {
 	return used+max(c.Cost, 1) <= c.Limit
 }
+
+// OnError is what a request does when the counter store cannot be
+// reached (state.on_error).
+type OnError uint8
+
+// The choices.
+const (
+	FailOpen   OnError = iota // admitted uncounted (the default)
+	FailClosed                // refused with 503
+)
+
+var onErrorNames = []string{"fail_open", "fail_closed"}
+
+func (o OnError) String() string { return onErrorNames[o] }
+
+// Names are the configured names of the choices.
+func (OnError) Names() []string { return slices.Clone(onErrorNames) }
+
+// Parse reads a configured choice: fail_open or fail_closed.
+func (OnError) Parse(s string) (OnError, error) { return wire.ParseEnum[OnError](onErrorNames, s) }
 
 // Store holds the counters admission consults: Memory by default, Redis
 // when replicas share them. Implementations are safe for concurrent use.

@@ -3,7 +3,10 @@ package budget
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // Spend is counted in nano-dollars (1e-9 USD): integers, so that a
@@ -41,16 +44,15 @@ const (
 	Month
 )
 
-// ParsePeriod reads day or month ("" is day).
-func ParsePeriod(s string) (Period, bool) {
-	switch s {
-	case "", "day":
-		return Day, true
-	case "month":
-		return Month, true
-	}
-	return Day, false
-}
+var periodNames = []string{"day", "month"}
+
+func (p Period) String() string { return periodNames[p] }
+
+// Names are the configured names of the periods.
+func (Period) Names() []string { return slices.Clone(periodNames) }
+
+// Parse reads a configured period: day or month.
+func (Period) Parse(s string) (Period, error) { return wire.ParseEnum[Period](periodNames, s) }
 
 // span returns the counter's name for the period holding now (the period
 // is in the name, so a new one starts at zero) and the time left in it.

@@ -3,6 +3,7 @@ package observe
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,11 +15,8 @@ import (
 // written at least every flush; stop writes what is pending and ends the
 // buffer's goroutine (call it before exiting). Warnings and errors are
 // written at once either way.
-func NewLogger(w io.Writer, level string, flush time.Duration) (log *zap.Logger, stop func(), err error) {
-	lvl, err := zapcore.ParseLevel(level)
-	if err != nil {
-		return nil, nil, fmt.Errorf("observe: log level: %w", err)
-	}
+func NewLogger(w io.Writer, level Level, flush time.Duration) (log *zap.Logger, stop func(), err error) {
+	lvl := [...]zapcore.Level{zapcore.DebugLevel, zapcore.InfoLevel, zapcore.WarnLevel, zapcore.ErrorLevel}[level]
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
@@ -60,4 +58,32 @@ func (l levelBelow) With(fields []zapcore.Field) zapcore.Core {
 // millis encodes durations as fractional milliseconds, e.g. 0.412.
 func millis(d time.Duration, enc zapcore.PrimitiveArrayEncoder) {
 	enc.AppendFloat64(float64(d.Microseconds()) / 1000)
+}
+
+// Level is the least level logged.
+type Level uint8
+
+// Levels.
+const (
+	Debug Level = iota
+	Info
+	Warn
+	Error
+)
+
+var levelNames = []string{"debug", "info", "warn", "error"}
+
+func (l Level) String() string { return levelNames[l] }
+
+// Names are the configured names of the levels.
+func (Level) Names() []string { return slices.Clone(levelNames) }
+
+// Parse reads a configured level: debug, info, warn or error.
+func (Level) Parse(s string) (Level, error) {
+	for i, n := range levelNames {
+		if n == s {
+			return Level(i), nil
+		}
+	}
+	return 0, fmt.Errorf("must be debug, info, warn or error, got %q", s)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -24,19 +25,16 @@ const (
 	ArgumentsReject             // a failure is a violation
 )
 
-func (a Arguments) String() string { return [...]string{"off", "annotate", "reject"}[a] }
+var argumentsNames = []string{"off", "annotate", "reject"}
 
-// ParseArguments reads a configured mode: off, annotate or reject.
-func ParseArguments(s string) (Arguments, bool) {
-	switch s {
-	case "off":
-		return ArgumentsOff, true
-	case "annotate":
-		return ArgumentsAnnotate, true
-	case "reject":
-		return ArgumentsReject, true
-	}
-	return ArgumentsOff, false
+func (a Arguments) String() string { return argumentsNames[a] }
+
+// Names are the configured names of the modes.
+func (Arguments) Names() []string { return slices.Clone(argumentsNames) }
+
+// Parse reads a configured mode: off, annotate or reject.
+func (Arguments) Parse(s string) (Arguments, error) {
+	return wire.ParseEnum[Arguments](argumentsNames, s)
 }
 
 // Schemas compiles tool parameter schemas once and caches them by a

@@ -22,18 +22,15 @@ const (
 	ModeOff                 // calls are not judged
 )
 
-// ParseMode reads a configured mode: session, default or off.
-func ParseMode(s string) (Mode, bool) {
-	switch s {
-	case "session":
-		return ModeSession, true
-	case "default":
-		return ModeDefault, true
-	case "off":
-		return ModeOff, true
-	}
-	return ModeSession, false
-}
+var modeNames = []string{"session", "default", "off"}
+
+func (m Mode) String() string { return modeNames[m] }
+
+// Names are the configured names of the modes.
+func (Mode) Names() []string { return slices.Clone(modeNames) }
+
+// Parse reads a configured mode: session, default or off.
+func (Mode) Parse(s string) (Mode, error) { return wire.ParseEnum[Mode](modeNames, s) }
 
 // Config is a route's policy configuration.
 type Config struct {

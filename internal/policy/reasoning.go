@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/toolgate/toolgate/internal/wire"
@@ -26,15 +27,11 @@ var formatNames = [...]string{"", "reasoning-effort", "thinking", "enable-thinki
 
 func (f Format) String() string { return formatNames[f] }
 
-// ParseFormat reads a configured format ("" is FormatNone).
-func ParseFormat(s string) (Format, bool) {
-	for f, name := range formatNames {
-		if name == s {
-			return Format(f), true
-		}
-	}
-	return FormatNone, false
-}
+// Names are the configured names of the formats ("" is FormatNone).
+func (Format) Names() []string { return slices.Clone(formatNames[:]) }
+
+// Parse reads a configured format ("" is FormatNone).
+func (Format) Parse(s string) (Format, error) { return wire.ParseEnum[Format](formatNames[:], s) }
 
 // Level is a reasoning level; LevelNone is none chosen.
 type Level uint8
@@ -53,14 +50,17 @@ var levelNames = [numLevels]string{"", "off", "low", "medium", "high"}
 
 func (l Level) String() string { return levelNames[l] }
 
-// ParseLevel reads a configured level ("" is LevelNone).
+// Names are the configured names of the levels ("" is LevelNone).
+func (Level) Names() []string { return slices.Clone(levelNames[:]) }
+
+// Parse reads a configured level ("" is LevelNone).
+func (Level) Parse(s string) (Level, error) { return wire.ParseEnum[Level](levelNames[:], s) }
+
+// ParseLevel reads a level, as Parse does, reporting only whether it is
+// one.
 func ParseLevel(s string) (Level, bool) {
-	for l, name := range levelNames {
-		if name == s {
-			return Level(l), true
-		}
-	}
-	return LevelNone, false
+	l, err := Level(0).Parse(s)
+	return l, err == nil
 }
 
 // defaultBudget is thinking-budget's budget_tokens for a level.

@@ -3,6 +3,7 @@ package repair
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/wire"
@@ -40,18 +41,15 @@ const (
 	ModeOff                // send it as it is
 )
 
-// ParseMode reads a configured mode: fix, reject or off.
-func ParseMode(s string) (Mode, bool) {
-	switch s {
-	case "fix":
-		return ModeFix, true
-	case "reject":
-		return ModeReject, true
-	case "off":
-		return ModeOff, true
-	}
-	return ModeFix, false
-}
+var modeNames = []string{"fix", "reject", "off"}
+
+func (m Mode) String() string { return modeNames[m] }
+
+// Names are the configured names of the modes.
+func (Mode) Names() []string { return slices.Clone(modeNames) }
+
+// Parse reads a configured mode: fix, reject or off.
+func (Mode) Parse(s string) (Mode, error) { return wire.ParseEnum[Mode](modeNames, s) }
 
 // Reply names one message of the input transcript: its position and the
 // call id it concerns.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/toolgate/toolgate/internal/wire"
@@ -21,17 +22,16 @@ const (
 	ContentEmpty                    // null or absent becomes ""
 )
 
-// ParseContentMode reads a configured mode: keep, null or empty.
-func ParseContentMode(s string) (ContentMode, bool) {
-	switch s {
-	case "keep":
-		return ContentKeep, true
-	case "null":
-		return ContentNull, true
-	case "empty":
-		return ContentEmpty, true
-	}
-	return ContentKeep, false
+var contentModeNames = []string{"keep", "null", "empty"}
+
+func (m ContentMode) String() string { return contentModeNames[m] }
+
+// Names are the configured names of the content modes.
+func (ContentMode) Names() []string { return slices.Clone(contentModeNames) }
+
+// Parse reads a configured mode: keep, null or empty.
+func (ContentMode) Parse(s string) (ContentMode, error) {
+	return wire.ParseEnum[ContentMode](contentModeNames, s)
 }
 
 // ToolCallSteps switches the normalizations on and off.

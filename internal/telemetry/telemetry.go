@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,7 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // Provider is the tracer provider and how to flush and stop it.
@@ -37,40 +38,77 @@ type Provider struct {
 	Enabled bool
 }
 
-// New returns the provider cfg and the environment (getenv) ask for: a
+// Protocol is how spans go to the collector: OTLP over gRPC or over
+// HTTP (protobuf); unset, the environment says (OTEL_EXPORTER_OTLP_…
+// PROTOCOL), else gRPC.
+type Protocol uint8
+
+// Protocols.
+const (
+	ProtocolUnset Protocol = iota
+	GRPC
+	HTTP
+)
+
+var protocolNames = []string{"", "grpc", "http/protobuf"}
+
+func (p Protocol) String() string { return protocolNames[p] }
+
+// Names are the configured names of the protocols ("" is unset).
+func (Protocol) Names() []string { return slices.Clone(protocolNames) }
+
+// Parse reads a protocol: grpc, or http/protobuf (http too, as the
+// OpenTelemetry environment allows).
+func (Protocol) Parse(s string) (Protocol, error) {
+	if s == "http" {
+		return HTTP, nil
+	}
+	return wire.ParseEnum[Protocol](protocolNames, s)
+}
+
+// Options are the traces' configuration (telemetry in the config file).
+type Options struct {
+	// Endpoint is the collector's URL; "" leaves it to the environment
+	// (OTEL_EXPORTER_OTLP_ENDPOINT), and with neither tracing is off.
+	Endpoint string
+	Protocol Protocol
+}
+
+// New returns the provider o and the environment (getenv) ask for: a
 // no-op one when tracing is off. It does not dial: the exporter connects
 // when it first sends.
-func New(ctx context.Context, cfg config.Telemetry, getenv func(string) string) (*Provider, error) {
+func New(ctx context.Context, o Options, getenv func(string) string) (*Provider, error) {
 	off := &Provider{TracerProvider: noop.NewTracerProvider(), Shutdown: func(context.Context) error { return nil }}
-	endpoint := cfg.OTLPEndpoint
+	endpoint := o.Endpoint
 	envEndpoint := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") + getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || getenv("OTEL_TRACES_EXPORTER") == "none" || endpoint == "" && envEndpoint == "" {
 		return off, nil
 	}
-	protocol := cfg.Protocol
-	if protocol == "" {
-		protocol = getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	}
-	if protocol == "" {
-		protocol = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	protocol := o.Protocol
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if protocol != ProtocolUnset || getenv(v) == "" {
+			continue
+		}
+		p, err := Protocol(0).Parse(getenv(v))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v, err)
+		}
+		protocol = p
 	}
 	var exp sdktrace.SpanExporter
 	var err error
-	switch protocol {
-	case "", "grpc":
-		var opts []otlptracegrpc.Option
-		if endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
-		}
-		exp, err = otlptracegrpc.New(ctx, opts...)
-	case "http/protobuf", "http":
+	if protocol == HTTP {
 		var opts []otlptracehttp.Option
 		if endpoint != "" {
 			opts = append(opts, otlptracehttp.WithEndpointURL(tracesURL(endpoint)))
 		}
 		exp, err = otlptracehttp.New(ctx, opts...)
-	default:
-		return nil, fmt.Errorf("telemetry.protocol: must be grpc or http/protobuf, got %q", protocol)
+	} else {
+		var opts []otlptracegrpc.Option
+		if endpoint != "" {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/toolgate/toolgate/internal/config"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -17,15 +15,15 @@ func TestNew(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
-		cfg     config.Telemetry
+		cfg     Options
 		env     map[string]string
 		enabled bool
 	}{
-		{"default", config.Telemetry{}, nil, false},
-		{"configured", config.Telemetry{OTLPEndpoint: "http://127.0.0.1:4317"}, nil, true},
-		{"environment", config.Telemetry{}, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, true},
-		{"disabled", config.Telemetry{OTLPEndpoint: "http://127.0.0.1:4317"}, map[string]string{"OTEL_SDK_DISABLED": "true"}, false},
-		{"no exporter", config.Telemetry{OTLPEndpoint: "http://127.0.0.1:4317"}, map[string]string{"OTEL_TRACES_EXPORTER": "none"}, false},
+		{"default", Options{}, nil, false},
+		{"configured", Options{Endpoint: "http://127.0.0.1:4317"}, nil, true},
+		{"environment", Options{}, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, true},
+		{"disabled", Options{Endpoint: "http://127.0.0.1:4317"}, map[string]string{"OTEL_SDK_DISABLED": "true"}, false},
+		{"no exporter", Options{Endpoint: "http://127.0.0.1:4317"}, map[string]string{"OTEL_TRACES_EXPORTER": "none"}, false},
 	} {
 		p, err := New(ctx, tc.cfg, func(k string) string { return tc.env[k] })
 		if err != nil || p.Enabled != tc.enabled {
@@ -36,7 +34,7 @@ func TestNew(t *testing.T) {
 			t.Errorf("%s: shutdown: %v", tc.name, err)
 		}
 	}
-	if _, err := New(ctx, config.Telemetry{OTLPEndpoint: "http://x:1"}, func(k string) string {
+	if _, err := New(ctx, Options{Endpoint: "http://x:1"}, func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}[k]
 	}); err == nil {
 		t.Error("an unknown protocol is accepted")

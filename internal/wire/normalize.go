@@ -299,3 +299,50 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+var reasoningSourceNames = []string{"reasoning_content", "reasoning", "think"}
+
+func (r ReasoningSource) String() string { return reasoningSourceNames[r] }
+
+// Names are the configured names of the sources.
+func (ReasoningSource) Names() []string { return append([]string(nil), reasoningSourceNames...) }
+
+// Parse reads a configured source: reasoning_content, reasoning or think.
+func (ReasoningSource) Parse(s string) (ReasoningSource, error) {
+	return ParseEnum[ReasoningSource](reasoningSourceNames, s)
+}
+
+// ReasoningMember is the member of a chat message that carries reasoning
+// to a client: reasoning_content or reasoning.
+type ReasoningMember uint8
+
+var reasoningMemberNames = []string{"reasoning_content", "reasoning"}
+
+// String is the member's name.
+func (m ReasoningMember) String() string { return reasoningMemberNames[m] }
+
+// Names are the configured names of the members.
+func (ReasoningMember) Names() []string { return append([]string(nil), reasoningMemberNames...) }
+
+// Parse reads a configured member: reasoning_content or reasoning.
+func (ReasoningMember) Parse(s string) (ReasoningMember, error) {
+	return ParseEnum[ReasoningMember](reasoningMemberNames, s)
+}
+
+// OutputLimit is the member a chat request carries its output limit in:
+// max_tokens, or max_completion_tokens (OpenAI's reasoning models take
+// only that one).
+type OutputLimit uint8
+
+var outputLimitNames = []string{"max_tokens", "max_completion_tokens"}
+
+// String is the member's name.
+func (o OutputLimit) String() string { return outputLimitNames[o] }
+
+// Names are the configured names of the members.
+func (OutputLimit) Names() []string { return append([]string(nil), outputLimitNames...) }
+
+// Parse reads a configured member: max_tokens or max_completion_tokens.
+func (OutputLimit) Parse(s string) (OutputLimit, error) {
+	return ParseEnum[OutputLimit](outputLimitNames, s)
+}

@@ -1,0 +1,256 @@
+package config
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// MayUse reports whether the key may use some model of a route's model
+// name or pattern: its list allows the route's name, or a pattern of one
+// matches the other's text (a key's "gpt-*" may use the route "*").
+func (k *Key) MayUse(routeModel string) bool {
+	if k.Allows(routeModel) {
+		return true
+	}
+	for _, p := range k.Models {
+		if GlobMatch(routeModel, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Allows reports whether the key may use model.
+func (k *Key) Allows(model string) bool {
+	if len(k.Models) == 0 {
+		return true
+	}
+	for _, p := range k.Models {
+		if GlobMatch(p, model) {
+			return true
+		}
+	}
+	return false
+}
+
+// allows reports whether the rule matches path, and then whether it
+// forwards method.
+func (r PathRule) allows(method, path string) (matches, methodOK bool) {
+	if !GlobMatch(r.Path, path) {
+		return false, false
+	}
+	methods := r.Methods
+	if len(methods) == 0 {
+		methods = DefaultPathMethods
+	}
+	return true, slices.Contains(methods, method)
+}
+
+// defaultPassthrough are the paths every openai route forwards.
+var defaultPassthrough = []PathRule{
+	{Path: "/v1/embeddings", Methods: []string{http.MethodPost}},
+	{Path: "/v1/completions", Methods: []string{http.MethodPost}},
+	{Path: "/v1/moderations", Methods: []string{http.MethodPost}},
+}
+
+// MatchPath returns the first route whose paths serve path, for a
+// request whose body names no model.
+func (c *Config) MatchPath(path string) (*Route, bool) {
+	for i := range c.Routes {
+		for _, pat := range c.Routes[i].Paths {
+			if GlobMatch(pat.Path, path) {
+				return &c.Routes[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// MethodsFor lists the methods the route's rules that match path
+// forward on it, for a 405's Allow header.
+func (r *Route) MethodsFor(path string) []string {
+	var out []string
+	for _, rules := range [][]PathRule{defaultPassthrough, r.Passthrough.Paths, r.Paths} {
+		for _, rule := range rules {
+			if GlobMatch(rule.Path, path) {
+				methods := rule.Methods
+				if len(methods) == 0 {
+					methods = DefaultPathMethods
+				}
+				for _, m := range methods {
+					if !slices.Contains(out, m) {
+						out = append(out, m)
+					}
+				}
+			}
+		}
+	}
+	if r.Passthrough.All {
+		for _, m := range DefaultPathMethods {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// Forwarding is what a route does with a /v1 path outside its own API.
+type Forwarding uint8
+
+const (
+	NotForwarded     Forwarding = iota // no rule of the route matches the path
+	Forwarded                          // a rule matches and forwards the method
+	MethodNotAllowed                   // rules match, none forwards the method
+)
+
+// Forwards says whether the route forwards method on path (a normalized
+// path, with no dot segment): a rule of its passthrough (every path with
+// passthrough: true, and the default paths) or of its paths must match
+// the path and allow the method. Paths only add the paths they list; they
+// never widen what a route forwards beyond them.
+func (r *Route) Forwards(method, path string) Forwarding {
+	out := NotForwarded
+	check := func(rules []PathRule) bool {
+		for _, rule := range rules {
+			matches, ok := rule.allows(method, path)
+			if ok {
+				out = Forwarded
+				return true
+			}
+			if matches {
+				out = MethodNotAllowed
+			}
+		}
+		return false
+	}
+	all := []PathRule(nil)
+	if r.Passthrough.All {
+		all = []PathRule{{Path: "/v1/*"}}
+	}
+	for _, rules := range [][]PathRule{defaultPassthrough, r.Passthrough.Paths, r.Paths, all} {
+		if check(rules) {
+			break
+		}
+	}
+	return out
+}
+
+// Has reports whether the normalization name is switched on.
+func (q Quirks) Has(name string) bool {
+	for _, v := range q {
+		if v == name || v == "all" {
+			return true
+		}
+	}
+	return false
+}
+
+// IsPattern reports whether the route's model contains a wildcard.
+func (r *Route) IsPattern() bool { return strings.Contains(r.Model, "*") }
+
+// TargetModel returns the model name to send upstream for a client's model.
+func (r *Route) TargetModel(clientModel string) string {
+	if r.UpstreamModel != "" {
+		return r.UpstreamModel
+	}
+	return clientModel
+}
+
+// Match returns the route for a client's model name: an exact route first,
+// then the first pattern route that matches, in file order.
+func (c *Config) Match(model string) (*Route, bool) {
+	if r, ok := c.exact[model]; ok {
+		return r, true
+	}
+	for _, r := range c.patterns {
+		if GlobMatch(r.Model, model) {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Route returns the route named name.
+func (c *Config) Route(name string) (*Route, bool) {
+	for i := range c.Routes {
+		if c.Routes[i].Name == name {
+			return &c.Routes[i], true
+		}
+	}
+	return nil, false
+}
+
+// Upstream returns the upstream with the given name.
+func (c *Config) Upstream(name string) (*Upstream, bool) {
+	u, ok := c.byName[name]
+	return u, ok
+}
+
+// GlobMatch reports whether s matches pattern, where * matches any run of
+// characters (including none) and every other character matches itself.
+func GlobMatch(pattern, s string) bool {
+	star, next := -1, 0 // last star position in pattern, and s index it resumed at
+	p, i := 0, 0
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, next = p, i
+			p++
+		case p < len(pattern) && pattern[p] == s[i]:
+			p++
+			i++
+		case star >= 0:
+			next++
+			p, i = star+1, next
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+func (c *Config) resolve() {
+	c.pricePatterns = nil
+	for _, name := range slices.Sorted(maps.Keys(c.Pricing)) {
+		if strings.Contains(name, "*") {
+			c.pricePatterns = append(c.pricePatterns, name)
+		}
+	}
+	slices.SortStableFunc(c.pricePatterns, func(a, b string) int { return len(b) - len(a) })
+	c.exact = map[string]*Route{}
+	c.patterns = nil
+	c.byName = map[string]*Upstream{}
+	for i := range c.Upstreams {
+		c.byName[c.Upstreams[i].Name] = &c.Upstreams[i]
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.IsPattern() {
+			c.patterns = append(c.patterns, r)
+		} else {
+			c.exact[r.Model] = r
+		}
+	}
+}
+
+// PriceOf returns the price of an upstream model name and the pricing
+// entry that gave it (the name, or the pattern: a configured string, fit
+// for a metric label). An exact name wins; then patterns, the longest
+// first (the most specific), then in name order.
+func (c *Config) PriceOf(model string) (Price, string, bool) {
+	if pr, ok := c.Pricing[model]; ok && !strings.Contains(model, "*") {
+		return pr, model, true
+	}
+	for _, name := range c.pricePatterns {
+		if GlobMatch(name, model) {
+			return c.Pricing[name], name, true
+		}
+	}
+	return Price{}, "", false
+}
