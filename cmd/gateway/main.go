@@ -2,7 +2,9 @@
 // OpenAI-compatible API on the main listener and /metrics, /healthz,
 // /readyz on the admin listener until SIGTERM or SIGINT, then drains.
 // `toolgate demo` runs the gateway on its embedded default config with a
-// scripted client (see demo.go).
+// scripted client (see demo.go). `toolgate check [--config FILE]` loads a
+// config as the gateway would, prints every problem with its field path
+// and exits 1, or says it is valid; it starts nothing.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +48,18 @@ func main() {
 	}
 }
 
+// check loads the config at path (the embedded default when empty) and
+// reports whether it is valid: every problem, with its field path, is in
+// the error.
+func check(path string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := config.Load(path, getenv)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: valid (%d upstreams, %d routes, %d client keys)\n", configName(path), len(cfg.Upstreams), len(cfg.Routes), len(cfg.Keys))
+	return nil
+}
+
 // run is the whole program with its world passed in. It serves until ctx
 // ends, then drains in-flight requests for up to server.drain_timeout. Once
 // both listeners are bound it prints one line to stdout:
@@ -57,14 +72,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	listen := fs.String("listen", "", "main listener address, overriding the config's listen")
 	adminListen := fs.String("admin-listen", "", "admin listener address, overriding the config's admin_listen")
 	logFlush := fs.Duration("log-flush-interval", -1, "log.flush_interval override (0s: every line written at once)")
+	command := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		command, args = args[0], args[1:]
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.Arg(0) == "demo" {
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case command == "demo":
 		return runDemo(ctx, stdout)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown command %q (the only command is demo)", fs.Arg(0))
+	case command == "check":
+		return check(*configPath, getenv, stdout)
+	case command != "":
+		return fmt.Errorf("unknown command %q (the commands are check and demo)", command)
 	}
 
 	cfg, err := config.Load(*configPath, getenv)
@@ -80,7 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *logFlush >= 0 {
 		cfg.Log.FlushInterval = logFlush
 	}
-	log, stopLog, err := observe.NewLogger(stderr, cfg.Log.Level, *cfg.Log.FlushInterval)
+	log, stopLog, err := observe.NewLogger(stderr, cfg.Log.Level.Value, *cfg.Log.FlushInterval)
 	if err != nil {
 		return err
 	}
@@ -88,7 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := prometheus.NewRegistry()
 	metrics := observe.NewMetrics(reg, observe.MetricsOptions{HideKeyNames: !*cfg.Metrics.KeyLabels})
-	tp, err := telemetry.New(ctx, cfg.Telemetry, getenv)
+	tp, err := telemetry.New(ctx, telemetry.Options{Endpoint: cfg.Telemetry.OTLPEndpoint, Protocol: cfg.Telemetry.Protocol.Value}, getenv)
 	if err != nil {
 		return err
 	}

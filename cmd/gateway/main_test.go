@@ -319,3 +319,24 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Errorf("%d reloads logged, want 5", n)
 	}
 }
+
+// `toolgate check` loads a config as the gateway would and reports every
+// problem with its field path (an error: exit 1), or that it is valid,
+// without starting anything.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("upstreams: [{name: a, url: \"https://api.openai.com/v1\", api_key: \"${KEY}\"}]\nroutes: [{model: \"*\", upstream: a}]\n"), 0o600)
+	os.WriteFile(bad, []byte("upstreams: [{name: c, protocol: anthropic, url: \"https://api.anthropic.com\"}]\nroutes: [{model: m, upstream: c, repair: maybe}]\n"), 0o600)
+	var out strings.Builder
+	if err := run(context.Background(), []string{"check", "--config", good}, func(k string) string { return map[string]string{"KEY": "sk-x"}[k] }, &out, io.Discard); err != nil || !strings.Contains(out.String(), "good.yaml: valid (1 upstreams, 1 routes, 0 client keys)") {
+		t.Errorf("a valid config: %v %q", err, out.String())
+	}
+	err := run(context.Background(), []string{"check", "--config", bad}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "upstreams[0].url: must end with the API version") || !strings.Contains(err.Error(), `routes[0].repair: must be fix, reject or off, got "maybe"`) {
+		t.Errorf("an invalid config: %v", err)
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
+		t.Error("an unknown command ran")
+	}
+}

@@ -8,6 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/state"
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/wire"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -44,22 +51,47 @@ func TestExampleConfig(t *testing.T) {
 	}
 }
 
-// Unset fields get their documented defaults.
+// Unset fields get their documented defaults (the numbers and names of
+// docs/configuration.md, written out: not the constants compared with
+// themselves), each setting parsed by its owner.
 func TestDefaults(t *testing.T) {
 	c, err := Parse([]byte(`
-upstreams: [{name: a, url: "http://127.0.0.1:1/v1"}]
-routes: [{model: m, upstream: a}]
+upstreams: [{name: a, url: "http://127.0.0.1:1/v1"}, {name: c, url: "https://api.anthropic.com/v1", protocol: anthropic}]
+routes: [{model: m, upstream: a, budget: {max_calls: 3}}]
+keys: [{name: k, sha256: `+strings.Repeat("a", 64)+`, budget: {max_cost_usd: 1}}]
+pricing: {m: {input: 1, output: 1}}
 `), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := c.Upstreams[0]
-	if c.Server.DrainTimeout != DefaultDrainTimeout || c.Server.MaxBodyBytes != DefaultMaxBodyBytes ||
-		u.AuthHeader != "Authorization" || u.MaxEventBytes != DefaultMaxEventBytes || c.Routes[0].Name != "m" ||
-		c.Log.Level != "info" || c.Routes[0].Repair != "fix" || !*c.Routes[0].Normalize.SynthesizeIDs ||
-		!*c.Routes[0].Normalize.ArgumentsToString || !*c.Routes[0].Normalize.DedupeCallIDs || u.ToolCallContent != "keep" ||
-		!u.Quirks.Has("index_reuse") || c.Routes[0].Policy != "session" {
-		t.Errorf("defaults not applied: %+v %+v", c.Server, u)
+	u, a, r := c.Upstreams[0], c.Upstreams[1], c.Routes[0]
+	for _, d := range []struct {
+		name      string
+		got, want any
+	}{
+		{"listen", c.Listen, ":8080"}, {"admin_listen", c.AdminListen, "127.0.0.1:9090"},
+		{"log.level", c.Log.Level.Value, observe.Info}, {"log.flush_interval", *c.Log.FlushInterval, time.Second},
+		{"server.drain_timeout", c.Server.DrainTimeout, 30 * time.Second}, {"server.max_body_bytes", c.Server.MaxBodyBytes, int64(10 << 20)},
+		{"server.read_header_timeout", c.Server.ReadHeaderTimeout, 10 * time.Second}, {"server.read_body_timeout", c.Server.ReadBodyTimeout, 30 * time.Second},
+		{"server.max_pending_requests", c.Server.MaxPendingRequests, 4096}, {"server.max_pending_keyless", c.Server.MaxPendingKeyless, 2048},
+		{"sessions.header", c.Sessions.Header, "X-Session-Id"}, {"sessions.window", c.Sessions.Window, time.Hour},
+		{"state.store", c.State.Store.Value, state.Memory}, {"state.on_error", c.State.OnError.Value, budget.FailOpen},
+		{"state.timeout", c.State.Timeout, 250 * time.Millisecond}, {"responses.store", c.Responses.Store.Value, state.None},
+		{"upstreams[].protocol", u.Protocol.Value, translate.OpenAI}, {"upstreams[].auth_header", u.AuthHeader, "Authorization"},
+		{"anthropic auth_header", a.AuthHeader, "x-api-key"}, {"anthropic_version", a.AnthropicVersion, "2023-06-01"}, {"default_max_tokens", a.DefaultMaxTokens, 4096},
+		{"upstreams[].max_event_bytes", u.MaxEventBytes, 8 << 20}, {"upstreams[].header_timeout", u.HeaderTimeout, 5 * time.Minute},
+		{"upstreams[].tool_call_content", u.ToolCallContent.Value, repair.ContentKeep}, {"upstreams[].reasoning_field", u.ReasoningField.Value, wire.ReasoningContent},
+		{"upstreams[].output_limit_field", u.OutputLimitField.Value, wire.OutputLimit(0)}, {"quirks", u.Normalizations, wire.AllQuirks()},
+		{"routes[].name", r.Name, "m"}, {"routes[].repair", r.Repair.Value, repair.ModeFix}, {"routes[].policy", r.Policy.Value, policy.ModeSession},
+		{"routes[].validate_arguments", r.ValidateArguments.Value, policy.ArgumentsAnnotate}, {"routes[].tool_calls", r.ToolCalls.Value, policy.DeliverStream},
+		{"routes[].retry_backoff", r.RetryBackoff, 250 * time.Millisecond}, {"routes[].cooldown", r.Cooldown, 30 * time.Second},
+		{"normalize", *r.Normalize.ArgumentsToString && *r.Normalize.SynthesizeIDs && *r.Normalize.DedupeCallIDs, true},
+		{"reasoning.output", r.Reasoning.Output.Value.String(), "reasoning_content"}, {"budget.on_input_over", r.Budget.OnInputOver.Value, budget.InputRefuse},
+		{"budget on medium", r.Budget.Limits().MaxOutputTokens, 1024}, {"keys[].budget.cost_window", c.Keys[0].Budget.CostWindow.Value, budget.Day},
+	} {
+		if d.got != d.want {
+			t.Errorf("%s: %v, want %v", d.name, d.got, d.want)
+		}
 	}
 }
 
@@ -255,7 +287,7 @@ routes: [{model: m, upstream: a}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.State.Store != "memory" || c.State.Prefix != "toolgate:" || c.State.Timeout != 250*time.Millisecond || c.State.OnError != "fail_open" {
+	if c.State.Store.Value != state.Memory || c.State.Prefix != "toolgate:" || c.State.Timeout != 250*time.Millisecond || c.State.OnError.Value != budget.FailOpen {
 		t.Errorf("defaults: %+v", c.State)
 	}
 	c, err = Parse([]byte(`
@@ -474,6 +506,51 @@ routes: [{model: m, upstream: a, passthrough: [{path: "/v1/x", methods: [TRACE]}
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+}
+
+// A key whose output limit leaves no room for a route's thinking budget
+// would have every request on that route refused: the config is refused
+// at load, naming both numbers (as is a route whose own budget leaves
+// none; an anthropic upstream takes any format as thinking-budget). A key
+// that may not use the route, or one with room, is fine.
+func TestThinkingBudgetAtLoad(t *testing.T) {
+	key := func(models, budget string) string {
+		return `keys: [{name: k, sha256: ` + strings.Repeat("a", 64) + `, models: ` + models + `, budget: ` + budget + `}]` + "\n"
+	}
+	for _, tc := range []struct {
+		keys, route, want string
+	}{
+		{key(`[]`, `{preset: small}`), `{model: "*", upstream: up, reasoning: {format: thinking-budget, level: low}}`,
+			"keys[0].budget: the key's output limit (max_output_tokens 512) is not above routes[0]'s thinking budget (1024 tokens)"},
+		{``, `{model: "*", upstream: up, reasoning: {format: thinking-budget, level: medium}, budget: {max_output_tokens: 2048}}`,
+			"routes[0].reasoning: the thinking budget (4096 tokens) must be below the route's output limit (max_output_tokens 2048)"},
+		{``, `{model: "*", upstream: claude, reasoning: {format: reasoning-effort, level: high}, budget: {max_output_tokens: 8000}}`,
+			"routes[0].reasoning: the thinking budget (8192 tokens) must be below the route's output limit (max_output_tokens 8000)"},
+		{key(`["other-*"]`, `{preset: small}`), `{model: "gpt-*", upstream: up, reasoning: {format: thinking-budget, level: low}}`, ""},
+		{key(`[]`, `{preset: large}`), `{model: "*", upstream: up, reasoning: {format: thinking-budget, level: low}}`, ""},
+	} {
+		yaml := "upstreams: [{name: up, url: \"http://127.0.0.1:1/v1\"}, {name: claude, protocol: anthropic, url: \"https://api.anthropic.com/v1\"}]\nroutes: [" + tc.route + "]\n" + tc.keys
+		_, err := Parse([]byte(yaml), env(nil))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.route, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.route, err, tc.want)
+		}
+	}
+}
+
+// An anthropic upstream's URL must name the API version its paths hang
+// from: the base URL the Anthropic SDKs use (without /v1) would get 404 on
+// every request.
+func TestAnthropicURL(t *testing.T) {
+	for url, ok := range map[string]bool{"https://api.anthropic.com/v1": true, "https://api.anthropic.com/v1/": true, "https://proxy.example/anthropic/v1": true,
+		"https://api.anthropic.com": false, "https://api.anthropic.com/": false, "https://proxy.example/anthropic": false} {
+		_, err := Parse([]byte("upstreams: [{name: c, protocol: anthropic, url: \""+url+"\"}]\nroutes: [{model: m, upstream: c}]\n"), env(nil))
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "upstreams[0].url: must end with the API version, as in https://api.anthropic.com/v1") {
+			t.Errorf("%s: %v", url, err)
 		}
 	}
 }

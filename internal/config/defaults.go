@@ -36,178 +36,135 @@ const DefaultResponsesMaxBytes = 256 << 20
 // names its own.
 var DefaultPathMethods = []string{http.MethodGet, http.MethodPost, http.MethodDelete}
 
+// applyDefaults fills in every unset value with its documented default.
 func (c *Config) applyDefaults() {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
-	if c.AdminListen == "" {
-		c.AdminListen = DefaultAdminListen
-	}
-	if c.Metrics.KeyLabels == nil {
-		on := true
-		c.Metrics.KeyLabels = &on
-	}
+	setStr(&c.Listen, DefaultListen)
+	setStr(&c.AdminListen, DefaultAdminListen)
+	setBool(&c.Metrics.KeyLabels, true)
 	if c.Log.FlushInterval == nil {
 		d := time.Second
 		c.Log.FlushInterval = &d
 	}
-	if c.Log.Level == "" {
-		c.Log.Level = DefaultLogLevel
-	}
-	if c.Sessions.Header == "" {
-		c.Sessions.Header = "X-Session-Id"
-	}
+	c.Log.Level.orDefault(DefaultLogLevel)
+	setStr(&c.Sessions.Header, "X-Session-Id")
 	setDur(&c.Sessions.Window, time.Hour)
-	if c.Responses.Store == "" {
-		c.Responses.Store = "none"
-	}
+	c.Responses.Store.orDefault("none")
 	setDur(&c.Responses.TTL, 24*time.Hour)
-	if c.Responses.MaxBytes == 0 {
-		c.Responses.MaxBytes = DefaultResponsesMaxBytes
-	}
-	if c.Responses.MaxBytesPerKey == 0 {
-		c.Responses.MaxBytesPerKey = c.Responses.MaxBytes / 4
-	}
-	if c.State.Store == "" {
-		c.State.Store = "memory"
-	}
-	if c.State.Prefix == "" {
-		c.State.Prefix = "toolgate:"
-	}
+	setNum(&c.Responses.MaxBytes, DefaultResponsesMaxBytes)
+	setNum(&c.Responses.MaxBytesPerKey, c.Responses.MaxBytes/4)
+	c.State.Store.orDefault("memory")
+	setStr(&c.State.Prefix, "toolgate:")
 	setDur(&c.State.Timeout, 250*time.Millisecond)
-	if c.State.OnError == "" {
-		c.State.OnError = "fail_open"
+	c.State.OnError.orDefault("fail_open")
+	c.Server.defaults()
+	for i := range c.Keys {
+		c.Keys[i].Budget.defaults()
 	}
-	s := &c.Server
+	for i := range c.Upstreams {
+		c.Upstreams[i].defaults()
+	}
+	for i := range c.Routes {
+		c.Routes[i].defaults()
+	}
+}
+
+func (s *Server) defaults() {
 	setDur(&s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDur(&s.IdleTimeout, DefaultIdleTimeout)
 	setDur(&s.DrainTimeout, DefaultDrainTimeout)
 	setDur(&s.WriteIdleTimeout, DefaultWriteIdleTimeout)
-	if s.MaxBodyBytes == 0 {
-		s.MaxBodyBytes = DefaultMaxBodyBytes
-	}
+	setNum(&s.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDur(&s.ReadBodyTimeout, DefaultReadBodyTimeout)
-	if s.MaxPendingRequests == 0 {
-		s.MaxPendingRequests = DefaultMaxPending
+	setNum(&s.MaxPendingRequests, DefaultMaxPending)
+	setNum(&s.MaxPendingPerIP, DefaultMaxPendingPerIP)
+	setNum(&s.MaxPendingKeyless, max(s.MaxPendingRequests/2, 1))
+	setNum(&s.PendingIPv4Prefix, 32)
+	setNum(&s.PendingIPv6Prefix, 64)
+	setNum(&s.MaxMessages, 10000)
+	setNum(&s.MaxTools, 512)
+}
+
+func (u *Upstream) defaults() {
+	u.Protocol.orDefault("openai")
+	if u.Protocol.Name == "anthropic" {
+		setStr(&u.AuthHeader, "x-api-key")
+		setStr(&u.AnthropicVersion, DefaultAnthropicVersion)
+		setNum(&u.DefaultMaxTokens, DefaultMaxTokens)
 	}
-	if s.MaxPendingPerIP == 0 {
-		s.MaxPendingPerIP = DefaultMaxPendingPerIP
+	setStr(&u.AuthHeader, DefaultAuthHeader)
+	setDur(&u.ConnectTimeout, DefaultConnectTimeout)
+	setDur(&u.HeaderTimeout, DefaultHeaderTimeout)
+	setDur(&u.ReadIdleTimeout, DefaultHeaderTimeout)
+	setNum(&u.MaxErrorBodyBytes, DefaultMaxErrorBodyBytes)
+	setNum(&u.MaxResponseBytes, DefaultMaxResponseBytes)
+	setNum(&u.MaxEventBytes, DefaultMaxEventBytes)
+	u.ToolCallContent.orDefault("keep")
+	if len(u.Quirks) == 0 {
+		u.Quirks = Quirks{"all"}
 	}
-	if s.MaxPendingKeyless == 0 {
-		s.MaxPendingKeyless = max(s.MaxPendingRequests/2, 1)
+	u.ReasoningField.orDefault("reasoning_content")
+	u.OutputLimitField.orDefault("max_tokens")
+}
+
+func (r *Route) defaults() {
+	setStr(&r.Name, r.Model)
+	r.Repair.orDefault("fix")
+	r.Policy.orDefault("session")
+	r.ValidateArguments.orDefault("annotate")
+	r.ToolCalls.orDefault("stream")
+	setDur(&r.RetryBackoff, 250*time.Millisecond)
+	setDur(&r.RetryMaxWait, 10*time.Second)
+	setDur(&r.Cooldown, 30*time.Second)
+	r.listed, r.both = len(r.Upstreams) > 0, len(r.Upstreams) > 0 && r.Upstream != ""
+	switch {
+	case !r.listed && r.Upstream != "":
+		r.Upstreams = []Deployment{{Name: r.Upstream}}
+	case r.listed:
+		r.Upstream = r.Upstreams[0].Name
 	}
-	if s.PendingIPv4Prefix == 0 {
-		s.PendingIPv4Prefix = 32
-	}
-	if s.PendingIPv6Prefix == 0 {
-		s.PendingIPv6Prefix = 64
-	}
-	if s.MaxMessages == 0 {
-		s.MaxMessages = 10000
-	}
-	if s.MaxTools == 0 {
-		s.MaxTools = 512
-	}
-	for i := range c.Upstreams {
-		u := &c.Upstreams[i]
-		if u.Protocol == "" {
-			u.Protocol = "openai"
-		}
-		if u.AuthHeader == "" {
-			u.AuthHeader = DefaultAuthHeader
-			if u.Protocol == "anthropic" {
-				u.AuthHeader = "x-api-key"
-			}
-		}
-		if u.Protocol == "anthropic" {
-			if u.AnthropicVersion == "" {
-				u.AnthropicVersion = DefaultAnthropicVersion
-			}
-			if u.DefaultMaxTokens == 0 {
-				u.DefaultMaxTokens = DefaultMaxTokens
-			}
-		}
-		setDur(&u.ConnectTimeout, DefaultConnectTimeout)
-		setDur(&u.HeaderTimeout, DefaultHeaderTimeout)
-		setDur(&u.ReadIdleTimeout, DefaultHeaderTimeout)
-		if u.MaxErrorBodyBytes == 0 {
-			u.MaxErrorBodyBytes = DefaultMaxErrorBodyBytes
-		}
-		if u.MaxResponseBytes == 0 {
-			u.MaxResponseBytes = DefaultMaxResponseBytes
-		}
-		if u.MaxEventBytes == 0 {
-			u.MaxEventBytes = DefaultMaxEventBytes
-		}
-		if u.ToolCallContent == "" {
-			u.ToolCallContent = "keep"
-		}
-		if len(u.Quirks) == 0 {
-			u.Quirks = Quirks{"all"}
-		}
-		if u.ReasoningField == "" {
-			u.ReasoningField = "reasoning_content"
-		}
-		if u.OutputLimitField == "" {
-			u.OutputLimitField = "max_tokens"
+	for k := range r.Upstreams {
+		if r.Upstreams[k].Weight == nil {
+			one := 1
+			r.Upstreams[k].Weight = &one
 		}
 	}
-	for i := range c.Routes {
-		r := &c.Routes[i]
-		if r.Name == "" {
-			r.Name = r.Model
-		}
-		if r.Repair == "" {
-			r.Repair = "fix"
-		}
-		if r.Policy == "" {
-			r.Policy = "session"
-		}
-		if r.ValidateArguments == "" {
-			r.ValidateArguments = "annotate"
-		}
-		setDur(&r.RetryBackoff, 250*time.Millisecond)
-		setDur(&r.RetryMaxWait, 10*time.Second)
-		setDur(&r.Cooldown, 30*time.Second)
-		r.listed, r.both = len(r.Upstreams) > 0, len(r.Upstreams) > 0 && r.Upstream != ""
-		switch {
-		case !r.listed && r.Upstream != "":
-			r.Upstreams = []Deployment{{Name: r.Upstream}}
-		case r.listed:
-			r.Upstream = r.Upstreams[0].Name
-		}
-		for k := range r.Upstreams {
-			if r.Upstreams[k].Weight == nil {
-				one := 1
-				r.Upstreams[k].Weight = &one
-			}
-		}
-		if r.ToolCalls == "" {
-			r.ToolCalls = "stream"
-		}
-		if r.Reasoning.Output == "" {
-			r.Reasoning.Output = "reasoning_content"
-		}
-		if r.Reasoning.OnMiss == "" {
-			r.Reasoning.OnMiss = "send"
-		}
-		if r.Reasoning.ForcedToolChoice == "" {
-			r.Reasoning.ForcedToolChoice = "auto"
-		}
-		if r.Budget != nil && r.Budget.OnInputOver == "" {
-			r.Budget.OnInputOver = "refuse"
-		}
-		for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
-			if *b == nil {
-				on := true
-				*b = &on
-			}
-		}
+	r.Reasoning.Output.orDefault("reasoning_content")
+	r.Reasoning.OnMiss.orDefault("send")
+	r.Reasoning.ForcedToolChoice.orDefault("auto")
+	r.Budget.defaults()
+	for _, b := range []**bool{&r.Normalize.ArgumentsToString, &r.Normalize.SynthesizeIDs, &r.Normalize.DedupeCallIDs} {
+		setBool(b, true)
+	}
+}
+
+// defaults fills in a budget block's settings (nil: none).
+func (b *Budget) defaults() {
+	if b != nil {
+		b.OnInputOver.orDefault("refuse")
+		b.CostWindow.orDefault("day")
 	}
 }
 
 func setDur(d *time.Duration, def time.Duration) {
 	if *d == 0 {
 		*d = def
+	}
+}
+
+func setStr(s *string, def string) {
+	if *s == "" {
+		*s = def
+	}
+}
+
+func setNum[T int | int64](n *T, def T) {
+	if *n == 0 {
+		*n = def
+	}
+}
+
+func setBool(b **bool, def bool) {
+	if *b == nil {
+		*b = &def
 	}
 }

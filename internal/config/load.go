@@ -54,10 +54,9 @@ func Parse(data []byte, getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c.applyDefaults()
-	if err := c.Validate(); err != nil {
+	if err := c.check(); err != nil {
 		return nil, err
 	}
-	c.resolve()
 	return &c, nil
 }
 

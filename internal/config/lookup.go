@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/translate"
 )
 
 // MayUse reports whether the key may use some model of a route's model
@@ -253,4 +257,41 @@ func (c *Config) PriceOf(model string) (Price, string, bool) {
 		}
 	}
 	return Price{}, "", false
+}
+
+// Limits resolves a budget block: its preset, then its exact values; no
+// block (nil) is no limits.
+func (b *Budget) Limits() budget.Limits {
+	if b == nil {
+		return budget.NoLimits()
+	}
+	val := func(l *Limit) *int {
+		if l == nil {
+			return nil
+		}
+		n := int(*l)
+		return &n
+	}
+	return budget.Resolve(budget.Object{Preset: b.Preset.Value, MaxCalls: val(b.MaxCalls), MaxInputChars: val(b.MaxInputChars),
+		MaxOutputChars: val(b.MaxOutputChars), MaxOutputTokens: val(b.MaxOutputTokens), CallTimeoutMs: val(b.CallTimeoutMs)})
+}
+
+// FormatOn is the reasoning format a route writes on an upstream of
+// protocol: its own, except that an anthropic upstream takes any format
+// as Anthropic's own, thinking with budget_tokens.
+func (r *Reasoning) FormatOn(protocol translate.Protocol) policy.Format {
+	if protocol == translate.Anthropic && r.Format.Value != policy.FormatNone {
+		return policy.FormatBudget
+	}
+	return r.Format.Value
+}
+
+// ThinkingBudget is the thinking budget a route sends at its own level on
+// an upstream of protocol (0: none).
+func (r *Reasoning) ThinkingBudget(protocol translate.Protocol) int {
+	pr := policy.Reasoning{Format: r.FormatOn(protocol), Level: r.Level.Value}
+	for l, n := range r.LevelBudgets {
+		pr.Budgets[l] = n
+	}
+	return pr.Budget(pr.Level)
 }

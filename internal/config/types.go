@@ -2,9 +2,16 @@ package config
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/budget"
+	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/state"
+	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/wire"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -75,7 +82,7 @@ type RateLimit struct {
 // State configures where shared state lives.
 type State struct {
 	// Store is memory (the default) or redis.
-	Store string `yaml:"store"`
+	Store Enum[state.Kind] `yaml:"store"`
 	// RedisURL is redis://[user:password@]host:port/db (rediss:// for TLS),
 	// usually "${REDIS_URL}". Required with store: redis. Several URLs,
 	// comma-separated, are the seeds of a Redis Cluster.
@@ -89,7 +96,7 @@ type State struct {
 	// OnError is what a request does when Redis cannot be reached:
 	// fail_open (the default: admitted, logged and counted) or fail_closed
 	// (refused with 503).
-	OnError string `yaml:"on_error"`
+	OnError Enum[budget.OnError] `yaml:"on_error"`
 }
 
 // Responses configures POST /v1/responses' stored responses: what
@@ -99,7 +106,7 @@ type Responses struct {
 	// refused), memory (in this replica: at most 10,000 responses and
 	// MaxBytes, a quarter of each per client key by default) or
 	// redis (the state store's Redis; state.store must be redis).
-	Store string `yaml:"store"`
+	Store Enum[state.Kind] `yaml:"store"`
 	// TTL is how long a stored response is kept. Default 24h.
 	TTL time.Duration `yaml:"ttl"`
 	// MaxBytes bounds the memory store's bytes. Default 256 MiB.
@@ -135,7 +142,7 @@ type Telemetry struct {
 	// http://host:4318 for HTTP (/v1/traces is added when it has no path).
 	OTLPEndpoint string `yaml:"otlp_endpoint"`
 	// Protocol is grpc (the default) or http/protobuf.
-	Protocol string `yaml:"protocol"`
+	Protocol Enum[telemetry.Protocol] `yaml:"protocol"`
 	// CaptureContent puts the request's messages on the server span
 	// (gen_ai.input.messages). Off: spans carry no message content.
 	CaptureContent bool `yaml:"capture_content"`
@@ -144,7 +151,7 @@ type Telemetry struct {
 // Log configures the JSON logs.
 type Log struct {
 	// Level is debug, info, warn or error. Default info.
-	Level string `yaml:"level"`
+	Level Enum[observe.Level] `yaml:"level"`
 	// FlushInterval buffers log lines and writes them at least this often
 	// (and whenever 256 KiB are pending): one write per batch instead of
 	// one per request. 0s writes every line at once. Default 1s.
@@ -207,7 +214,7 @@ type Upstream struct {
 	// Protocol is the wire the upstream speaks: openai (chat completions,
 	// the default) or anthropic (the Messages API: requests and answers
 	// are translated, clients keep speaking chat completions).
-	Protocol string `yaml:"protocol"`
+	Protocol Enum[translate.Protocol] `yaml:"protocol"`
 	// URL is the API base URL, e.g. https://api.openai.com/v1; the gateway
 	// appends /chat/completions (protocol anthropic: /messages, e.g. to
 	// https://api.anthropic.com/v1). Required unless Simulator is set.
@@ -252,15 +259,15 @@ type Upstream struct {
 	// ToolCallContent is how the content of assistant messages that carry
 	// tool_calls is sent to this upstream: keep (as the client sent it, the
 	// default), null ("" becomes null) or empty (null or absent becomes "").
-	ToolCallContent string `yaml:"tool_call_content"`
+	ToolCallContent Enum[repair.ContentMode] `yaml:"tool_call_content"`
 	// OutputLimitField is the field a budget's output limit is injected
 	// in when a request has none: max_tokens (the default) or
 	// max_completion_tokens.
-	OutputLimitField string `yaml:"output_limit_field"`
+	OutputLimitField Enum[wire.OutputLimit] `yaml:"output_limit_field"`
 	// ReasoningField is where this upstream puts reasoning in responses:
 	// reasoning_content (the default), reasoning, or think (inline
 	// <think>…</think> in the text). Configured, never guessed.
-	ReasoningField string `yaml:"reasoning_field"`
+	ReasoningField Enum[wire.ReasoningSource] `yaml:"reasoning_field"`
 	// RestoreReasoning makes the gateway remember each assistant turn's
 	// reasoning and put it back into later requests whose assistant
 	// messages lack it (DeepSeek's thinking mode requires it back).
@@ -284,14 +291,10 @@ type Upstream struct {
 	// responses: "all" (the default), "strict" (none: every protocol
 	// departure is an error), or a list of the names in quirkNames.
 	Quirks Quirks `yaml:"quirks"`
+	// Normalizations are Quirks as the normalizer reads them, parsed at
+	// load.
+	Normalizations wire.Quirks `yaml:"-"`
 }
-
-// quirkNames are the stream normalizations an upstream can switch on.
-var quirkNames = []string{"missing_index", "index_reuse", "repeated_name", "arguments_object", "finish_reason", "missing_finish_reason", "no_done", "chunks", "usage", "missing_id", "content_blocks", "post_finish"}
-
-// QuirkNames returns the names an upstream's quirks list may hold besides
-// "all" and "strict".
-func QuirkNames() []string { return slices.Clone(quirkNames) }
 
 // Quirks is an upstream's list of normalizations; in YAML a single word
 // ("all", "strict") or a list of names.
@@ -368,23 +371,23 @@ type Route struct {
 	UpstreamModel string `yaml:"upstream_model"`
 	// Repair is what the route does with a transcript whose tool calls and
 	// replies are not paired: fix (the default), reject (400) or off.
-	Repair string `yaml:"repair"`
+	Repair Enum[repair.Mode] `yaml:"repair"`
 	// Normalize switches the request normalizations; each defaults to on.
 	Normalize Normalize `yaml:"normalize"`
 	// Policy is the completion policy: session (the default), default or off.
-	Policy string `yaml:"policy"`
+	Policy Enum[policy.Mode] `yaml:"policy"`
 	// EnforceParallelToolCalls makes parallel_tool_calls: false with more
 	// than one call a violation; by default the field is only sent upstream.
 	EnforceParallelToolCalls bool `yaml:"enforce_parallel_tool_calls"`
 	// ValidateArguments checks each completed call's arguments against its
 	// tool's JSON Schema: off, annotate (the default: log and count
 	// failures) or reject (a failure ends the response as a violation).
-	ValidateArguments string `yaml:"validate_arguments"`
+	ValidateArguments Enum[policy.Arguments] `yaml:"validate_arguments"`
 	// ToolCalls is how tool-call fragments reach the client: stream (the
 	// default: forwarded as soon as their call's id and name are known) or
 	// buffer (held until the response is complete and judged). reject
 	// argument validation implies buffer.
-	ToolCalls string `yaml:"tool_calls"`
+	ToolCalls Enum[policy.Delivery] `yaml:"tool_calls"`
 	// Retries is how many more attempts a request gets when one fails
 	// before anything reached the client: no connection, a 429 or 5xx, a
 	// response that broke off or violates the completion policy (0 to 5;
@@ -432,22 +435,22 @@ type Deployment struct {
 // when absent) and exact values that override it. A value is a number or
 // "unlimited"; 0 is kept as 0.
 type Budget struct {
-	Preset          string `yaml:"preset"`
-	MaxCalls        *Limit `yaml:"max_calls"`
-	MaxInputChars   *Limit `yaml:"max_input_chars"`
-	MaxOutputChars  *Limit `yaml:"max_output_chars"`
-	MaxOutputTokens *Limit `yaml:"max_output_tokens"`
-	CallTimeoutMs   *Limit `yaml:"call_timeout_ms"`
+	Preset          Enum[budget.Preset] `yaml:"preset"`
+	MaxCalls        *Limit              `yaml:"max_calls"`
+	MaxInputChars   *Limit              `yaml:"max_input_chars"`
+	MaxOutputChars  *Limit              `yaml:"max_output_chars"`
+	MaxOutputTokens *Limit              `yaml:"max_output_tokens"`
+	CallTimeoutMs   *Limit              `yaml:"call_timeout_ms"`
 	// OnInputOver is what a transcript over max_input_chars does: refuse
 	// (400, the default) or trim (whole oldest turns).
-	OnInputOver string `yaml:"on_input_over"`
+	OnInputOver Enum[budget.InputAction] `yaml:"on_input_over"`
 	// MaxCostUSD is a key's spend per CostWindow, priced by pricing: a
 	// request is refused (429 insufficient_quota) once it is reached.
 	// Keys only.
 	MaxCostUSD float64 `yaml:"max_cost_usd"`
 	// CostWindow is day (the default) or month: a calendar day or month
 	// in UTC.
-	CostWindow string `yaml:"cost_window"`
+	CostWindow Enum[budget.Period] `yaml:"cost_window"`
 }
 
 // Price is an upstream model's price in dollars per million tokens.
@@ -481,29 +484,33 @@ func (l *Limit) UnmarshalYAML(n *yaml.Node) error {
 type Reasoning struct {
 	// Format is reasoning-effort, thinking, enable-thinking,
 	// thinking-budget or custom.
-	Format string `yaml:"format"`
+	Format Enum[policy.Format] `yaml:"format"`
 	// Level is the route's default: off, low, medium or high.
-	Level string `yaml:"level"`
+	Level Enum[policy.Level] `yaml:"level"`
 	// ClientEffort lets the client's reasoning_effort choose the level.
 	ClientEffort bool `yaml:"client_effort"`
 	// Budgets overrides thinking-budget's budget_tokens per level.
 	Budgets map[string]int `yaml:"budgets"`
 	// Custom is, per level, the fields the custom format sends.
 	Custom map[string]map[string]any `yaml:"custom"`
+	// LevelBudgets and LevelCustom are Budgets and Custom by level,
+	// parsed at load.
+	LevelBudgets map[policy.Level]int            `yaml:"-"`
+	LevelCustom  map[policy.Level]map[string]any `yaml:"-"`
 	// Fields are explicit request-body fields; they win over generated ones.
 	Fields map[string]any `yaml:"fields"`
 	// Output is the field the client receives reasoning in:
 	// reasoning_content (the default) or reasoning.
-	Output string `yaml:"output"`
+	Output Enum[wire.ReasoningMember] `yaml:"output"`
 	// OnMiss is what a request does when reasoning to restore is not in the
 	// store: send (the default: it goes as it is, counted and logged) or
 	// disable_thinking (it goes with the route's format at level off).
-	OnMiss string `yaml:"on_miss"`
+	OnMiss Enum[policy.MissAction] `yaml:"on_miss"`
 	// ForcedToolChoice is what a request with a forced tool_choice does on
 	// an upstream that refuses one while thinking: auto (the default: send
 	// tool_choice "auto" and let the completion policy enforce the
 	// original) or disable_thinking (send it with thinking off).
-	ForcedToolChoice string `yaml:"forced_tool_choice"`
+	ForcedToolChoice Enum[policy.ForcedAction] `yaml:"forced_tool_choice"`
 }
 
 // Normalize switches the request normalizations that run before repair.

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/state"
+	"github.com/toolgate/toolgate/internal/translate"
 )
 
 // admit runs the counted admission of a request that nothing else
@@ -93,7 +94,7 @@ func sentOutputLimit(pr *prepared) int64 {
 			}
 		}
 	}
-	if pr.plan.upstream.protocol == protocolAnthropic {
+	if pr.plan.upstream.protocol == translate.Anthropic {
 		return int64(pr.plan.upstream.defaultMaxTokens)
 	}
 	return config.DefaultMaxTokens
@@ -104,7 +105,7 @@ func sentOutputLimit(pr *prepared) int64 {
 func (g *Gateway) stateFailed(x *exchange, op string, err error) bool {
 	x.rec.StateErrors = append(x.rec.StateErrors, op)
 	g.log.Warn("state store unavailable", zap.String("request_id", x.rec.RequestID), zap.String("operation", op),
-		zap.String("on_error", g.cfg.State.OnError), zap.Error(err))
+		zap.Stringer("on_error", g.cfg.State.OnError.Value), zap.Error(err))
 	return g.failClosed
 }
 
@@ -153,10 +154,10 @@ func (g *Gateway) spent(x *exchange) int64 {
 // openResponses returns the configured response store, nil for none; r
 // is the state store's Redis, nil when the state is in memory.
 func openResponses(cfg *config.Config, r *budget.Redis) policy.TenantStore {
-	switch cfg.Responses.Store {
-	case "memory":
+	switch cfg.Responses.Store.Value {
+	case state.Memory:
 		return state.NewQuotaStore(state.QuotaOptions{MaxBytes: cfg.Responses.MaxBytes, TenantBytes: cfg.Responses.MaxBytesPerKey, TTL: cfg.Responses.TTL})
-	case "redis":
+	case state.Redis:
 		if r != nil {
 			return r.Strings("responses:", cfg.Responses.TTL)
 		}
@@ -166,7 +167,7 @@ func openResponses(cfg *config.Config, r *budget.Redis) policy.TenantStore {
 
 // openState returns the configured counter store and reasoning store.
 func openState(cfg *config.Config, log *zap.Logger) (budget.Store, policy.TenantStore, func(), error) {
-	if cfg.State.Store != "redis" {
+	if cfg.State.Store.Value != state.Redis {
 		return budget.NewMemory(0, nil), state.NewQuotaStore(state.QuotaOptions{}), func() {}, nil
 	}
 	r, err := budget.NewRedis(cfg.State.RedisURL, cfg.State.Prefix, cfg.State.Timeout, cfg.State.Cluster)
@@ -175,7 +176,7 @@ func openState(cfg *config.Config, log *zap.Logger) (budget.Store, policy.Tenant
 	}
 	if err := r.Ping(context.Background()); err != nil {
 		log.Warn("Redis does not answer yet; requests follow state.on_error until it does",
-			zap.String("on_error", cfg.State.OnError), zap.Error(err))
+			zap.Stringer("on_error", cfg.State.OnError.Value), zap.Error(err))
 	}
 	return r, r.Strings("reasoning:", 24*time.Hour), func() { r.Close() }, nil
 }

@@ -45,7 +45,7 @@ routes: [{model: "*", upstream: sim}]
 	if err != nil {
 		b.Fatal(err)
 	}
-	log, _, _ := observe.NewLogger(io.Discard, "info", 0)
+	log, _, _ := observe.NewLogger(io.Discard, observe.Info, 0)
 	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		b.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -130,14 +131,11 @@ func New(opts Options) (*Gateway, error) {
 	for _, u := range g.cfg.Upstreams {
 		g.simulated = g.simulated && u.Simulator
 	}
-	g.failClosed = g.cfg.State.OnError == "fail_closed"
+	g.failClosed = g.cfg.State.OnError.Value == budget.FailClosed
 	g.keys = auth.New(g.cfg.Keys)
 	g.keyPlans = map[string]keyPlan{}
 	for _, k := range g.keys.All() {
 		g.keyPlans[k.Name] = resolveKey(k.Budget)
-	}
-	if err := g.checkThinkingBudgets(); err != nil {
-		return nil, err
 	}
 	g.models = newModelLists(g.cfg, g.keys)
 	g.router = g.routes()
@@ -191,7 +189,7 @@ func (g *Gateway) openState(opts Options) error {
 // upstreamClient is the HTTP client for upstream u.
 func upstreamClient(u config.Upstream) *upstream.Client {
 	path, headers := "", u.Headers
-	if u.Protocol == "anthropic" {
+	if u.Protocol.Value == translate.Anthropic {
 		path = "/messages"
 		headers = maps.Clone(headers)
 		if headers == nil {
@@ -335,7 +333,7 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 			Method:    r.Method,
 			Path:      wire.Clip(r.URL.Path),
 			Start:     time.Now(),
-			StateMode: g.cfg.State.OnError,
+			StateMode: g.cfg.State.OnError.Name,
 		}
 		r, span := g.startSpan(r, rec)
 		defer func() {

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -118,7 +119,7 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 	case config.MethodNotAllowed:
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path, Methods: route.MethodsFor(r.URL.Path)}
 	}
-	if x.plan.upstream.protocol != protocolOpenAI {
+	if x.plan.upstream.protocol != translate.OpenAI {
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path, Upstream: x.plan.upstream.name}
 	}
 	rec.Route, rec.Upstream, rec.Model = route.Name, x.plan.upstream.name, wire.Clip(model)
@@ -174,7 +175,7 @@ func (g *Gateway) forward(x *exchange, body []byte) error {
 	tried := make([]bool, len(route.deployments))
 	left := len(tried)
 	for i := range route.deployments {
-		if route.deployments[i].plan.upstream.protocol != protocolOpenAI {
+		if route.deployments[i].plan.upstream.protocol != translate.OpenAI {
 			tried[i], left = true, left-1
 		}
 	}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -62,22 +62,6 @@ type plan struct {
 	fallbacks []*plan
 }
 
-// protocol is the wire an upstream speaks.
-type protocol uint8
-
-const (
-	protocolOpenAI    protocol = iota // chat completions, as the clients
-	protocolAnthropic                 // the Messages API, translated (internal/translate/anthropic)
-)
-
-// String is the protocol's gen_ai.provider.name.
-func (p protocol) String() string {
-	if p == protocolAnthropic {
-		return "anthropic"
-	}
-	return "openai"
-}
-
 // thinkingMember is the member of an assistant message the reasoning
 // store's thinking blocks are restored into for an anthropic upstream: a
 // JSON string holding the blocks, read by the translator, never sent.
@@ -86,7 +70,7 @@ const thinkingMember = wire.OwnPrefix + "thinking_blocks"
 // upstreamPlan is one upstream resolved at load.
 type upstreamPlan struct {
 	name     string
-	protocol protocol
+	protocol translate.Protocol
 	// defaultMaxTokens is an anthropic upstream's max_tokens when nothing
 	// sets one.
 	defaultMaxTokens int
@@ -151,69 +135,53 @@ func plans(cfg *config.Config, clients map[string]*upstream.Client, schemas *pol
 
 func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 	p := &upstreamPlan{
-		name: u.Name, client: c, quirks: quirks(u.Quirks),
-		restore: u.RestoreReasoning && u.ReasoningField != "think", refusesForced: u.RefusesForcedToolChoice,
-		noStreamOptions: u.NoStreamOptions, outputLimitField: u.OutputLimitField, maxIDLen: u.MaxToolCallIDLen,
-		maxResponse: u.MaxResponseBytes,
-		maxEvent:    u.MaxEventBytes, readIdle: u.ReadIdleTimeout, simulated: u.Simulator,
+		name: u.Name, client: c, quirks: u.Normalizations, protocol: u.Protocol.Value,
+		restore: u.RestoreReasoning && u.ReasoningField.Value != wire.ReasoningThink, refusesForced: u.RefusesForcedToolChoice,
+		noStreamOptions: u.NoStreamOptions, outputLimitField: u.OutputLimitField.Value.String(), maxIDLen: u.MaxToolCallIDLen,
+		maxResponse: u.MaxResponseBytes, toolCallContent: u.ToolCallContent.Value,
+		maxEvent: u.MaxEventBytes, readIdle: u.ReadIdleTimeout, simulated: u.Simulator,
 	}
-	p.toolCallContent, _ = repair.ParseContentMode(u.ToolCallContent)
-	if u.Protocol == "anthropic" {
+	if p.protocol == translate.Anthropic {
 		// Thinking comes back through the translator as reasoning_content;
 		// its blocks, signatures and all, are remembered and restored
 		// (Anthropic needs them back); a forced tool_choice is refused
 		// while thinking.
-		p.protocol, p.defaultMaxTokens = protocolAnthropic, u.DefaultMaxTokens
+		p.defaultMaxTokens = u.DefaultMaxTokens
 		p.reasoning, p.field, p.restore, p.refusesForced = wire.ReasoningContent, thinkingMember, true, true
 		return p
 	}
-	switch u.ReasoningField {
-	case "reasoning":
-		p.reasoning, p.field = wire.ReasoningField, "reasoning"
-	case "think":
-		p.reasoning = wire.ReasoningThink
-	default:
-		p.reasoning, p.field = wire.ReasoningContent, "reasoning_content"
+	p.reasoning = u.ReasoningField.Value
+	if p.reasoning != wire.ReasoningThink {
+		p.field = p.reasoning.String() // reasoning_content or reasoning
 	}
 	return p
 }
 
-// quirks resolves a validated quirks list (config checks its names
-// against the same list).
-func quirks(names config.Quirks) wire.Quirks {
-	q, _ := wire.ParseQuirks(names)
-	return q
-}
-
 func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *policy.Schemas) *plan {
-	p := &plan{name: r.Name, model: r.UpstreamModel, upstream: up,
+	p := &plan{name: r.Name, model: r.UpstreamModel, upstream: up, repair: r.Repair.Value,
 		retries: r.Retries, backoff: backoff{base: r.RetryBackoff, max: r.RetryMaxWait}, cooldown: r.Cooldown}
-	p.repair, _ = repair.ParseMode(r.Repair)
 	p.steps = repair.ToolCallSteps{
 		StringifyArguments: *r.Normalize.ArgumentsToString,
 		SynthesizeIDs:      *r.Normalize.SynthesizeIDs,
 		DedupeCallIDs:      *r.Normalize.DedupeCallIDs,
 		ToolCallContent:    up.toolCallContent,
 	}
-	mode, _ := policy.ParseMode(r.Policy)
-	args, _ := policy.ParseArguments(r.ValidateArguments)
-	p.policy = policy.Config{Mode: mode, EnforceParallel: r.EnforceParallelToolCalls, Arguments: args, Schemas: schemas, MaxTools: maxTools}
-	p.buffer = r.ToolCalls == "buffer" || args == policy.ArgumentsReject
-	p.reasoning = resolveReasoning(r.Reasoning)
-	if up.protocol == protocolAnthropic && p.reasoning.Format != policy.FormatNone {
-		p.reasoning.Format = policy.FormatBudget // Anthropic's own: thinking with budget_tokens
-	}
-	p.reasoningOut = r.Reasoning.Output
-	p.offOnMiss = r.Reasoning.OnMiss == "disable_thinking"
-	p.offWhenForced = r.Reasoning.ForcedToolChoice == "disable_thinking"
-	p.limits = resolveBudget(r.Budget)
-	p.trim = r.Budget != nil && r.Budget.OnInputOver == "trim"
+	args := r.ValidateArguments.Value
+	p.policy = policy.Config{Mode: r.Policy.Value, EnforceParallel: r.EnforceParallelToolCalls, Arguments: args, Schemas: schemas, MaxTools: maxTools}
+	p.buffer = r.ToolCalls.Value == policy.DeliverBuffer || args == policy.ArgumentsReject
+	p.reasoning = resolveReasoning(&r.Reasoning)
+	p.reasoning.Format = r.Reasoning.FormatOn(up.protocol)
+	p.reasoningOut = r.Reasoning.Output.Value.String()
+	p.offOnMiss = r.Reasoning.OnMiss.Value == policy.MissDisableThinking
+	p.offWhenForced = r.Reasoning.ForcedToolChoice.Value == policy.ForcedDisableThinking
+	p.limits = r.Budget.Limits()
+	p.trim = r.Budget != nil && r.Budget.OnInputOver.Value == budget.InputTrim
 	return p
 }
 
 // resolveReasoning turns a route's reasoning config into the policy's
 // form, encoding configured values as JSON once, fields in name order.
-func resolveReasoning(c config.Reasoning) policy.Reasoning {
+func resolveReasoning(c *config.Reasoning) policy.Reasoning {
 	encode := func(m map[string]any) []policy.Field {
 		var out []policy.Field
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -222,15 +190,11 @@ func resolveReasoning(c config.Reasoning) policy.Reasoning {
 		}
 		return out
 	}
-	r := policy.Reasoning{ClientEffort: c.ClientEffort, Fields: encode(c.Fields)}
-	r.Format, _ = policy.ParseFormat(c.Format)
-	r.Level, _ = policy.ParseLevel(c.Level)
-	for name, n := range c.Budgets {
-		l, _ := policy.ParseLevel(name)
+	r := policy.Reasoning{ClientEffort: c.ClientEffort, Fields: encode(c.Fields), Format: c.Format.Value, Level: c.Level.Value}
+	for l, n := range c.LevelBudgets {
 		r.Budgets[l] = n
 	}
-	for name, fields := range c.Custom {
-		l, _ := policy.ParseLevel(name)
+	for l, fields := range c.LevelCustom {
 		r.Custom[l] = encode(fields)
 	}
 	return r
@@ -244,30 +208,12 @@ type keyPlan struct {
 }
 
 func resolveKey(b *config.Budget) keyPlan {
-	k := keyPlan{limits: resolveBudget(b)}
+	k := keyPlan{limits: b.Limits()}
 	if b != nil && b.MaxCostUSD > 0 {
 		k.spend.Max = budget.Nano(b.MaxCostUSD)
-		k.spend.Period, _ = budget.ParsePeriod(b.CostWindow)
+		k.spend.Period = b.CostWindow.Value
 	}
 	return k
-}
-
-// resolveBudget resolves a budget block (validated at load); no block is
-// no limits.
-func resolveBudget(b *config.Budget) budget.Limits {
-	if b == nil {
-		return budget.NoLimits()
-	}
-	val := func(l *config.Limit) *int {
-		if l == nil {
-			return nil
-		}
-		n := int(*l)
-		return &n
-	}
-	l, _ := budget.Resolve(budget.Object{Preset: b.Preset, MaxCalls: val(b.MaxCalls), MaxInputChars: val(b.MaxInputChars),
-		MaxOutputChars: val(b.MaxOutputChars), MaxOutputTokens: val(b.MaxOutputTokens), CallTimeoutMs: val(b.CallTimeoutMs)})
-	return l
 }
 
 // targetModel is the model name sent upstream for a client's.
@@ -311,34 +257,4 @@ func (p prices) lookup(model string) (budget.Price, string, bool) {
 		pr.CachedInput = *c.CachedInput
 	}
 	return pr, name, ok
-}
-
-// checkThinkingBudgets refuses a config in which a route's thinking budget
-// (reasoning format thinking-budget, at the route's level) does not fit
-// below the output limit its own budget, or a key that may use it, sets:
-// every request would be refused (the output limit is never raised), so
-// it is a config error, naming both numbers.
-func (g *Gateway) checkThinkingBudgets() error {
-	var problems []string
-	for i := range g.cfg.Routes {
-		r := &g.cfg.Routes[i]
-		p := g.plans[r.Name]
-		thinking := p.reasoning.Budget(p.reasoning.Level)
-		if thinking == 0 {
-			continue
-		}
-		if l := p.limits.MaxOutputTokens; l != budget.Unlimited && thinking >= l {
-			problems = append(problems, fmt.Sprintf("routes[%d].reasoning: the thinking budget (%d tokens) must be below the route's output limit (max_output_tokens %d)", i, thinking, l))
-		}
-		for k, key := range g.cfg.Keys {
-			l := g.keyPlans[key.Name].limits.MaxOutputTokens
-			if l != budget.Unlimited && thinking >= l && key.MayUse(r.Model) {
-				problems = append(problems, fmt.Sprintf("keys[%d].budget: the key's output limit (max_output_tokens %d) is not above routes[%d]'s thinking budget (%d tokens): every request of the key on the route would be refused; raise the key's max_output_tokens or lower the route's reasoning level", k, l, i, thinking))
-			}
-		}
-	}
-	if len(problems) > 0 {
-		return &config.Error{Problems: problems}
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -66,7 +67,7 @@ func (g *Gateway) prepare(x *exchange, p *plan) (*prepared, error) {
 // encode writes the body to send, in the upstream's protocol.
 func (pr *prepared) encode(model string) error {
 	up := pr.plan.upstream
-	if up.protocol != protocolAnthropic {
+	if up.protocol != translate.Anthropic {
 		var err error
 		pr.body, err = pr.req.Encode(model)
 		return err

@@ -13,10 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
-	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // streamTools runs one streamed request with a declared get_weather tool
@@ -355,17 +353,5 @@ func TestMergedChoices(t *testing.T) {
 	}
 	if len(res.Choices) != 1 || len(res.Choices[0].Message.ToolCalls) != 2 || res.Choices[0].Message.ToolCalls[1].ID != "b" {
 		t.Fatalf("%s", res.RawJSON())
-	}
-}
-
-// The quirk names config accepts are the ones the normalizer knows, and
-// together they are every normalization.
-func TestQuirkNamesAgree(t *testing.T) {
-	q, err := wire.ParseQuirks(config.QuirkNames())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q != wire.AllQuirks() {
-		t.Errorf("config's names switch on %+v, not every normalization", q)
 	}
 }

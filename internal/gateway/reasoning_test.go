@@ -13,12 +13,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/observe"
 
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
@@ -227,41 +221,5 @@ routes:
 	}
 	if a := e.WaitAccess(t, 2); gatewaytest.WithField(a, "reasoning_restore_misses", int64(1)) == nil {
 		t.Errorf("no miss logged: %v", a)
-	}
-}
-
-// A key whose output limit leaves no room for a route's thinking budget
-// would have every request on that route refused: the config is refused
-// at load, naming both numbers (as a route whose own budget leaves none).
-// A key that may not use the route, or one with room, is fine.
-func TestThinkingBudgetAtLoad(t *testing.T) {
-	for _, tc := range []struct {
-		keys, route, want string
-	}{
-		{`[{name: small, sha256: ` + gatewaytest.KeyHash("sk-s") + `, budget: {preset: small}}]`, `{model: "*", upstream: up, reasoning: {format: thinking-budget, level: low}}`,
-			"keys[0].budget: the key's output limit (max_output_tokens 512) is not above routes[0]'s thinking budget (1024 tokens)"},
-		{``, `{model: "*", upstream: up, reasoning: {format: thinking-budget, level: medium}, budget: {max_output_tokens: 2048}}`,
-			"routes[0].reasoning: the thinking budget (4096 tokens) must be below the route's output limit (max_output_tokens 2048)"},
-		{`[{name: small, sha256: ` + gatewaytest.KeyHash("sk-s") + `, models: ["other-*"], budget: {preset: small}}]`, `{model: "gpt-*", upstream: up, reasoning: {format: thinking-budget, level: low}}`, ""},
-		{`[{name: large, sha256: ` + gatewaytest.KeyHash("sk-l") + `, budget: {preset: large}}]`, `{model: "*", upstream: up, reasoning: {format: thinking-budget, level: low}}`, ""},
-	} {
-		yaml := "upstreams: [{name: up, url: \"http://127.0.0.1:1/v1\"}]\nroutes: [" + tc.route + "]\n"
-		if tc.keys != "" {
-			yaml += "keys: " + tc.keys + "\n"
-		}
-		cfg, err := config.Parse([]byte(yaml), func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := gateway.New(gateway.Options{Config: cfg, Logger: zap.NewNop(), Metrics: observe.NewMetrics(prometheus.NewRegistry())})
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.route, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: %v, want %q", tc.route, err, tc.want)
-		}
-		if g != nil {
-			g.Close()
-		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
@@ -54,7 +55,7 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	sse := wire.NewWriter(dw)
 	sse.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
 	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: sse, sse: sse}
-	if t.plan.upstream.protocol == protocolAnthropic {
+	if t.plan.upstream.protocol == translate.Anthropic {
 		s.tr = anthropic.NewStream()
 	}
 	var enc *responses.Stream

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
@@ -28,7 +29,7 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		err = &wire.IncompleteError{Upstream: up.name, Err: err}
 	case int64(len(b)) > up.maxResponse:
 		err = &wire.IncompleteError{Upstream: up.name, Err: errors.New("the response is larger than max_response_bytes")}
-	case up.protocol == protocolAnthropic:
+	case up.protocol == translate.Anthropic:
 		if answer, err = anthropic.Whole(b, up.name); err == nil {
 			b, err = n.Whole(answer.Chat)
 		}

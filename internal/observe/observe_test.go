@@ -20,7 +20,7 @@ import (
 // that was not set.
 func TestRecordLog(t *testing.T) {
 	var buf bytes.Buffer
-	log, _, err := NewLogger(&buf, "info", 0)
+	log, _, err := NewLogger(&buf, Info, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +38,8 @@ func TestRecordLog(t *testing.T) {
 	if _, ok := line["error"]; ok {
 		t.Errorf("an unset field was logged: %v", line)
 	}
-	if _, _, err := NewLogger(&buf, "loud", 0); err == nil {
-		t.Error("a bad level was accepted")
+	if _, err := Level(0).Parse("loud"); err == nil || err.Error() != `must be debug, info, warn or error, got "loud"` {
+		t.Errorf("a bad level: %v", err)
 	}
 }
 
@@ -47,7 +47,7 @@ func TestRecordLog(t *testing.T) {
 // written at once.
 func TestBufferedLog(t *testing.T) {
 	var buf syncBuffer
-	log, stop, err := NewLogger(&buf, "info", time.Hour)
+	log, stop, err := NewLogger(&buf, Info, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

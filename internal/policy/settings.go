@@ -43,7 +43,9 @@ func (m MissAction) String() string { return missNames[m] }
 func (MissAction) Names() []string { return slices.Clone(missNames) }
 
 // Parse reads a configured action: send or disable_thinking.
-func (MissAction) Parse(s string) (MissAction, error) { return wire.ParseEnum[MissAction](missNames, s) }
+func (MissAction) Parse(s string) (MissAction, error) {
+	return wire.ParseEnum[MissAction](missNames, s)
+}
 
 // ForcedAction is what a route does with a forced tool_choice on an
 // upstream that refuses one while thinking.

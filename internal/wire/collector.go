@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -84,19 +86,26 @@ var quirkSwitches = map[string]func(*Quirks) *bool{
 	"post_finish":           func(q *Quirks) *bool { return &q.PostFinish },
 }
 
+// QuirkNames are the names of the normalizations an upstream can switch
+// on, besides "all" and "strict".
+func QuirkNames() []string { return slices.Sorted(maps.Keys(quirkSwitches)) }
+
 // ParseQuirks switches on the named normalizations: "all" is every one,
-// "strict" none (it adds nothing); an unknown name is an error.
+// "strict" none (each stands alone); an unknown name is an error listing
+// the names.
 func ParseQuirks(names []string) (Quirks, error) {
 	var q Quirks
 	for _, n := range names {
 		switch field, ok := quirkSwitches[n]; {
+		case (n == "all" || n == "strict") && len(names) > 1:
+			return Quirks{}, fmt.Errorf("%q must stand alone, not in a list", n)
 		case n == "all":
 			q = AllQuirks()
 		case n == "strict":
 		case ok:
 			*field(&q) = true
 		default:
-			return Quirks{}, fmt.Errorf("unknown quirk %q", n)
+			return Quirks{}, fmt.Errorf("unknown quirk %q; use all, strict, or a list of: %s", Clip(n), strings.Join(QuirkNames(), ", "))
 		}
 	}
 	return q, nil

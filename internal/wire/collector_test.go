@@ -180,3 +180,20 @@ func TestCollectorBounds(t *testing.T) {
 		t.Error("endless calls accepted")
 	}
 }
+
+// The names a quirks list takes, together, switch on every normalization
+// there is (AllQuirks), and each alone switches one on.
+func TestQuirkNames(t *testing.T) {
+	q, err := ParseQuirks(QuirkNames())
+	if err != nil || q != AllQuirks() {
+		t.Errorf("every name switches on %+v, %v; not every normalization", q, err)
+	}
+	for _, n := range QuirkNames() {
+		if one, err := ParseQuirks([]string{n}); err != nil || one == (Quirks{}) {
+			t.Errorf("%s switches nothing on (%v)", n, err)
+		}
+	}
+	if _, err := ParseQuirks([]string{"all", "usage"}); err == nil {
+		t.Error("all in a list was accepted")
+	}
+}
