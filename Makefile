@@ -4,7 +4,7 @@ SHELL := bash
 .SHELLFLAGS := -o pipefail -c
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test test-go test-loaded run build image bench bench-full bench-go pgo faults lint fuzz
+.PHONY: demo test test-go test-loaded run build image bench bench-full bench-go pgo faults lint fuzz schema
 
 ## demo: the gateway on its embedded default config, with a scripted client (no API key needed)
 demo:
@@ -79,6 +79,10 @@ bench-go:
 faults:
 	$(GO) test -count=1 -timeout 15m -v -run 'TestFaults|TestClientsLeave|TestLoad|TestHostile' -bench 'BenchmarkHostileCPU$$' -benchtime 1x ./internal/testing/faults/ -faults.full
 	$(GO) test -count=1 -run 'TestReload' ./cmd/gateway/
+
+## schema: rewrite configs/toolgate.schema.json (the config file's JSON Schema, for editors) from the config types; make test checks it is current
+schema:
+	$(GO) test -count=1 -run '^TestSchema$$' ./internal/config/ -update
 
 ## lint: gofmt, vet and staticcheck
 lint:
