@@ -10,13 +10,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/observetest"
 )
 
 // FuzzRequest sends arbitrary bodies (with an arbitrary choice of key,
@@ -54,8 +54,9 @@ routes:
 	if err != nil {
 		f.Fatal(err)
 	}
-	core, logs := observer.New(zap.WarnLevel)
-	g, err := gateway.New(gateway.Options{Config: cfg, Logger: zap.New(core), Metrics: observe.NewMetrics(prometheus.NewRegistry())})
+	reg := prometheus.NewRegistry()
+	metrics := observe.NewMetrics(reg)
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: zap.NewNop(), Metrics: metrics})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -76,7 +77,7 @@ routes:
 		if w.Code >= 500 && w.Code != http.StatusBadGateway && w.Code != http.StatusServiceUnavailable && w.Code != http.StatusGatewayTimeout {
 			t.Fatalf("status %d for %q: %s", w.Code, body, w.Body.Bytes())
 		}
-		if logs.FilterMessage("panic serving request").Len() > 0 {
+		if observetest.Value(t, observetest.Registry{Gatherer: reg, Metrics: metrics}, "toolgate_panics_total", nil) > 0 {
 			t.Fatalf("panic for %q", body)
 		}
 		if w.Code >= 400 && w.Code < 500 {

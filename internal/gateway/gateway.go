@@ -343,6 +343,7 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 				}
 				g.log.Error("panic serving request", zap.String("request_id", rec.RequestID),
 					zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+				rec.Panicked = true
 				if !cw.wroteHeader {
 					status, body := internalError()
 					end(rec, ending{status: status, err: fmt.Errorf("panic: %v", p)})

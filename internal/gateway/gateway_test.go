@@ -464,8 +464,8 @@ toolgate_requests_total{code="502",route="default"} 1
 	if n := e.Metric(t, "toolgate_time_to_first_token_seconds", map[string]string{"route": "default"}); n != 1 {
 		t.Errorf("%v time-to-first-token samples, want 1", n)
 	}
-	ttft := observetest.Sum(t, e.Reg, "toolgate_time_to_first_token_seconds", nil)
-	total := observetest.Sum(t, e.Reg, "toolgate_request_duration_seconds", map[string]string{"stream": "true"})
+	ttft := observetest.Sum(t, e.Registry(), "toolgate_time_to_first_token_seconds", nil)
+	total := observetest.Sum(t, e.Registry(), "toolgate_request_duration_seconds", map[string]string{"stream": "true"})
 	if ttft <= 0 || ttft > total {
 		t.Errorf("time to first token %vs, streamed requests took %vs", ttft, total)
 	}

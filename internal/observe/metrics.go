@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -34,9 +35,34 @@ type Metrics struct {
 	attempts         *prometheus.CounterVec
 	pending          prometheus.Gauge
 	pendingRefused   *prometheus.CounterVec
+	panics           prometheus.Counter
+	// own are the collectors above, toolgate's own metrics.
+	own []prometheus.Collector
 	// hideKeys labels keys by a pseudonym instead of their name
 	// (metrics.key_labels: false).
 	hideKeys bool
+}
+
+// Names returns the names of toolgate's own metric families, whether or
+// not they have a series yet (a counter vector has none until first
+// counted): what a test may ask the value of.
+func (m *Metrics) Names() []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range m.own {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		// Desc has no accessor for its name; its String holds it quoted.
+		if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
+			name, _, _ := strings.Cut(rest, `"`)
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // MetricsOptions adjust NewMetrics.
@@ -151,10 +177,14 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOptions) *Metrics {
 		Name: "toolgate_pending_refused_total",
 		Help: "Connections or requests refused because too many were still sending their request, by the cap reached (global: server.max_pending_requests, ip: server.max_pending_per_ip, keyless: closed to make room in server.max_pending_keyless).",
 	}, []string{"scope"})
-	reg.MustRegister(m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.cost, m.upInFlight, m.cooldowns, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
-		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.panics = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "toolgate_panics_total",
+		Help: "Requests whose handling panicked (answered 500 when nothing was sent yet); always 0 in a sound gateway.",
+	})
+	m.own = []prometheus.Collector{m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.cost, m.upInFlight, m.cooldowns, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
+		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions, m.panics}
+	reg.MustRegister(m.own...)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if len(opts) > 0 {
 		m.hideKeys = opts[0].HideKeyNames
 	}
@@ -223,6 +253,9 @@ func (m *Metrics) PendingRefused(scope string) { m.pendingRefused.WithLabelValue
 func (m *Metrics) Observe(r *Record) {
 	route := routeLabel(r.Route)
 	m.requests.WithLabelValues(route, strconv.Itoa(r.Status)).Inc()
+	if r.Panicked {
+		m.panics.Inc()
+	}
 	m.duration.WithLabelValues(route, strconv.FormatBool(r.Stream)).Observe(r.Duration.Seconds())
 	if r.Upstream != "" && r.UpstreamDuration > 0 {
 		m.upstreamDuration.WithLabelValues(r.Upstream).Observe(r.UpstreamDuration.Seconds())

@@ -48,6 +48,8 @@ type Record struct {
 	ErrorKind string
 	// Error is the error's text, for the log only.
 	Error string
+	// Panicked: handling the request panicked (toolgate_panics_total).
+	Panicked bool
 
 	Start            time.Time
 	Duration         time.Duration

@@ -111,8 +111,8 @@ func (e *hostileEnv) metric(t testing.TB, name, label, value string) float64 {
 // noPanics fails when the gateway logged a panic.
 func (e *hostileEnv) noPanics(t testing.TB) {
 	t.Helper()
-	if n := e.Logs.FilterMessage("panic serving request").Len(); n > 0 {
-		t.Errorf("the gateway panicked %d times", n)
+	if n := e.metric(t, "toolgate_panics_total", "", ""); n > 0 {
+		t.Errorf("the gateway panicked %v times", n)
 	}
 }
 

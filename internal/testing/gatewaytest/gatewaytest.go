@@ -45,6 +45,7 @@ type Env struct {
 	HTTP    *http.Client
 	Gateway *gateway.Gateway
 	close   func()
+	metrics *observe.Metrics
 	// answered counts the API responses HTTP received and closed: each
 	// request's record (access line, metrics) is emitted once its
 	// response has ended.
@@ -117,7 +118,7 @@ func Start(t testing.TB, upstreamURL, yaml string, opts ...Options) *Env {
 	})
 	t.Cleanup(stop)
 	return &Env{URL: srv.URL + "/v1", Addr: srv.Listener.Addr().String(), Logs: logs, Reg: reg,
-		HTTP: &http.Client{Transport: recording{tr, answered}}, Gateway: g, close: stop, answered: answered}
+		HTTP: &http.Client{Transport: recording{tr, answered}}, Gateway: g, close: stop, answered: answered, metrics: metrics}
 }
 
 // StartSim runs the simulator on loopback and the gateway in front of it,
@@ -177,6 +178,11 @@ func (e *Env) Do(t testing.TB, method, path, body string, hdr ...string) (*http.
 	return resp, string(b)
 }
 
+// Registry is the gateway's metrics registry, for observetest.
+func (e *Env) Registry() observetest.Registry {
+	return observetest.Registry{Gatherer: e.Reg, Metrics: e.metrics}
+}
+
 // Access returns the access-log lines as field maps.
 func (e *Env) Access() []map[string]any {
 	var out []map[string]any
@@ -203,7 +209,7 @@ func (e *Env) Metric(t testing.TB, name string, want map[string]string) float64 
 	wait.For(t, "the records of the responses read", func() bool {
 		return len(e.Logs.FilterMessage("access").All()) >= int(e.answered.Load())
 	})
-	return observetest.Value(t, e.Reg, name, want)
+	return observetest.Value(t, e.Registry(), name, want)
 }
 
 // WithField returns the first access line whose field key equals want,

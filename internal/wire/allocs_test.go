@@ -1,0 +1,49 @@
+package wire
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The per-chunk path after reading — Normalizer.Chunk, then Writer.Send —
+// allocates nothing for a text chunk and nothing for a tool-call
+// argument fragment once the stream is under way: a change that adds an
+// allocation per chunk (the hot path of every stream) fails here, not
+// only in a benchmark someone has to read.
+func TestChunkAllocs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tool  bool
+		allow float64
+	}{{"text", false, 0}, {"tool-call fragment", true, 0}} {
+		n := NewNormalizer(Options{Quirks: AllQuirks(), SingleChoice: true})
+		w := NewWriter(discard{})
+		head := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
+		open := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"write","arguments":""}}]},"finish_reason":null}]}`
+		chunk := []byte(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"tok "},"finish_reason":null}]}`)
+		if tc.tool {
+			chunk = []byte(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"tok "}}]},"finish_reason":null}]}`)
+		}
+		for _, d := range []string{head, open} {
+			if !tc.tool && d == open {
+				continue
+			}
+			if _, _, err := n.Chunk([]byte(d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send := func() {
+			out, ok, err := n.Chunk(chunk)
+			if err != nil || !ok {
+				panic(fmt.Sprint(ok, err))
+			}
+			w.Send(out)
+		}
+		for range 100 { // warm: buffers grown to their size
+			send()
+		}
+		if got := testing.AllocsPerRun(1000, send); got > tc.allow {
+			t.Errorf("%s: %v allocations per chunk, at most %v", tc.name, got, tc.allow)
+		}
+	}
+}
