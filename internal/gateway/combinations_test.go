@@ -48,8 +48,8 @@ func TestConfigCombinations(t *testing.T) {
 	}
 	states := map[string]string{
 		"memory":            ``,
-		"redis fail_open":   `state: {store: redis, redis_url: "` + redis.URL() + `"}`,
-		"redis fail_closed": `state: {store: redis, redis_url: "` + redis.URL() + `", on_error: fail_closed}`,
+		"redis fail_open":   `state: {store: redis, redis_url: "` + redis.URL() + `", timeout: 10s}`,
+		"redis fail_closed": `state: {store: redis, redis_url: "` + redis.URL() + `", timeout: 10s, on_error: fail_closed}`,
 	}
 	// Sorted, so that every run makes the same requests: each key and
 	// route pair is streamed on some states and not on others.

@@ -33,7 +33,7 @@ func twoGateways(t *testing.T, srv *testredis.Server, yaml string) (a, b *gatewa
 func TestRedisSharedLimits(t *testing.T) {
 	srv := testredis.Start(t)
 	a, b, s := twoGateways(t, srv, `
-state: {store: redis, redis_url: "REDIS_URL"}
+state: {store: redis, redis_url: "REDIS_URL", timeout: 10s}
 keys: [{name: team, sha256: `+gatewaytest.KeyHash("sk-team")+`, rate_limit: {requests_per_minute: 4}}]
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim, budget: {max_calls: 3}}]
@@ -138,7 +138,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 1}}]
 func TestRedisSharedReasoning(t *testing.T) {
 	srv := testredis.Start(t)
 	a, b, s := twoGateways(t, srv, `
-state: {store: redis, redis_url: "REDIS_URL"}
+state: {store: redis, redis_url: "REDIS_URL", timeout: 10s}
 upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
 routes: [{model: "*", upstream: ds}]
 `)
@@ -173,7 +173,7 @@ routes: [{model: "*", upstream: ds}]
 func TestRedisSharedThinkingBlocks(t *testing.T) {
 	srv := testredis.Start(t)
 	a, b, s := twoGateways(t, srv, `
-state: {store: redis, redis_url: "REDIS_URL"}
+state: {store: redis, redis_url: "REDIS_URL", timeout: 10s}
 upstreams: [{name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: claude, reasoning: {format: thinking-budget, level: low}}]
 `)

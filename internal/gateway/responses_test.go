@@ -184,7 +184,7 @@ func TestResponsesToolLoop(t *testing.T) {
 	toolLoop(t, s, e)
 	srv := testredis.Start(t)
 	a, b, s2 := twoGateways(t, srv, `
-state: {store: redis, redis_url: "REDIS_URL"}
+state: {store: redis, redis_url: "REDIS_URL", timeout: 10s}
 responses: {store: redis}
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
 routes: [{model: "*", upstream: sim}]

@@ -118,7 +118,7 @@ func TestSpendReserved(t *testing.T) {
 		t.Run(state, func(t *testing.T) {
 			cfg := ""
 			if state == "redis" {
-				cfg = `state: {store: redis, redis_url: "` + testredis.Start(t).URL() + `"}`
+				cfg = `state: {store: redis, redis_url: "` + testredis.Start(t).URL() + `", timeout: 10s}`
 			}
 			e := gatewaytest.Start(t, up.URL, spendConfig(cfg, "0.10"))
 			var admitted, refused atomic.Int64
@@ -166,7 +166,7 @@ func TestSpendSharedAcrossReplicas(t *testing.T) {
 	day := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
 	now.Store(&day)
 	opts := gatewaytest.Options{Gateway: func(o *gateway.Options) { o.Now = func() time.Time { return *now.Load() } }}
-	cfg := spendConfig(`state: {store: redis, redis_url: "`+srv.URL()+`"}`, "0.0066")
+	cfg := spendConfig(`state: {store: redis, redis_url: "`+srv.URL()+`", timeout: 10s}`, "0.0066")
 	a, b := gatewaytest.Start(t, up.URL, cfg, opts), gatewaytest.Start(t, up.URL, cfg, opts)
 	for i, e := range []*gatewaytest.Env{a, b, a} {
 		if resp, body := spendCall(t, e, "sk-team", i == 1); resp.StatusCode != 200 {
