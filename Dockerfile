@@ -3,6 +3,9 @@
 #   docker run -p 8080:8080 -p 9090:9090 toolgate:dev --admin-listen :9090
 # With no config file the embedded default (every model to the built-in
 # simulator) is used; mount one and set TOOLGATE_CONFIG (or --config).
+# Check a config without starting anything (every problem with its field
+# path, exit 1; exit 0 when valid):
+#   docker run --rm -v $PWD/gw.yaml:/gw.yaml toolgate:dev check --config /gw.yaml
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src

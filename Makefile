@@ -4,7 +4,7 @@ SHELL := bash
 .SHELLFLAGS := -o pipefail -c
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: demo test test-go test-loaded run build image bench bench-full bench-go pgo faults lint fuzz schema
+.PHONY: demo test test-go test-loaded run check build image bench bench-full bench-go pgo faults lint fuzz schema
 
 ## demo: the gateway on its embedded default config, with a scripted client (no API key needed)
 demo:
@@ -42,6 +42,11 @@ test-loaded:
 ## run: the gateway with configs/gateway.yaml (real providers; keys from the environment)
 run:
 	$(GO) run ./cmd/gateway --config configs/gateway.yaml
+
+## check: validate a config without starting anything (CONFIG, default configs/gateway.yaml): every problem with its field path
+CONFIG ?= configs/gateway.yaml
+check:
+	$(GO) run ./cmd/gateway check --config $(CONFIG)
 
 ## build: static binaries in bin/
 build:

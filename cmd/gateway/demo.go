@@ -53,7 +53,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	}{
 		{"a streamed answer (model sim-text)", demoText, 1},
 		{"a streamed tool call (model sim-tool)", demoTool, 1},
-		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, QUIRKS A02)", demoQuirk, 1},
+		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, docs/quirks.md A02)", demoQuirk, 1},
 		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair, 1},
 		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking("sim-deepseek"), 2},
 		{"an Anthropic upstream (the Messages API, simulated): a tool call with thinking, replayed without its reasoning — the thinking block and its signature are put back (model sim-claude-toolloop)", demoThinking("sim-claude-toolloop"), 2},

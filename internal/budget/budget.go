@@ -29,7 +29,7 @@ func NoLimits() Limits {
 	return Limits{MaxCalls: Unlimited, MaxInputChars: Unlimited, MaxOutputChars: Unlimited, MaxOutputTokens: Unlimited, CallTimeout: Unlimited}
 }
 
-// Preset names a budget preset of SPEC §5's table: small, medium or large
+// Preset names a budget preset of docs/spec.md §5's table: small, medium or large
 // ("" is medium).
 type Preset uint8
 
@@ -51,7 +51,7 @@ func (Preset) Names() []string { return slices.Clone(presetNames) }
 // Parse reads a configured preset ("" is medium's).
 func (Preset) Parse(s string) (Preset, error) { return wire.ParseEnum[Preset](presetNames, s) }
 
-// Limits returns the preset's limits, exactly as SPEC §5's table.
+// Limits returns the preset's limits, exactly as docs/spec.md §5's table.
 func (p Preset) Limits() Limits {
 	switch p {
 	case PresetSmall:

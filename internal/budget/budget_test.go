@@ -14,7 +14,7 @@ import (
 
 func ptr(n int) *int { return &n }
 
-// Presets exactly as SPEC §5's table; a budget object is based on medium;
+// Presets exactly as docs/spec.md §5's table; a budget object is based on medium;
 // exact values override, 0 and Unlimited kept as given.
 func TestResolve(t *testing.T) {
 	for _, tc := range []struct {

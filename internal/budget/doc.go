@@ -1,4 +1,4 @@
-// Package budget holds SPEC §5's task budgets: the presets, their
+// Package budget holds docs/spec.md §5's task budgets: the presets, their
 // resolution into Limits, and the pure admission steps that apply them to
 // a request before it is sent (input size, output tokens), and the Store
 // of the counters admission consults (maxCalls sessions, client keys'
@@ -7,10 +7,9 @@
 // Decisions recorded here:
 //
 //   - A route without a budget block is unbudgeted. A budget block is based
-//     on its preset, medium when none is named (SPEC §5).
+//     on its preset, medium when none is named (docs/spec.md §5).
 //   - Precedence, low to high: preset, then the exact values of the budget
-//     object. (SPEC's model-definition and reasoning layers have no
-//     counterpart in the gateway's configuration yet.)
+//     object. (No model-definition layer exists in the configuration yet.)
 //   - Unlimited is -1 (Unlimited); a configured 0 stays 0.
 //   - maxInputChars counts the characters (runes) of the transcript's text:
 //     message contents (strings, or the text of content parts) and tool-call
@@ -21,7 +20,7 @@
 //     request is refused. Repair runs after trimming and seals what it broke.
 //   - maxOutputTokens clamps max_completion_tokens or max_tokens (whichever
 //     the request has, both if both), or injects the upstream's configured
-//     field when the request has neither (QUIRKS C08: never both).
+//     field when the request has neither (docs/quirks.md C08: never both).
 //   - Counters count in fixed windows that start with their first use
 //     (not aligned to the clock), in memory and in Redis alike; a Redis
 //     key's expiry is its window. One admission checks every counter and

@@ -248,7 +248,7 @@ routes: [{model: m, upstream: a}]
 }
 
 // Reasoning configuration that would override the gateway's own fields is
-// refused at load, naming the field (SPEC §4).
+// refused at load, naming the field (docs/spec.md §4).
 func TestReasoningValidation(t *testing.T) {
 	_, err := Parse([]byte(`
 upstreams: [{name: a, url: "http://a/v1"}]

@@ -1,7 +1,7 @@
 // Package config is toolgate's configuration: one YAML file, decoded
 // strictly (an unknown key is an error), with `${ENV}` expansion in values,
 // named defaults for everything optional, and validation at load that reports
-// every problem at once, each naming the field path (SPEC §7's "say what was
+// every problem at once, each naming the field path (docs/spec.md §7's "say what was
 // wrong and what to change" applies to operators too).
 //
 // [Load] is the only entry point: YAML → `${NAME}` expansion → defaults →

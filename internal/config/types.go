@@ -276,14 +276,14 @@ type Upstream struct {
 	// tool_choice (required or a named function) while thinking.
 	RefusesForcedToolChoice bool `yaml:"refuses_forced_tool_choice"`
 	// NoStreamOptions says this upstream refuses the stream_options field
-	// (QUIRKS C28: Azure with data sources, Mistral, some Bedrock relays):
+	// (docs/quirks.md C28: Azure with data sources, Mistral, some Bedrock relays):
 	// the gateway removes it, and counts tokens only if the upstream
 	// reports usage unasked. By default the gateway asks every stream for
 	// usage (stream_options.include_usage), for the token metrics and
 	// limits.
 	NoStreamOptions bool `yaml:"no_stream_options"`
 	// MaxToolCallIDLen is the longest tool-call id this upstream takes
-	// (QUIRKS C04: 40 for OpenAI): longer ids in a request's history are
+	// (docs/quirks.md C04: 40 for OpenAI): longer ids in a request's history are
 	// rewritten, consistently in the calls and their replies, for that
 	// request only. 0 (the default) is no limit; otherwise at least 8.
 	MaxToolCallIDLen int `yaml:"max_tool_call_id_len"`
@@ -419,7 +419,7 @@ type Route struct {
 	RetryMaxWait time.Duration `yaml:"retry_max_wait"`
 	// Reasoning maps reasoning levels onto the upstream's request fields.
 	Reasoning Reasoning `yaml:"reasoning"`
-	// Budget is the route's task budget (SPEC §5); absent means none.
+	// Budget is the route's task budget (docs/spec.md §5); absent means none.
 	Budget *Budget `yaml:"budget"`
 }
 
@@ -479,7 +479,7 @@ func (l *Limit) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Reasoning is a route's reasoning configuration (SPEC §4). With no format
+// Reasoning is a route's reasoning configuration (docs/spec.md §4). With no format
 // nothing is sent.
 type Reasoning struct {
 	// Format is reasoning-effort, thinking, enable-thinking,

@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testing/wiretest"
 )
 
-// Budgets through the gateway (SPEC §5): maxInputChars refuses (exactly
+// Budgets through the gateway (docs/spec.md §5): maxInputChars refuses (exactly
 // at the limit passes, one over is refused, nothing sent) or trims whole
 // oldest turns; maxOutputTokens clamps; callTimeoutMs ends the call with
 // 504 or a timeout error event.

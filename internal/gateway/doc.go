@@ -1,6 +1,6 @@
 // Package gateway is toolgate's HTTP surface: the chi router of the main
 // listener (POST /v1/chat/completions, GET /v1/models), the admin listener
-// (/metrics, /healthz, /readyz), and the chat path that runs DESIGN.md's
+// (/metrics, /healthz, /readyz), and the chat path that runs docs/design.md's
 // pipeline as one straight line.
 //
 // [New] resolves the config once into a typed, immutable plan per route
@@ -21,14 +21,21 @@
 //	attempt.go  send upstream, retried with backoff; the judge's verdict
 //	stream.go   relay a stream through wire.Normalizer, chunk by chunk
 //	whole.go    the same normalizer over a non-streamed answer
-//	errors.go   the one table from a typed error's kind to status, type, code
+//	errors.go   classify: the one table from an error to status, body, outcome,
+//	            retry, fallback and cooldown; end: the record's status and outcome
 //	trace.go    the server span and the attempts' client spans (tracing on)
+//
+// Beside the chat path: responses.go (the Responses API, translated at the
+// edge by internal/translate/responses into the same exchange),
+// passthrough.go (the rest of /v1, forwarded), models.go (/v1/models),
+// pending.go (the cap on connections still sending), admin.go.
 //
 // The client's decoded request is never changed: each route derives the
 // request it sends from it, so a retry or a fallback decodes nothing
-// again. Upstream dialects are normalized in wire alone; errors are typed
-// in the package that raises them (auth, budget, policy, repair, wire,
-// upstream) and mapped to HTTP here, in one table. Each stage writes its
+// again. Upstream dialects are normalized in wire alone, other protocols
+// translated in internal/translate; errors are typed in the package that
+// raises them (auth, budget, policy, repair, wire, upstream) and mapped to
+// HTTP here, in one table. Each stage writes its
 // result into the request's observe.Record; the access line and every
 // counter come from that one record (observe.Metrics.Observe), so the
 // log and the metrics cannot disagree.
@@ -39,7 +46,7 @@
 //     any failure (upstream status, connection error, a stream that ends
 //     before its first event) is answered with an HTTP status and an OpenAI
 //     error body; after it, with one `data: {"error":…}` event and no
-//     `[DONE]` (SPEC §7).
+//     `[DONE]` (docs/spec.md §7).
 //   - A stream is complete only when the upstream sent `data: [DONE]`. A read
 //     error, a cut body or an EOF without it is reported as incomplete
 //     (code "upstream_stream_incomplete"), never as success. An error object
@@ -47,7 +54,7 @@
 //     upstream's message.
 //   - Events with no data (a bare `event: ping`) are not forwarded; SSE
 //     comments never reach the client (go-sse drops them).
-//   - Upstream statuses map as SPEC §7 says: a 4xx about the request (400,
+//   - Upstream statuses map as docs/spec.md §7 says: a 4xx about the request (400,
 //     404, 409, 413, 422) passes through with the upstream's message, type,
 //     param and code; 429 stays 429; 401/403 become 502, since they concern
 //     the gateway's credentials, not the client's; 408/504 and deadlines

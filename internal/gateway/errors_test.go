@@ -16,7 +16,7 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// The one failure table (SPEC §7): every error type the request path
+// The one failure table (docs/spec.md §7): every error type the request path
 // raises, one row each, with what the client is answered, how the record
 // names it, and what the path may do next (retry on the same upstream,
 // move to another deployment or route, cool the deployment down). The

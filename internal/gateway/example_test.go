@@ -12,15 +12,15 @@ import (
 	"github.com/toolgate/toolgate/internal/testing/testredis"
 )
 
-// The README's worked budgets-and-keys config, run as written against the
-// simulator (in place of OpenAI) and a real Redis: each claim the README
-// makes about it holds.
+// docs/configuration.md's worked budgets-and-keys config, run as written
+// against the simulator (in place of OpenAI) and a real Redis: each claim
+// the document makes about it holds.
 func TestWorkedExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(readme)[strings.Index(string(readme), "## Budgets and keys: a worked example"):]
+	section := string(doc)[strings.Index(string(doc), "## A worked example: budgets and keys"):]
 	start := strings.Index(section, "```yaml\n") + len("```yaml\n")
 	yaml := section[start : start+strings.Index(section[start:], "```")]
 	srv := testredis.Start(t)

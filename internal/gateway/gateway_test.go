@@ -166,7 +166,7 @@ routes: [{model: "*", upstream: sim}]
 }
 
 // An upstream 500 reaches openai-go as an error, streamed or not, with the
-// upstream's message kept (SPEC §7).
+// upstream's message kept (docs/spec.md §7).
 func TestUpstreamError(t *testing.T) {
 	e, _ := gatewaytest.StartSim(t, sim.Options{})
 	c := e.Client("k")
@@ -196,7 +196,7 @@ func TestUpstreamError(t *testing.T) {
 
 // Upstream statuses map to fitting client statuses: request errors pass
 // through with the upstream's own body, rate limits stay 429, credential
-// failures are the gateway's (502), timeouts 504 (SPEC §7).
+// failures are the gateway's (502), timeouts 504 (docs/spec.md §7).
 func TestUpstreamStatusMapping(t *testing.T) {
 	for _, tc := range []struct {
 		status     int

@@ -214,7 +214,7 @@ func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, 
 	path := strings.TrimPrefix(r.URL.Path, "/v1")
 	for n := 0; ; n++ {
 		sent := time.Now()
-		resp, reconnected, err := p.upstream.client.Forward(r.Context(), r.Method, path, r.URL.RawQuery, body, r.Header)
+		resp, reconnected, err := p.upstream.client.Forward(r.Context(), upstream.Forwarded{Method: r.Method, Path: path, Query: r.URL.RawQuery, Body: body, Header: r.Header})
 		x.rec.UpstreamDuration += time.Since(sent)
 		a := x.noteAttempt(observe.Attempt{Route: p.name, Upstream: p.upstream.name, Provider: p.upstream.protocol.String()}, reconnected)
 		if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {

@@ -75,7 +75,7 @@ func cannedUpstream(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// Every policy rule through the gateway, streamed and not (SPEC §3): the
+// Every policy rule through the gateway, streamed and not (docs/spec.md §3): the
 // client gets the answer, or an error (a 502 before the stream starts, one
 // error event after) — never a silent success. The upstream is strict, so
 // nothing is normalized away.

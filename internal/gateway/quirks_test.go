@@ -42,10 +42,10 @@ func streamTools(t *testing.T, e *gatewaytest.Env, model string, refused ...*int
 	return acc.Choices[0].Message.ToolCalls, acc.Choices[0].FinishReason, stream.Err()
 }
 
-// Every quirk script of the simulator (QUIRKS.md section A) reaches an
+// Every quirk script of the simulator (docs/quirks.md section A) reaches an
 // openai-go client as a canonical stream — complete calls with unique ids,
 // string arguments and finish_reason "tool_calls" — or, for the ones that
-// cannot be fixed without guessing, as an error (SPEC §2).
+// cannot be fixed without guessing, as an error (docs/spec.md §2).
 func TestQuirksNormalized(t *testing.T) {
 	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
@@ -148,7 +148,7 @@ routes: [{model: "*", upstream: sim}]
 
 // The completion policy through the gateway: tool_choice "required"
 // answered with text is a violation the client sees as an error; an
-// unknown tool_choice is refused before anything is sent (SPEC §3).
+// unknown tool_choice is refused before anything is sent (docs/spec.md §3).
 func TestPolicyThroughGateway(t *testing.T) {
 	e, s := gatewaytest.StartSim(t, sim.Options{})
 	stream := e.Client("k").Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
@@ -176,7 +176,7 @@ func TestPolicyThroughGateway(t *testing.T) {
 
 // Argument validation through the gateway: a call whose arguments break
 // the declared schema ends the stream as a violation on a reject route,
-// and passes, logged and counted, on an annotate route (SPEC §2).
+// and passes, logged and counted, on an annotate route (docs/spec.md §2).
 func TestArgumentValidationThroughGateway(t *testing.T) {
 	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
@@ -249,7 +249,7 @@ func TestResponseFormatThroughGateway(t *testing.T) {
 
 // A route with retries asks the upstream again when a response breaks off
 // or violates the policy before anything reached the client; without
-// retries the client gets the error (SPEC §3).
+// retries the client gets the error (docs/spec.md §3).
 func TestRetryBeforeCommit(t *testing.T) {
 	var hits atomic.Int32
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -307,7 +307,7 @@ routes:
 
 // A non-streamed response goes through the same collector and judge: an
 // object given as arguments becomes a string and "stop" after calls
-// becomes "tool_calls", so openai-go decodes the call (QUIRKS A12, A15).
+// becomes "tool_calls", so openai-go decodes the call (docs/quirks.md A12, A15).
 func TestNonStreamQuirks(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
@@ -332,7 +332,7 @@ func TestNonStreamQuirks(t *testing.T) {
 
 // A single-choice request answered with one choice per call has its calls
 // folded into choice 0, so clients reading choices[0] see them all
-// (QUIRKS A28).
+// (docs/quirks.md A28).
 func TestMergedChoices(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)

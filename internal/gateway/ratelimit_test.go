@@ -169,7 +169,7 @@ routes: [{model: "*", upstream: up}]
 // Usage in streams: the gateway asks every stream for usage; a client that
 // did not ask gets no usage chunk; one that asked gets exactly one, last,
 // with the upstream's largest counts (an upstream sending cumulative usage
-// on every chunk, QUIRKS A25, is not summed by openai-go's accumulator).
+// on every chunk, docs/quirks.md A25, is not summed by openai-go's accumulator).
 // An upstream that refuses stream_options gets none.
 func TestStreamUsage(t *testing.T) {
 	e, s := gatewaytest.StartSim(t, sim.Options{}, `

@@ -21,7 +21,7 @@ import (
 
 // A route's reasoning format reaches the upstream as its fields, chosen by
 // the client's reasoning_effort where allowed; a thinking budget that does
-// not fit the output limit is refused before sending (SPEC §4).
+// not fit the output limit is refused before sending (docs/spec.md §4).
 func TestReasoningThroughGateway(t *testing.T) {
 	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams: [{name: sim, url: "UPSTREAM_URL/v1"}]
@@ -118,7 +118,7 @@ routes: [{model: "*", upstream: u}]
 // A three-turn tool conversation with a DeepSeek-style thinking upstream:
 // openai-go drops reasoning_content when it replays the assistant turns,
 // the gateway puts it back, and every turn succeeds; with restore off the
-// upstream's own 400 reaches the client (SPEC §4, QUIRKS C15).
+// upstream's own 400 reaches the client (docs/spec.md §4, docs/quirks.md C15).
 func TestReasoningRestore(t *testing.T) {
 	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:

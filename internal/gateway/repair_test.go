@@ -51,7 +51,7 @@ func reloaded() []openai.ChatCompletionMessageParamUnion {
 
 // With repair: fix, a reloaded session goes through a strict upstream, the
 // client sees what was done in X-Toolgate-Repair, and the upstream receives
-// a paired transcript (SPEC §1, end to end with openai-go).
+// a paired transcript (docs/spec.md §1, end to end with openai-go).
 func TestRepairFix(t *testing.T) {
 	e, s := startStrict(t)
 	var raw *http.Response

@@ -80,115 +80,88 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 // NewMetrics creates the collectors and registers them, with the Go runtime
 // and process collectors, on reg.
 func NewMetrics(reg prometheus.Registerer, opts ...MetricsOptions) *Metrics {
-	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_requests_total",
-			Help: "Requests handled, by route and HTTP status code (499: the client went away first).",
-		}, []string{"route", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "toolgate_request_duration_seconds",
-			Help:    "Time from a request's arrival to the end of its response, by route and whether it streamed.",
-			Buckets: latencyBuckets,
-		}, []string{"route", "stream"}),
-		upstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "toolgate_upstream_duration_seconds",
-			Help:    "Time spent on the upstream call, from sending the request to the end of its body, by upstream.",
-			Buckets: latencyBuckets,
-		}, []string{"upstream"}),
-		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "toolgate_time_to_first_token_seconds",
-			Help:    "Time from a streamed request's arrival to the first event sent to the client, by route.",
-			Buckets: latencyBuckets,
-		}, []string{"route"}),
-		streamsInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "toolgate_streams_in_flight",
-			Help: "Streamed requests currently being served, by route.",
-		}, []string{"route"}),
-		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_upstream_errors_total",
-			Help: "Failed upstream calls, by upstream and kind (connect, timeout, status, stream, protocol).",
-		}, []string{"upstream", "kind"}),
-		clientGone: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_client_disconnects_total",
-			Help: "Requests whose client went away before the response ended, by route.",
-		}, []string{"route"}),
-		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_repairs_total",
-			Help: "Transcript repairs, by route and action (sealed, dropped, moved, and request normalizations).",
-		}, []string{"route", "action"}),
-		normalizations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_normalizations_total",
-			Help: "Response normalizations applied to an upstream's tool-call stream, by upstream and kind.",
-		}, []string{"upstream", "kind"}),
-		completions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_completions_total",
-			Help: "Responses judged by the completion policy, by route and outcome (ok, incomplete, violation).",
-		}, []string{"route", "outcome"}),
-		invalidArguments: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_invalid_arguments_total",
-			Help: "Tool calls whose arguments failed validation against the tool's schema in annotate mode, by route.",
-		}, []string{"route"}),
-	}
-	m.reasoning = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_reasoning_requests_total",
-		Help: "Requests sent with a reasoning level, by route and level (off, low, medium, high).",
-	}, []string{"route", "level"})
-	m.restores = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_reasoning_restores_total",
-		Help: "Assistant turns whose reasoning was put back into a request (restored), or was missing from the store (miss), by route.",
-	}, []string{"route", "result"})
-	m.rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_budget_rejections_total",
-		Help: "Requests refused or cut by a budget or rate limit, by route, client key and reason (maxInputChars, maxCalls, callTimeoutMs, maxOutputChars, requests_per_minute, tokens_per_minute, max_cost_usd, state_unavailable).",
-	}, []string{"route", "key", "reason"})
-	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_tokens_total",
-		Help: "Tokens the upstreams reported in usage, by client key and direction (input: prompt_tokens, output: completion_tokens).",
-	}, []string{"key", "direction"})
-	m.cost = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_cost_usd_total",
-		Help: "What the upstreams' reported usage cost in dollars by the configured pricing, by client key, route and priced model (the pricing entry's name).",
-	}, []string{"key", "route", "model"})
-	m.upInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "toolgate_upstream_in_flight",
-		Help: "Upstream calls in progress, by upstream (a route's deployment).",
-	}, []string{"upstream"})
-	m.cooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_deployment_cooldowns_total",
-		Help: "Deployments put in cooldown by an attempt, by route, upstream and reason (rate_limited, status_5xx, unreachable).",
-	}, []string{"route", "upstream", "reason"})
-	m.keyInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "toolgate_key_requests_in_flight",
-		Help: "Chat requests being served, by client key.",
-	}, []string{"key"})
-	m.stateErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_state_errors_total",
-		Help: "Operations on the shared state store (Redis) that failed, by operation (admit, add_tokens, reasoning_get, reasoning_put) and what the request did (fail_open, fail_closed).",
-	}, []string{"operation", "mode"})
-	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_upstream_attempts_total",
-		Help: "Upstream attempts by route, upstream and outcome (ok, connect, timeout, status_429, status_5xx, status_4xx, incomplete, violation, canceled; reconnected: resent once on a fresh connection).",
-	}, []string{"route", "upstream", "outcome"})
-	m.pending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "toolgate_pending_requests",
-		Help: "Connections that have not finished sending their request (headers and body).",
-	})
-	m.pendingRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "toolgate_pending_refused_total",
-		Help: "Connections or requests refused because too many were still sending their request, by the cap reached (global: server.max_pending_requests, ip: server.max_pending_per_ip, keyless: closed to make room in server.max_pending_keyless).",
-	}, []string{"scope"})
-	m.panics = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "toolgate_panics_total",
-		Help: "Requests whose handling panicked (answered 500 when nothing was sent yet); always 0 in a sound gateway.",
-	})
-	m.own = []prometheus.Collector{m.pending, m.pendingRefused, m.attempts, m.rejections, m.tokens, m.cost, m.upInFlight, m.cooldowns, m.keyInFlight, m.stateErrors, m.restores, m.reasoning, m.invalidArguments, m.requests, m.duration, m.upstreamDuration, m.ttft, m.streamsInFlight,
-		m.upstreamErrors, m.clientGone, m.repairs, m.normalizations, m.completions, m.panics}
+	m := &Metrics{}
+	m.requests = m.counter("toolgate_requests_total",
+		"Requests handled, by route and HTTP status code (499: the client went away first).", "route", "code")
+	m.duration = m.histogram("toolgate_request_duration_seconds",
+		"Time from a request's arrival to the end of its response, by route and whether it streamed.", "route", "stream")
+	m.upstreamDuration = m.histogram("toolgate_upstream_duration_seconds",
+		"Time spent on the upstream call, from sending the request to the end of its body, by upstream.", "upstream")
+	m.ttft = m.histogram("toolgate_time_to_first_token_seconds",
+		"Time from a streamed request's arrival to the first event sent to the client, by route.", "route")
+	m.streamsInFlight = m.gauge("toolgate_streams_in_flight",
+		"Streamed requests currently being served, by route.", "route")
+	m.upstreamErrors = m.counter("toolgate_upstream_errors_total",
+		"Failed upstream calls, by upstream and kind (connect, timeout, status, stream, protocol).", "upstream", "kind")
+	m.clientGone = m.counter("toolgate_client_disconnects_total",
+		"Requests whose client went away before the response ended, by route.", "route")
+	m.repairs = m.counter("toolgate_repairs_total",
+		"Transcript repairs, by route and action (sealed, dropped, moved, and request normalizations).", "route", "action")
+	m.normalizations = m.counter("toolgate_normalizations_total",
+		"Response normalizations applied to an upstream's tool-call stream, by upstream and kind.", "upstream", "kind")
+	m.completions = m.counter("toolgate_completions_total",
+		"Responses judged by the completion policy, by route and outcome (ok, incomplete, violation).", "route", "outcome")
+	m.invalidArguments = m.counter("toolgate_invalid_arguments_total",
+		"Tool calls whose arguments failed validation against the tool's schema in annotate mode, by route.", "route")
+	m.reasoning = m.counter("toolgate_reasoning_requests_total",
+		"Requests sent with a reasoning level, by route and level (off, low, medium, high).", "route", "level")
+	m.restores = m.counter("toolgate_reasoning_restores_total",
+		"Assistant turns whose reasoning was put back into a request (restored), or was missing from the store (miss), by route.", "route", "result")
+	m.rejections = m.counter("toolgate_budget_rejections_total",
+		"Requests refused or cut by a budget or rate limit, by route, client key and reason (maxInputChars, maxCalls, callTimeoutMs, maxOutputChars, requests_per_minute, tokens_per_minute, max_cost_usd, state_unavailable).", "route", "key", "reason")
+	m.tokens = m.counter("toolgate_tokens_total",
+		"Tokens the upstreams reported in usage, by client key and direction (input: prompt_tokens, output: completion_tokens).", "key", "direction")
+	m.cost = m.counter("toolgate_cost_usd_total",
+		"What the upstreams' reported usage cost in dollars by the configured pricing, by client key, route and priced model (the pricing entry's name).", "key", "route", "model")
+	m.upInFlight = m.gauge("toolgate_upstream_in_flight",
+		"Upstream calls in progress, by upstream (a route's deployment).", "upstream")
+	m.cooldowns = m.counter("toolgate_deployment_cooldowns_total",
+		"Deployments put in cooldown by an attempt, by route, upstream and reason (rate_limited, status_5xx, unreachable).", "route", "upstream", "reason")
+	m.keyInFlight = m.gauge("toolgate_key_requests_in_flight",
+		"Chat requests being served, by client key.", "key")
+	m.stateErrors = m.counter("toolgate_state_errors_total",
+		"Operations on the shared state store (Redis) that failed, by operation (admit, add_tokens, reasoning_get, reasoning_put) and what the request did (fail_open, fail_closed).", "operation", "mode")
+	m.attempts = m.counter("toolgate_upstream_attempts_total",
+		"Upstream attempts by route, upstream and outcome (ok, connect, timeout, status_429, status_5xx, status_4xx, incomplete, violation, canceled; reconnected: resent once on a fresh connection).", "route", "upstream", "outcome")
+	m.pending = m.gauge1("toolgate_pending_requests",
+		"Connections that have not finished sending their request (headers and body).")
+	m.pendingRefused = m.counter("toolgate_pending_refused_total",
+		"Connections or requests refused because too many were still sending their request, by the cap reached (global: server.max_pending_requests, ip: server.max_pending_per_ip, keyless: closed to make room in server.max_pending_keyless).", "scope")
+	m.panics = m.counter1("toolgate_panics_total",
+		"Requests whose handling panicked (answered 500 when nothing was sent yet); always 0 in a sound gateway.")
 	reg.MustRegister(m.own...)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if len(opts) > 0 {
 		m.hideKeys = opts[0].HideKeyNames
 	}
 	return m
+}
+
+// counter, histogram and gauge create one of toolgate's own families (the
+// ones Names lists), counter1 and gauge1 one without labels.
+func (m *Metrics) counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return own(m, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+}
+
+func (m *Metrics) histogram(name, help string, labels ...string) *prometheus.HistogramVec {
+	return own(m, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, labels))
+}
+
+func (m *Metrics) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	return own(m, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels))
+}
+
+func (m *Metrics) counter1(name, help string) prometheus.Counter {
+	return own(m, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+}
+
+func (m *Metrics) gauge1(name, help string) prometheus.Gauge {
+	return own(m, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
+}
+
+func own[C prometheus.Collector](m *Metrics, c C) C {
+	m.own = append(m.own, c)
+	return c
 }
 
 func routeLabel(route string) string {

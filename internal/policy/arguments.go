@@ -109,7 +109,7 @@ func compile(raw json.RawMessage) *jsonschema.Schema {
 	return sch
 }
 
-// checkArguments applies SPEC §1's argument rules and the tool's schema:
+// checkArguments applies docs/spec.md §1's argument rules and the tool's schema:
 // an empty string is no arguments ({}); JSON that is not an object is
 // refused as "arguments must be a JSON object, got <type>"; text that does
 // not parse as "Failed to parse arguments: <reason>".
@@ -137,7 +137,7 @@ func checkArguments(args string, sch *jsonschema.Schema) error {
 	return nil
 }
 
-// argumentError is an argument refusal worded as SPEC §1 says.
+// argumentError is an argument refusal worded as docs/spec.md §1 says.
 type argumentError string
 
 func (e argumentError) Error() string { return string(e) }

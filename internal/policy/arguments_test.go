@@ -9,7 +9,7 @@ import (
 
 const weatherTool = `,"tools":[{"type":"function","function":{"name":"get","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","maximum":10}},"required":["city"],"additionalProperties":false}}}]`
 
-// Arguments are parsed by SPEC §1's rules and validated against the
+// Arguments are parsed by docs/spec.md §1's rules and validated against the
 // declared schema; reject makes a failure a violation, annotate records it.
 func TestArgumentValidation(t *testing.T) {
 	schemas := NewSchemas(0)
@@ -24,7 +24,7 @@ func TestArgumentValidation(t *testing.T) {
 		{"unparseable", `{"city":"Pa`, "Failed to parse arguments: "},
 		{"not an object", `[1,2]`, "arguments must be a JSON object, got array"},
 		{"null", `null`, "arguments must be a JSON object, got null"},
-		{"empty string is no arguments", ``, "city"},
+		{"empty string is no arguments (docs/quirks.md A42)", ``, "city"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, mode := range []Arguments{ArgumentsReject, ArgumentsAnnotate} {

@@ -1,5 +1,5 @@
 // Package policy judges whether a response satisfies its request — the
-// completion policy of SPEC §3. It never takes over the request loop:
+// completion policy of docs/spec.md §3. It never takes over the request loop:
 // [Prepare] reads the request once (refusing an unknown tool_choice before
 // anything is sent) and returns a [Judge]; the gateway feeds the judge what
 // the wire layer collected and gets an [Outcome].
@@ -17,11 +17,11 @@
 //   - off: nothing about calls is judged.
 //
 // In every mode a stream that ended without its end marker is
-// MODEL_INCOMPLETE and a tool-call protocol error (SPEC §2) is a
+// MODEL_INCOMPLETE and a tool-call protocol error (docs/spec.md §2) is a
 // violation: cancellation and transport failure are never turned into
 // success. A call to a tool the request did not declare is a violation.
 // Unless argument validation is off, a call whose arguments are not JSON at
-// all is a violation even in annotate mode: it was cut off (QUIRKS A19,
+// all is a violation even in annotate mode: it was cut off (docs/quirks.md A19,
 // a truncation reported as "tool_calls"), and passing it would be a silent
 // success. Schema failures follow the mode (annotate or reject).
 // parallel_tool_calls is a field sent upstream and is not judged, unless

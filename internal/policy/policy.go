@@ -47,7 +47,7 @@ type Config struct {
 }
 
 // ViolationError is a response that does not satisfy its request under
-// the route's completion policy (SPEC §3), malformed tool calls included.
+// the route's completion policy (docs/spec.md §3), malformed tool calls included.
 type ViolationError struct {
 	Upstream string
 	Msg      string
@@ -317,7 +317,7 @@ func (j *Judge) arguments(e End) Outcome {
 	if j.cfg.Arguments != ArgumentsAnnotate && j.cfg.Arguments != ArgumentsReject {
 		return Outcome{Kind: OK}
 	}
-	// Arguments that are not JSON at all never finished (QUIRKS A19: a
+	// Arguments that are not JSON at all never finished (docs/quirks.md A19: a
 	// truncation reported as "tool_calls"): a violation in both modes.
 	for _, c := range e.Calls {
 		if strings.TrimSpace(c.Arguments) != "" && !wire.Valid([]byte(c.Arguments)) {

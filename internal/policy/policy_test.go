@@ -25,7 +25,7 @@ func calls(names ...string) []wire.CollectedCall {
 	return out
 }
 
-// Every rule of SPEC §3, for each tool_choice form and mode.
+// Every rule of docs/spec.md §3, for each tool_choice form and mode.
 func TestJudge(t *testing.T) {
 	done := func(finish string, names ...string) End {
 		return End{Done: true, FinishReason: finish, Calls: calls(names...)}

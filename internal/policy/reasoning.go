@@ -9,7 +9,7 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// Format is a reasoning format (SPEC §4): which request fields carry a
+// Format is a reasoning format (docs/spec.md §4): which request fields carry a
 // level.
 type Format uint8
 

@@ -23,7 +23,7 @@ func applied(t *testing.T, extra string, r Reasoning) (Level, string, error) {
 	return level, strings.Join(got, " "), err
 }
 
-// Every format × level generates exactly SPEC §4's fields.
+// Every format × level generates exactly docs/spec.md §4's fields.
 func TestReasoningFormats(t *testing.T) {
 	var custom [numLevels][]Field
 	custom[Off] = []Field{{"chat_template_kwargs", json.RawMessage(`{"enable_thinking":false}`)}}

@@ -7,7 +7,7 @@ import (
 )
 
 // ReasoningStore remembers assistant turns' reasoning for upstreams that
-// need it sent back (DeepSeek's thinking mode, QUIRKS C15), keyed by the
+// need it sent back (DeepSeek's thinking mode, docs/quirks.md C15), keyed by the
 // tool-call ids the turn made, or by a hash of its content when it made
 // none: one client key's view of a [TenantStore] ([Tenant]). An error is
 // the store's failure (Redis unreachable), never a miss. Implementations

@@ -68,7 +68,7 @@ func nonTool(msgs []wire.Message) [][]byte {
 	return out
 }
 
-// Properties of Repair over generated transcripts (SPEC §1.5): the output
+// Properties of Repair over generated transcripts (docs/spec.md §1.5): the output
 // is accepted by OpenAI's rules, repair is idempotent, no non-tool message is
 // lost or reordered, every input tool message is either kept byte-for-byte or
 // reported dropped, and every message the repair did not create is the

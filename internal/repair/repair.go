@@ -9,7 +9,7 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// The two seal sentences (SPEC §1.4). The dash is U+2014.
+// The two seal sentences (docs/spec.md §1.4). The dash is U+2014.
 const (
 	SealCutOff   = "This tool call was never completed — the response was cut off before it finished."
 	SealReloaded = "This tool call was never completed — the session was reloaded or the history was trimmed."
@@ -105,7 +105,7 @@ func (e *RejectError) Error() string {
 }
 
 // Repair returns the transcript with every tool call followed directly by
-// its reply (SPEC §1). The input is not modified. When nothing needs
+// its reply (docs/spec.md §1). The input is not modified. When nothing needs
 // repair it returns msgs itself and an empty Report, allocating nothing.
 func Repair(msgs []wire.Message) ([]wire.Message, Report) {
 	if paired(msgs) {
@@ -228,7 +228,7 @@ func appendCalls(dst []*wire.ToolCall, m *wire.Message) []*wire.ToolCall {
 	return dst
 }
 
-// seal is the failed result for a call nothing answered (SPEC §1.4).
+// seal is the failed result for a call nothing answered (docs/spec.md §1.4).
 func seal(c *wire.ToolCall) wire.Message {
 	content := reloadedContent
 	if cutOff(c) {

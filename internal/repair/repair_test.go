@@ -69,7 +69,7 @@ const user = `{"role":"user","content":"hi"}`
 
 func list(ms ...string) string { return "[" + strings.Join(ms, ",") + "]" }
 
-// Each clause of SPEC §1, one case or more.
+// Each clause of docs/spec.md §1, one case or more.
 func TestRepair(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want, report string
@@ -151,7 +151,7 @@ func TestRepair(t *testing.T) {
 }
 
 // A seal's content is exactly the JSON {"success":false,"error":…} with the
-// sentence, keys in that order, with U+2014 dashes (SPEC §1.4).
+// sentence, keys in that order, with U+2014 dashes (docs/spec.md §1.4).
 func TestSealContent(t *testing.T) {
 	out, _ := Repair(wiretest.Messages(t, list(user, asst(call("a", "{"), call("b", "{}")))))
 	var got []string
@@ -179,7 +179,7 @@ func TestSealContent(t *testing.T) {
 }
 
 // Messages the repair did not create are the input's own bytes, unknown
-// fields included (SPEC §1.5).
+// fields included (docs/spec.md §1.5).
 func TestUntouchedBytes(t *testing.T) {
 	in := wiretest.Messages(t, `[{"role":"user","content":"hi","x_vendor":{"a": 1}},`+
 		`{"role":"assistant","content":"","reasoning_content":"think","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"s"}}}]},`+

@@ -228,7 +228,7 @@ func DedupeCallIDs(msgs []wire.Message) ([]wire.Message, int) {
 
 // ShortenIDs rewrites every tool-call id longer than max characters, in
 // the calls that make it and in the replies that answer it, to one that
-// fits (QUIRKS C04: OpenAI refuses ids over 40): "call_" and letters and
+// fits (docs/quirks.md C04: OpenAI refuses ids over 40): "call_" and letters and
 // digits from a hash of the id (only the letters and digits under 10
 // characters), never an id the transcript already uses. The same id gets
 // the same new id in every message, so pairs stay pairs; the rewrite is

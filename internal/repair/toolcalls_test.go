@@ -81,7 +81,7 @@ func TestNormalizations(t *testing.T) {
 }
 
 // With id synthesis on, a call with no id is sealed by Repair; with it off,
-// the seed's behaviour stands and the call is ignored (SPEC §1).
+// the seed's behaviour stands and the call is ignored (docs/spec.md §1).
 func TestSynthesizedIDIsSealed(t *testing.T) {
 	in := wiretest.Messages(t, `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},{"role":"user","content":"y"}]`)
 	_, rep := Repair(in)

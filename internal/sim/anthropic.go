@@ -16,7 +16,7 @@ import (
 
 // The simulator's Anthropic mode: POST /v1/messages speaks the Messages
 // API — its event sequence, its whole messages, its errors — and checks
-// every request by Anthropic's rules first (QUIRKS C10–C14, max_tokens,
+// every request by Anthropic's rules first (docs/quirks.md C10–C14, max_tokens,
 // the anthropic-version header), answering Anthropic's own 400 wording
 // when one is broken. The model name picks the script, as for chat
 // completions:

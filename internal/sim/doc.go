@@ -18,13 +18,13 @@
 //	else    a short text answer in Chunks content chunks
 //
 // A streamed request whose model name contains "q-<name>" plays one of the
-// quirk scripts of QUIRKS.md section A instead; QuirkNames lists them, and
+// quirk scripts of docs/quirks.md section A instead; QuirkNames lists them, and
 // quirks.go says which quirk each reproduces.
 //
 // Independently of the script, a model name containing "strict" (or
 // Options.Strict) makes the simulator check the transcript against OpenAI's
 // tool-call pairing rules first and answer OpenAI's own 400 wording when it
-// breaks them (QUIRKS C01–C03, via wire.CheckToolPairs).
+// breaks them (docs/quirks.md C01–C03, via wire.CheckToolPairs).
 //
 // Every request's body is kept: LastRequest returns the latest. Fast mode
 // pre-encodes each response once, with fixed ids and model "sim", so that a

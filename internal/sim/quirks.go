@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// quirkScripts reproduce the streaming quirks of QUIRKS.md section A. A
+// quirkScripts reproduce the streaming quirks of docs/quirks.md section A. A
 // model name containing "q-<name>" plays the script <name>: a tool-call
 // stream (get_weather, {"city":"Paris"}) shaped the way that quirk's
 // upstreams shape it. Each entry is the raw SSE text, events in order; the

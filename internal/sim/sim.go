@@ -329,7 +329,7 @@ func checkPairs(body []byte) *wire.PairingError {
 	return nil
 }
 
-// checkIDLengths applies OpenAI's limit on tool-call ids (QUIRKS C04):
+// checkIDLengths applies OpenAI's limit on tool-call ids (docs/quirks.md C04):
 // 40 characters, with OpenAI's wording.
 func checkIDLengths(body []byte) (param, msg string) {
 	req, err := wire.DecodeRequest(body)

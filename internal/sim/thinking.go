@@ -14,7 +14,7 @@ import (
 // "deepseek"): every answer carries reasoning_content; a forced tool_choice
 // with thinking enabled is refused; a request with tools
 // whose earlier assistant tool-call turns lack reasoning_content is refused
-// with DeepSeek's real 400 (QUIRKS C15). It calls get_weather until the
+// with DeepSeek's real 400 (docs/quirks.md C15). It calls get_weather until the
 // transcript holds two tool results, then answers in text.
 func (s *Sim) thinking(w http.ResponseWriter, body []byte, stream bool) {
 	req, err := wire.DecodeRequest(body)

@@ -204,23 +204,34 @@ func (o *onceBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Forwarded is a client's request of the rest of the API, as Forward sends
+// it: its method, its path below the upstream's base URL (without its /v1:
+// "/embeddings"), its raw query, its body and its headers (of which only
+// the content type, Accept and the allowed headers go on).
+type Forwarded struct {
+	Method, Path, Query string
+	Body                []byte
+	Header              http.Header
+}
+
 // Forward sends a request of the rest of the API (embeddings,
-// moderations, files…) to path below the upstream's base URL (path
-// without its /v1: "/embeddings"), with the client's query, body,
-// content type and safe headers, and the upstream's credentials. It
+// moderations, files…) below the upstream's base URL, with the client's
+// query, body, content type and safe headers, and the upstream's
+// credentials. It
 // returns the response whatever its status (the caller passes it on), an
 // *Error for a transport failure, or a *PathError, having sent nothing,
 // for a path CheckPath refuses; a request that fails on a reused
 // keep-alive connection before any response byte is sent once more on a
 // fresh one (reconnected).
-func (c *Client) Forward(ctx context.Context, method, path, query string, body []byte, in http.Header) (resp *http.Response, reconnected bool, err error) {
+func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response, reconnected bool, err error) {
+	method, body, in := f.Method, f.Body, f.Header
 	if err := ctx.Err(); err != nil {
 		return nil, false, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
 	}
 	if c.base == nil {
 		return nil, false, &Error{Upstream: c.target.Name, Kind: KindConnect, Err: fmt.Errorf("the upstream URL %q does not parse", c.target.URL)}
 	}
-	target, err := joinPath(c.base, path, query)
+	target, err := joinPath(c.base, f.Path, f.Query)
 	if err != nil {
 		return nil, false, err
 	}
@@ -312,7 +323,7 @@ func retryAfter(v string) time.Duration {
 }
 
 // capture reads at most MaxErrorBody bytes of an error body within
-// ErrorBodyTimeout, then closes it (SPEC §6).
+// ErrorBodyTimeout, then closes it (docs/spec.md §6).
 func (c *Client) capture(r io.ReadCloser, cancel context.CancelFunc) []byte {
 	if c.target.ErrorBodyTimeout > 0 {
 		t := time.AfterFunc(c.target.ErrorBodyTimeout, cancel)

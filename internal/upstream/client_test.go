@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // An error body is captured within its size limit, and the upstream's
-// message is extracted (SPEC §6).
+// message is extracted (docs/spec.md §6).
 func TestErrorBodyCapturedBounded(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(500)
@@ -71,7 +71,7 @@ func TestErrorBodyTimeLimit(t *testing.T) {
 	}
 }
 
-// A request whose context is already cancelled is not sent (SPEC §6).
+// A request whose context is already cancelled is not sent (docs/spec.md §6).
 func TestCancelledContextSendsNothing(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))

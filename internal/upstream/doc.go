@@ -8,7 +8,7 @@
 // connection turns out to be closed before anything was written
 // (golang/go#40747); the client's body is never streamed through.
 //
-// Cancellation (SPEC §6): the call runs on the caller's context, so a client
+// Cancellation (docs/spec.md §6): the call runs on the caller's context, so a client
 // that goes away cancels it at once; if the context is already done no
 // request is sent. Headers: the client's credentials (Authorization, api-key,
 // x-api-key, cookies, OpenAI-Organization/Project) and hop-by-hop headers are

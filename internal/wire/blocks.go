@@ -2,7 +2,7 @@ package wire
 
 import "strings"
 
-// flattenBlocks reads content sent as an array of typed blocks (QUIRKS
+// flattenBlocks reads content sent as an array of typed blocks (docs/quirks.md
 // A31, Mistral's reasoning models): "text" blocks are the text, "thinking"
 // blocks (their "thinking" a string or an array of text blocks) the
 // reasoning; other blocks ("reference", unknown types, non-objects) are

@@ -12,7 +12,7 @@ import (
 )
 
 // Quirks switches the normalizations applied to one upstream's responses
-// (QUIRKS section A). The zero value is strict: every departure from the
+// (docs/quirks.md section A). The zero value is strict: every departure from the
 // protocol is a *ProtocolError, and nothing is rewritten.
 type Quirks struct {
 	// MissingIndex (A01): a fragment without an index continues the last
@@ -48,7 +48,7 @@ type Quirks struct {
 	// up on its first fragment that has a name ("call_" and 24 letters
 	// and digits, derived from the response's id and the call's index, so
 	// stable within the answer). Without it such a call is left without
-	// id: a protocol error (SPEC §2).
+	// id: a protocol error (docs/spec.md §2).
 	MissingID bool
 	// ContentBlocks (A31): content sent as an array of typed blocks
 	// (Mistral's text, thinking, reference) becomes the content string
@@ -112,7 +112,7 @@ func ParseQuirks(names []string) (Quirks, error) {
 }
 
 // ProtocolError is a tool-call fragment stream that breaks the protocol
-// (SPEC §2): a malformed fragment, an id conflict, or a call left without
+// (docs/spec.md §2): a malformed fragment, an id conflict, or a call left without
 // id or name.
 type ProtocolError struct {
 	Index int // the call's index as the upstream sent it, or -1
@@ -144,7 +144,7 @@ type Fragment struct {
 	Arguments string
 	// Extra holds the fragment's members other than index, id, type and
 	// function, passed on as received (Gemini's extra_content with its
-	// thought_signature must round-trip, QUIRKS A33).
+	// thought_signature must round-trip, docs/quirks.md A33).
 	Extra Object
 }
 
@@ -187,7 +187,7 @@ func (f out1) append(b []byte) []byte {
 	return append(b, '}')
 }
 
-// Collector aggregates streamed tool-call fragments by index (SPEC §2) and
+// Collector aggregates streamed tool-call fragments by index (docs/spec.md §2) and
 // turns them into canonical fragments. One implementation serves streams,
 // non-streamed responses and the completion policy. A fragment whose call
 // has no id or no name yet is held back and released, merged, once both

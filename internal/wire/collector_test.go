@@ -35,7 +35,7 @@ func feed(q Quirks, deltas ...string) (string, string) {
 }
 
 // The collector aggregates by index, sends canonical fragments (id, type
-// and name once, on the first), and reports protocol errors (SPEC §2).
+// and name once, on the first), and reports protocol errors (docs/spec.md §2).
 func TestCollector(t *testing.T) {
 	all := Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true}
 	for _, tc := range []struct {

@@ -2,7 +2,7 @@
 // the request and message types, the SSE event reader and writer, the one
 // normalizer of upstream answers, and the error body every client sees.
 //
-// It sits at both ends of the pipeline (DESIGN.md): [DecodeRequest] turns the
+// It sits at both ends of the pipeline (docs/design.md): [DecodeRequest] turns the
 // client's bytes into a [ChatRequest] and [ChatRequest.Encode] turns it back
 // into the body sent upstream; [Events] reads the upstream's stream and
 // [Writer] writes the client's.
@@ -29,7 +29,7 @@
 // # Streams
 //
 // [Events] wraps github.com/tmaxmax/go-sse's reader: it checks the context
-// before each event it yields (SPEC §6), turns `data: [DONE]` into a terminal
+// before each event it yields (docs/spec.md §6), turns `data: [DONE]` into a terminal
 // event, and reports a broken body as an error. It never decides that a
 // stream is complete; the caller does, from whether [Event.Done] was seen. The
 // default maximum event size is [DefaultMaxEventSize] (8 MiB), well above
@@ -41,8 +41,8 @@
 // built per attempt by [NewNormalizer] from [Options] (the upstream's
 // [Quirks], buffer or stream, the reasoning field, limits). Each chunk is
 // parsed once; the tool-call [Collector] aggregates the fragments by index
-// and validates them (SPEC §2); the quirks the upstream has are fixed in
-// that one place (A01–A40 in QUIRKS.md, each switchable by name with
+// and validates them (docs/spec.md §2); the quirks the upstream has are fixed in
+// that one place (A01–A43 in docs/quirks.md, each switchable by name with
 // [ParseQuirks]), and what was fixed is returned as a [Fixes] value.
 // The whole-answer path ([Normalizer.Whole]) reuses the streamed code on
 // the answer's choices, so a quirk is fixed the same way both ways.

@@ -8,7 +8,7 @@ import (
 
 // ErrorBody is the OpenAI error shape, {"error":{"message","type","param","code"}}.
 // It is the only error body toolgate writes, as a JSON response and as the
-// single error event of a stream that has started (SPEC §7).
+// single error event of a stream that has started (docs/spec.md §7).
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }

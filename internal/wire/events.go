@@ -51,7 +51,7 @@ func (e *StreamError) Unwrap() error { return e.Err }
 //
 // The context is checked before the first read and before every yield; once
 // it is done, Events yields context.Cause(ctx) and stops, so no buffered
-// event is delivered after cancellation (SPEC §6). Closing r is the caller's
+// event is delivered after cancellation (docs/spec.md §6). Closing r is the caller's
 // job (cancelling an upstream request's context closes its body).
 func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event, error] {
 	max := opts.MaxEventSize

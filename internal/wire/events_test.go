@@ -30,7 +30,7 @@ func collect(ctx context.Context, r io.Reader, opts ReadOptions) got {
 
 // Events yields each event's data, ends at [DONE], and tolerates the SSE
 // variants upstreams send: CRLF, no space after "data:", comments,
-// multi-line data (SPEC §2, QUIRKS A34–A37).
+// multi-line data (docs/spec.md §2, docs/quirks.md A34–A37).
 func TestEvents(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -88,7 +88,7 @@ func TestEventsTooLarge(t *testing.T) {
 }
 
 // After cancellation no buffered event is delivered, and a cancelled
-// context yields its cause before anything is read (SPEC §6).
+// context yields its cause before anything is read (docs/spec.md §6).
 func TestEventsCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

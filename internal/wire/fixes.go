@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Fix names one normalization of an upstream's response (QUIRKS section
+// Fix names one normalization of an upstream's response (docs/quirks.md section
 // A). Its name is the "kind" label of toolgate_normalizations_total.
 type Fix uint8
 

@@ -9,7 +9,7 @@ import (
 )
 
 // ReasoningSource says where an upstream puts reasoning in its responses
-// (QUIRKS A29, A30): configured per upstream, never guessed.
+// (docs/quirks.md A29, A30): configured per upstream, never guessed.
 type ReasoningSource uint8
 
 // Reasoning sources.
@@ -50,8 +50,8 @@ type Options struct {
 	ClientUsage bool
 }
 
-// Normalizer turns one upstream response into the canonical one (SPEC §2,
-// QUIRKS section A): streamed chunk by chunk (Chunk), or whole (Whole).
+// Normalizer turns one upstream response into the canonical one (docs/spec.md §2,
+// docs/quirks.md section A): streamed chunk by chunk (Chunk), or whole (Whole).
 // Streamed and whole responses go through the same collector and the same
 // quirk code. Each chunk is parsed once, into spans of its bytes; a chunk
 // nothing changes — every ordinary text delta — is passed on as its own
@@ -137,7 +137,7 @@ func NewNormalizer(opts Options) *Normalizer {
 
 // IncompleteError is an upstream response that broke off or could not be
 // used: a stream without its end marker, a cut or oversized body, an
-// unparseable response, or an error object sent mid-response (QUIRKS A20,
+// unparseable response, or an error object sent mid-response (docs/quirks.md A20,
 // A38). It is never a success.
 type IncompleteError struct {
 	Upstream string
@@ -183,7 +183,7 @@ func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
 func (n *Normalizer) chunk(data []byte) (out []byte, send bool, err error) {
 	switch first := firstByte(data); {
 	case first == ':':
-		// A keep-alive sent as data (QUIRKS A34, `data: : keepalive`).
+		// A keep-alive sent as data (docs/quirks.md A34, `data: : keepalive`).
 		n.fixes[FixKeepaliveData]++
 		return nil, false, nil
 	case first != '{':

@@ -32,7 +32,7 @@ type deltaEdit struct {
 // streamDelta normalizes one choice's delta into n.dbuf: the role the
 // first delta lacks (A26), reasoning moved to the client's member (A29,
 // A30), choice 0's text kept and limited, tool-call fragments made
-// canonical (SPEC §2) or held.
+// canonical (docs/spec.md §2) or held.
 func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, err error) {
 	if raw[0] != '{' {
 		return d, &ProtocolError{Index: -1, Msg: "a delta must be an object"}

@@ -22,7 +22,7 @@ func (n *Normalizer) Finish(sawDone bool) Finished {
 	f := Finished{Done: sawDone || n.cut}
 	q := n.opts.Quirks
 	if !f.Done && n.finish != "" && q.NoDone {
-		f.Done = true // QUIRKS A21: this upstream ends with a finish reason and no [DONE]
+		f.Done = true // docs/quirks.md A21: this upstream ends with a finish reason and no [DONE]
 		n.fixes[FixNoDone]++
 	}
 	if t := n.thinkTail(); t != nil {
@@ -35,7 +35,7 @@ func (n *Normalizer) Finish(sawDone bool) Finished {
 		f.Tail = append(f.Tail, n.finishChunk())
 	}
 	if u := n.UsageChunk(); u != nil && n.opts.ClientUsage && n.hold {
-		f.Tail = append(f.Tail, u) // once, last, as OpenAI sends it (QUIRKS A22, A25)
+		f.Tail = append(f.Tail, u) // once, last, as OpenAI sends it (docs/quirks.md A22, A25)
 	}
 	return f
 }

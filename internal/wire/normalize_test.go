@@ -180,7 +180,7 @@ func runGolden(t *testing.T, g golden) (out, result []string) {
 
 // The normalizer's wire fixtures (testdata/normalize/*.txt): an upstream's
 // stream in, the client's stream and the result out, one file per quirk or
-// rule (SPEC §2, QUIRKS section A). go test -run TestNormalizeGolden
+// rule (docs/spec.md §2, docs/quirks.md section A). go test -run TestNormalizeGolden
 // -update rewrites the expected sections.
 func TestNormalizeGolden(t *testing.T) {
 	files, _ := filepath.Glob("testdata/normalize/*.txt")

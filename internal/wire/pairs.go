@@ -6,7 +6,7 @@ import (
 )
 
 // PairingError is a transcript that OpenAI (and the providers that follow
-// its rules) refuses with a 400, worded as OpenAI words it (QUIRKS C01–C03).
+// its rules) refuses with a 400, worded as OpenAI words it (docs/quirks.md C01–C03).
 type PairingError struct {
 	// Index is the position of the offending message.
 	Index int

@@ -10,7 +10,7 @@ import (
 )
 
 // CheckToolPairs refuses what OpenAI refuses, with OpenAI's wording and
-// param (QUIRKS C01–C03), and accepts a paired transcript.
+// param (docs/quirks.md C01–C03), and accepts a paired transcript.
 func TestCheckToolPairs(t *testing.T) {
 	a := func(ids ...string) string {
 		var cs []string

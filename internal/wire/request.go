@@ -79,7 +79,7 @@ func (c ToolCall) MarshalJSON() ([]byte, error) {
 
 // ArgumentsText returns the arguments as the text a tool would parse: the
 // string's value when Arguments is a JSON string, "" when absent or null,
-// and the raw JSON otherwise (an object some clients send, QUIRKS C26).
+// and the raw JSON otherwise (an object some clients send, docs/quirks.md C26).
 func (f FunctionCall) ArgumentsText() string {
 	a := f.Arguments
 	if len(a) == 0 || string(a) == "null" {

@@ -71,7 +71,7 @@ func TestSetMessages(t *testing.T) {
 }
 
 // Bad input is refused with an error that names the parameter or the byte
-// offset (SPEC §7).
+// offset (docs/spec.md §7).
 func TestDecodeErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, param, msg string

@@ -3,7 +3,7 @@ package wire
 import "strings"
 
 // ThinkSplitter separates reasoning inlined in text as <think>…</think>
-// (QUIRKS A30) from the answer, across chunks: a tag split between two
+// (docs/quirks.md A30) from the answer, across chunks: a tag split between two
 // chunks is recognized, and text is held back only while it could still be
 // the start of a tag (at most len("</think>")-1 bytes).
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // Inline <think> reasoning is separated from the answer whatever the chunk
-// boundaries, and the answer never carries a tag (QUIRKS A30).
+// boundaries, and the answer never carries a tag (docs/quirks.md A30).
 func TestThinkSplitter(t *testing.T) {
 	full := "<think>plan: check the weather</think>It is sunny. a<b and </thin are text"
 	for size := 1; size <= len(full); size++ {

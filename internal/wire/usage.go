@@ -51,7 +51,7 @@ func ParseUsage(raw json.RawMessage) (u Usage, ok bool) {
 }
 
 // snapshot merges another report of the same response's usage: upstreams
-// that repeat usage send cumulative snapshots (QUIRKS A25), so each field
+// that repeat usage send cumulative snapshots (docs/quirks.md A25), so each field
 // keeps its largest value; nothing is summed.
 func (u *Usage) snapshot(o Usage) {
 	u.PromptTokens = max(u.PromptTokens, o.PromptTokens)

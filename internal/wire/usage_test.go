@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Usage in streams (QUIRKS A22, A25): read from every form an upstream
+// Usage in streams (docs/quirks.md A22, A25): read from every form an upstream
 // sends it in, kept as a snapshot (largest values, never summed), and in
 // HoldUsage mode taken out of the chunks and given back once.
 func TestStreamUsage(t *testing.T) {

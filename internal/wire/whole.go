@@ -7,7 +7,7 @@ import (
 
 // Whole normalizes a whole (non-streamed) chat.completion body with the
 // same collector and quirk code as a stream: choice 0's calls collected
-// and checked (SPEC §2), arguments sent as objects made strings (A12),
+// and checked (docs/spec.md §2), arguments sent as objects made strings (A12),
 // calls spread over several choices folded into choice 0 (A28, with the
 // Chunks quirk, for a single-choice request), reasoning moved to the
 // client's member (A29, A30), "stop" or no finish reason after calls made
@@ -193,7 +193,7 @@ func (n *Normalizer) moveWholeReasoning(o *Object) bool {
 }
 
 // mergeChoices folds the tool calls of every choice into the first, for a
-// single-choice request answered with one choice per call (QUIRKS A28). It
+// single-choice request answered with one choice per call (docs/quirks.md A28). It
 // reports false, changing nothing, when a choice is not of that shape.
 func (n *Normalizer) mergeChoices() ([]byte, bool) {
 	var calls []byte
@@ -227,7 +227,7 @@ func (n *Normalizer) mergeChoices() ([]byte, bool) {
 }
 
 // rewriteCalls rewrites a message's tool_calls: arguments given as a JSON
-// value other than a string become its text (QUIRKS A12) and, with ids
+// value other than a string become its text (docs/quirks.md A12) and, with ids
 // (the collector's, by position), a call whose id is empty or absent gets
 // its made-up one (A07); every other member keeps its bytes.
 func rewriteCalls(toolCalls []byte, ids []string) []byte {

@@ -16,7 +16,7 @@ type Sink interface {
 }
 
 // Writer writes a client's SSE stream: data events, then either the terminal
-// `[DONE]` or one error event (SPEC §7). Each event is flushed as soon as it
+// `[DONE]` or one error event (docs/spec.md §7). Each event is flushed as soon as it
 // is written, unless the Writer is Lazy. The first Send is the commit point:
 // before it the caller may still answer with an HTTP status instead.
 //

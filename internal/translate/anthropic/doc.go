@@ -1,7 +1,7 @@
 // Package anthropic translates between the chat completions wire the
 // gateway speaks to its clients and Anthropic's Messages API, for an
 // upstream with protocol: anthropic. It is the outbound translator of
-// DESIGN.md: [Request] turns the prepared chat request into a Messages
+// docs/design.md: [Request] turns the prepared chat request into a Messages
 // request; [Stream] turns Messages stream events into canonical
 // chat.completion.chunk payloads, and [Whole] a whole message into a
 // chat.completion, which then go through the same normalizer, collector,
@@ -15,7 +15,7 @@
 //     replies → tool_result blocks in the user turn that follows the
 //     tool_use turn (repair has paired them already); an empty user or
 //     assistant turn without calls is dropped (Anthropic refuses them,
-//     QUIRKS C12).
+//     docs/quirks.md C12).
 //   - content parts: text (cache_control kept), image_url (a data: URL →
 //     a base64 image, else a url image); other parts (audio, files) are
 //     refused with 400.

@@ -17,7 +17,7 @@
 // json_object → response_format, which the completion policy checks),
 // temperature, top_p, metadata, user. Consecutive function_call items
 // (and the assistant message before them) make one assistant turn; repair
-// then pairs function_call_output with function_call by call_id (SPEC §1)
+// then pairs function_call_output with function_call by call_id (docs/spec.md §1)
 // and seals an unanswered call with a failed function_call_output.
 //
 // Refused with 400, naming the parameter: tools other than functions
