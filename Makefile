@@ -18,7 +18,8 @@ test: lint test-go
 # on a busy 2-core machine with cold caches (make test-loaded COLD=1):
 # SLOW_PKGS took up to 140 s there (cmd/gateway builds the static binary
 # too), every other package under 10 s. No test asserts a duration, so a
-# slow machine only takes longer.
+# slow machine only takes longer. The allocation guards run once more
+# without the race detector, which makes sync.Pool drop items.
 SLOW_PKGS := cmd/gateway internal/testing/faults internal/gateway
 SLOW_TIMEOUT := 10m
 TEST_TIMEOUT := 3m
@@ -29,6 +30,7 @@ test-go:
 	@rm -f $(TEST_LOG)
 	$(GO) test -race -pgo=off -count=1 -timeout $(TEST_TIMEOUT) $(filter-out $(addprefix $(MODULE)/,$(SLOW_PKGS)),$(shell $(GO) list ./...)) 2>&1 | tee -a $(TEST_LOG)
 	$(GO) test -race -pgo=off -count=1 -timeout $(SLOW_TIMEOUT) $(addprefix ./,$(SLOW_PKGS)) 2>&1 | tee -a $(TEST_LOG)
+	$(GO) test -pgo=off -count=1 -timeout $(TEST_TIMEOUT) -run 'Allocs$$' ./internal/wire 2>&1 | tee -a $(TEST_LOG)
 	@echo "slowest packages:"; grep '^ok' $(TEST_LOG) | sort -k3,3 -g -r | head -5 | awk '{print "  " $$3 "\t" $$2}'
 
 ## test-loaded: make test beside two CPU-burning processes, as on a busy CI runner or laptop (COLD=1: with an empty build cache); prints its wall time

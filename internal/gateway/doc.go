@@ -53,7 +53,7 @@
 //     sent by the upstream mid-stream ends the stream the same way, with the
 //     upstream's message.
 //   - Events with no data (a bare `event: ping`) are not forwarded; SSE
-//     comments never reach the client (go-sse drops them).
+//     comments never reach the client (the event reader drops them).
 //   - Upstream statuses map as docs/spec.md §7 says: a 4xx about the request (400,
 //     404, 409, 413, 422) passes through with the upstream's message, type,
 //     param and code; 429 stays 429; 401/403 become 502, since they concern

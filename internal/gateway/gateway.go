@@ -415,8 +415,8 @@ func writeErrorBody(w http.ResponseWriter, status int, body wire.ErrorBody) {
 }
 
 // countingWriter counts the bytes and remembers the status written through
-// it. It exposes FlushError and Unwrap so go-sse and http.ResponseController
-// reach the connection.
+// it. It exposes FlushError and Unwrap so http.ResponseController reaches
+// the connection.
 type countingWriter struct {
 	http.ResponseWriter
 	n           int64

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"time"
-	"unsafe"
 
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/observe"
@@ -55,6 +54,7 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	sse := wire.NewWriter(dw)
 	sse.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
 	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: sse, sse: sse}
+	defer s.n.Release() // after the record has what it needs of it, below
 	if t.plan.upstream.protocol == translate.Anthropic {
 		s.tr = anthropic.NewStream()
 	}
@@ -92,10 +92,10 @@ func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error
 		if ev.Done {
 			return true, nil, nil
 		}
-		if ev.Data == "" {
+		if len(ev.Data) == 0 {
 			continue
 		}
-		data := unsafe.Slice(unsafe.StringData(ev.Data), len(ev.Data))
+		data := ev.Data // valid until the next event: the normalizer copies what it keeps
 		if s.tr == nil {
 			if end, done, err := s.forward(data); end {
 				return done, nil, err

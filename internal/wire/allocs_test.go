@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +47,45 @@ func TestChunkAllocs(t *testing.T) {
 		if got := testing.AllocsPerRun(1000, send); got > tc.allow {
 			t.Errorf("%s: %v allocations per chunk, at most %v", tc.name, got, tc.allow)
 		}
+	}
+}
+
+// The whole per-chunk path from the upstream's bytes — Events, then
+// Normalizer.Chunk, then Writer.Send — allocates per stream, never per
+// chunk: a stream of 2,000 chunks allocates what one of 200 does (a
+// tool call's arguments, which the collector must hold, grow their buffer
+// by doubling: a few allocations more).
+func TestStreamAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items: make test runs this test without it too")
+	}
+	for _, tc := range []struct {
+		name  string
+		tool  bool
+		allow float64
+	}{{"text", false, 0}, {"tool-call fragments", true, 8}} {
+		allocs := func(chunks int) float64 {
+			body := benchStream(chunks, tc.tool)
+			r := strings.NewReader(body)
+			return testing.AllocsPerRun(5, func() {
+				r.Reset(body)
+				n := NewNormalizer(Options{Quirks: AllQuirks(), SingleChoice: true})
+				w := NewWriter(discard{})
+				for ev, err := range Events(context.Background(), r, ReadOptions{}) {
+					if err != nil || ev.Done {
+						break
+					}
+					if out, ok, err := n.Chunk(ev.Data); err == nil && ok {
+						w.Send(out)
+					}
+				}
+				n.Release()
+			})
+		}
+		short, long := allocs(200), allocs(2000)
+		if long-short > tc.allow {
+			t.Errorf("%s: %v allocations for 2,000 chunks, %v for 200: %.3f per chunk", tc.name, long, short, (long-short)/1800)
+		}
+		t.Logf("%s: %v allocations per stream of 200 chunks, %v per stream of 2,000", tc.name, short, long)
 	}
 }

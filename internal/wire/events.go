@@ -1,32 +1,35 @@
 package wire
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"iter"
-
-	sse "github.com/tmaxmax/go-sse"
+	"sync"
 )
 
 // DefaultMaxEventSize is the largest single SSE event [Events] accepts when
 // [ReadOptions.MaxEventSize] is zero.
 const DefaultMaxEventSize = 8 << 20
 
-// Event is one server-sent event from an upstream.
+// Event is one server-sent event from an upstream. Its slices are views
+// into the reader's buffer: they are valid until the sequence yields its
+// next value or the loop over it ends, and whoever keeps them longer
+// copies them.
 type Event struct {
 	// Type is the event's "event:" field, usually empty.
-	Type string
+	Type []byte
 	// Data is the event's data, lines joined with "\n".
-	Data string
+	Data []byte
 	// Done reports the terminal `data: [DONE]` event; Data is then "[DONE]".
 	Done bool
 }
 
 // ReadOptions configures [Events].
 type ReadOptions struct {
-	// MaxEventSize caps one event's size in bytes; 0 means DefaultMaxEventSize.
+	// MaxEventSize caps one event's size in bytes (its lines and their
+	// line ends); 0 means DefaultMaxEventSize.
 	MaxEventSize int
 }
 
@@ -46,13 +49,13 @@ func (e *StreamError) Unwrap() error { return e.Err }
 // stops after the `[DONE]` event without reading further. A read error is
 // yielded once, wrapped in a *StreamError, and ends the sequence; an event is
 // never yielded together with an error. A clean EOF ends the sequence with no
-// error: whether the stream was complete is the caller's judgement, from
-// whether a Done event was seen.
+// error (an event not finished by then is dropped): whether the stream was
+// complete is the caller's judgement, from whether a Done event was seen.
 //
 // The context is checked before the first read and before every yield; once
 // it is done, Events yields context.Cause(ctx) and stops, so no buffered
-// event is delivered after cancellation (docs/spec.md §6). Closing r is the caller's
-// job (cancelling an upstream request's context closes its body).
+// event is delivered after cancellation (docs/spec.md §6). Closing r is the
+// caller's job (cancelling an upstream request's context closes its body).
 func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event, error] {
 	max := opts.MaxEventSize
 	if max <= 0 {
@@ -63,25 +66,287 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 			yield(Event{}, context.Cause(ctx))
 			return
 		}
-		for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: max}) {
-			if ctx.Err() != nil {
+		e := newEventReader(r, max)
+		defer e.release()
+		for {
+			ev, err := e.next()
+			switch {
+			case ctx.Err() != nil:
 				yield(Event{}, context.Cause(ctx))
 				return
-			}
-			if err != nil {
-				if errors.Is(err, bufio.ErrTooLong) {
-					err = ErrEventTooLarge
-				}
+			case err == io.EOF:
+				return
+			case err != nil:
 				yield(Event{}, &StreamError{Err: err})
 				return
-			}
-			if ev.Data == "[DONE]" {
-				yield(Event{Type: ev.Type, Data: ev.Data, Done: true}, nil)
+			case ev.Done:
+				yield(ev, nil)
 				return
-			}
-			if !yield(Event{Type: ev.Type, Data: ev.Data}, nil) {
+			case !yield(ev, nil):
 				return
 			}
 		}
+	}
+}
+
+// A reader and its buffer come from a pool: readBufSize to start with,
+// grown (up to the event size limit) only for an event that does not fit,
+// and put back only if not larger than maxPooledBuf.
+const (
+	readBufSize  = 4 << 10
+	maxPooledBuf = 64 << 10
+)
+
+var readers = sync.Pool{New: func() any { return &eventReader{buf: make([]byte, readBufSize)} }}
+
+// eventReader splits a stream into events as the SSE specification's
+// parsing rules say (html.spec.whatwg.org, "Interpreting an event
+// stream"): lines end with CRLF, LF or CR; one leading BOM is ignored;
+// lines starting with ':' are comments; a line without ':' is a field
+// with an empty value; one space after the colon is removed; "data" lines
+// are joined with "\n", "event" names the event, other fields ("id",
+// "retry", unknown names) are read and ignored; a blank line dispatches the
+// event, if it has data.
+//
+// It reads into one buffer and yields views into it: a single-line data
+// event (what every LLM provider sends) is never copied; the lines of a
+// multi-line one are joined in one reused buffer. Each byte is searched
+// once for a line end, with bytes.IndexByte, however many reads a line
+// spans.
+type eventReader struct {
+	r        io.Reader
+	buf      []byte // len(buf) == cap(buf); buf[pos:end] is unread
+	pos, end int
+	scan     int // buf[pos:scan] holds no line end (searched already)
+	max      int
+	err      error // a read error, reported once the buffer is used up
+	empties  int   // reads in a row that returned nothing
+	started  bool  // the leading BOM, if any, is behind
+	skipLF   bool  // the last line ended with CR: an LF next belongs to it
+
+	// The event being read.
+	size     int  // bytes of its lines consumed so far
+	hasData  bool // a data field was seen
+	dataOff  int  // its only data line's value is buf[dataOff:dataOff+dataLen] (-1: none)
+	dataLen  int
+	multi    bool   // more than one data line: joined holds them
+	joined   []byte // the data lines joined, reused
+	typ      []byte // the event field's value, reused
+	typeSeen bool
+}
+
+func newEventReader(r io.Reader, max int) *eventReader {
+	e := readers.Get().(*eventReader)
+	*e = eventReader{r: r, buf: e.buf[:cap(e.buf)], max: max, dataOff: -1, joined: e.joined[:0], typ: e.typ[:0]}
+	return e
+}
+
+// release puts the reader back in the pool, unless an event made its
+// buffers large; it is not used again.
+func (e *eventReader) release() {
+	if cap(e.buf) > maxPooledBuf || cap(e.joined) > maxPooledBuf {
+		return
+	}
+	*e = eventReader{buf: e.buf, joined: e.joined[:0], typ: e.typ[:0]}
+	readers.Put(e)
+}
+
+// next returns the next event, or io.EOF at a clean end of the stream, or
+// the error that ended it.
+func (e *eventReader) next() (Event, error) {
+	for {
+		if !e.started && !e.skipBOM() {
+			if err := e.fill(); err != nil {
+				return Event{}, err
+			}
+			continue
+		}
+		start, n, ok := e.line()
+		if !ok {
+			if e.size+(e.end-e.pos) > e.max {
+				return Event{}, ErrEventTooLarge
+			}
+			if err := e.fill(); err != nil {
+				return Event{}, err
+			}
+			continue
+		}
+		if e.size > e.max {
+			return Event{}, ErrEventTooLarge
+		}
+		if n == 0 {
+			if ev, ok := e.dispatch(); ok {
+				return ev, nil
+			}
+			continue
+		}
+		e.field(start, n)
+	}
+}
+
+var bom = []byte("\xEF\xBB\xBF")
+
+// skipBOM drops a BOM at the very start of the stream. It reports false
+// while the bytes read so far could still be the start of one.
+func (e *eventReader) skipBOM() bool {
+	rest := e.buf[e.pos:e.end]
+	if len(rest) < len(bom) && bytes.HasPrefix(bom, rest) && e.err == nil {
+		return false
+	}
+	if bytes.HasPrefix(rest, bom) {
+		e.pos += len(bom)
+	}
+	e.started = true
+	return true
+}
+
+// line finds the next complete line: buf[start:start+n], its line end
+// consumed. ok is false when more input is needed.
+func (e *eventReader) line() (start, n int, ok bool) {
+	if e.skipLF {
+		if e.pos == e.end {
+			return 0, 0, false
+		}
+		e.skipLF = false
+		if e.buf[e.pos] == '\n' {
+			e.pos++
+			e.size++
+		}
+	}
+	from := max(e.scan, e.pos)
+	rest := e.buf[from:e.end]
+	i := bytes.IndexByte(rest, '\n')
+	search := rest
+	if i >= 0 {
+		search = rest[:i]
+	}
+	if j := bytes.IndexByte(search, '\r'); j >= 0 {
+		i = j
+	}
+	if i < 0 {
+		e.scan = e.end
+		return 0, 0, false
+	}
+	start, n = e.pos, from+i-e.pos
+	next := from + i + 1
+	if e.buf[from+i] == '\r' {
+		if next < e.end {
+			if e.buf[next] == '\n' {
+				next++
+			}
+		} else {
+			e.skipLF = true
+		}
+	}
+	e.size += next - e.pos
+	e.pos, e.scan = next, next
+	return start, n, true
+}
+
+// field reads the field on the line buf[start:start+n] (n > 0).
+func (e *eventReader) field(start, n int) {
+	line := e.buf[start : start+n]
+	if line[0] == ':' {
+		return // a comment
+	}
+	name, off := line, start+n
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, off = line[:i], start+i+1
+		if off < start+n && e.buf[off] == ' ' {
+			off++
+		}
+	}
+	switch string(name) {
+	case "data":
+		e.addData(off, start+n-off)
+	case "event":
+		e.typ = append(e.typ[:0], e.buf[off:start+n]...)
+		e.typeSeen = true
+	}
+}
+
+// addData adds a data line's value, buf[off:off+n]: the first stays where
+// it is, the second and later are joined in e.joined.
+func (e *eventReader) addData(off, n int) {
+	switch {
+	case !e.hasData:
+		e.hasData, e.dataOff, e.dataLen = true, off, n
+	case !e.multi:
+		e.joined = append(e.joined[:0], e.buf[e.dataOff:e.dataOff+e.dataLen]...)
+		e.multi, e.dataOff = true, -1
+		fallthrough
+	default:
+		e.joined = append(e.joined, '\n')
+		e.joined = append(e.joined, e.buf[off:off+n]...)
+	}
+}
+
+// dispatch ends the event at a blank line: an event with data is
+// returned; one without is dropped, as the specification says.
+func (e *eventReader) dispatch() (Event, bool) {
+	ev := Event{}
+	if e.typeSeen {
+		ev.Type = e.typ
+	}
+	ok := e.hasData
+	if ok {
+		ev.Data = e.joined
+		if !e.multi {
+			ev.Data = e.buf[e.dataOff : e.dataOff+e.dataLen]
+		}
+		ev.Done = string(ev.Data) == "[DONE]"
+	}
+	e.size, e.hasData, e.multi, e.dataOff, e.typeSeen = 0, false, false, -1, false
+	return ev, ok
+}
+
+// fill reads more input after what the buffer holds, making room first:
+// the bytes still needed (the unread ones, the event's data line) move to
+// the front, and the buffer grows only when they fill it.
+func (e *eventReader) fill() error {
+	if e.err != nil {
+		return e.err
+	}
+	keep := e.pos
+	if e.dataOff >= 0 {
+		keep = min(keep, e.dataOff)
+	}
+	if keep == e.end || e.end == len(e.buf) {
+		e.shift(keep)
+	}
+	if e.end == len(e.buf) {
+		grown := make([]byte, min(2*len(e.buf), e.max+len(e.buf)))
+		copy(grown, e.buf[:e.end])
+		e.buf = grown
+	}
+	n, err := e.r.Read(e.buf[e.end:])
+	e.end += n
+	switch {
+	case n > 0:
+		e.empties = 0
+		e.err = err
+		return nil
+	case err != nil:
+		e.err = err
+		return err
+	}
+	if e.empties++; e.empties >= 100 {
+		e.err = io.ErrNoProgress
+		return e.err
+	}
+	return nil
+}
+
+// shift moves buf[keep:end] to the front and every offset with it.
+func (e *eventReader) shift(keep int) {
+	if keep == 0 {
+		return
+	}
+	copy(e.buf, e.buf[keep:e.end])
+	e.end -= keep
+	e.pos -= keep
+	e.scan = max(e.scan-keep, e.pos)
+	if e.dataOff >= 0 {
+		e.dataOff -= keep
 	}
 }

@@ -11,8 +11,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// readEvent is an Event copied out of the reader's buffer.
+type readEvent struct {
+	Type, Data string
+	Done       bool
+}
+
+func copyEvent(ev Event) readEvent {
+	return readEvent{Type: string(ev.Type), Data: string(ev.Data), Done: ev.Done}
+}
+
 type got struct {
-	events []Event
+	events []readEvent
 	err    error
 }
 
@@ -23,7 +33,7 @@ func collect(ctx context.Context, r io.Reader, opts ReadOptions) got {
 			g.err = err
 			break
 		}
-		g.events = append(g.events, ev)
+		g.events = append(g.events, copyEvent(ev))
 	}
 	return g
 }
@@ -101,7 +111,7 @@ func TestEventsCancellation(t *testing.T) {
 			gotErr = err
 			break
 		}
-		seen = append(seen, ev.Data)
+		seen = append(seen, string(ev.Data))
 		cancel(cause) // all events are in one buffered read; none may follow
 	}
 	if len(seen) != 1 || !errors.Is(gotErr, cause) {
@@ -127,7 +137,7 @@ func FuzzEvents(f *testing.F) {
 				t.Fatal("an item was yielded after an error or [DONE]")
 			}
 			if err != nil {
-				if ev != (Event{}) {
+				if ev.Type != nil || ev.Data != nil || ev.Done {
 					t.Fatal("an event was yielded with an error")
 				}
 				afterErr = true
@@ -167,7 +177,7 @@ func TestWriter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, ev.Data)
+		got = append(got, string(ev.Data))
 	}
 	if len(got) != 3 || got[1] != "two\nlines" {
 		t.Errorf("read back %q", got)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -123,16 +124,55 @@ type pendingCall struct {
 	extra    []member
 }
 
+// normalizers are Normalizers released by the streams they served, their
+// scratch buffers kept for the next.
+var normalizers = sync.Pool{New: func() any { return new(Normalizer) }}
+
+// maxPooledScratch bounds the scratch a released Normalizer may keep.
+const maxPooledScratch = 64 << 10
+
 // NewNormalizer returns a Normalizer for one response.
 func NewNormalizer(opts Options) *Normalizer {
-	n := &Normalizer{opts: opts, out: opts.ReasoningOut}
+	n := normalizers.Get().(*Normalizer)
+	n.reset(opts)
+	return n
+}
+
+// reset makes n a new Normalizer for opts, keeping only its scratch
+// buffers (emptied) from the response it served before.
+func (n *Normalizer) reset(opts Options) {
+	t := n.tmpl
+	*n = Normalizer{opts: opts, out: opts.ReasoningOut,
+		head: n.head[:0], finished: n.finished[:0],
+		top: n.top[:0], choice: n.choice[:0], delta: n.delta[:0], elems: n.elems[:0],
+		out1: n.out1[:0], cbuf: n.cbuf[:0], dbuf: n.dbuf[:0], tbuf: n.tbuf[:0],
+		tmpl: template{prefix: t.prefix[:0], suffix: t.suffix[:0], out: [2][]byte{t.out[0][:0], t.out[1][:0]}},
+		collector: Collector{frag: n.collector.frag[:0], fn: n.collector.fn[:0]},
+	}
 	if n.out == "" {
 		n.out = "reasoning_content"
 	}
-	n.collector = Collector{quirks: opts.Quirks, fixes: &n.fixes}
+	n.collector.quirks, n.collector.fixes = opts.Quirks, &n.fixes
 	n.hold = !opts.ClientUsage || opts.Quirks.Usage
 	n.keepText = opts.KeepText || opts.LimitText
-	return n
+}
+
+// Release hands n back for another response once its caller is done with
+// it: nothing n returned that is documented as valid until the next call
+// (Chunk's output, Whole's) may be used afterwards; Result, Usage, Fixes,
+// FinishReason and Model are copies and stay valid. A Normalizer whose
+// scratch grew large is left to the garbage collector.
+func (n *Normalizer) Release() {
+	for _, c := range [...]int{cap(n.head), cap(n.out1), cap(n.cbuf), cap(n.dbuf), cap(n.tbuf),
+		cap(n.tmpl.prefix), cap(n.tmpl.suffix), cap(n.tmpl.out[0]), cap(n.tmpl.out[1])} {
+		if c > maxPooledScratch {
+			return
+		}
+	}
+	if len(n.top)+len(n.choice)+len(n.delta)+len(n.elems)+len(n.finished) > maxPooledScratch/64 {
+		return
+	}
+	normalizers.Put(n)
 }
 
 // IncompleteError is an upstream response that broke off or could not be

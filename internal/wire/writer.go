@@ -22,9 +22,9 @@ type Sink interface {
 //
 // A Writer is created per request and is not safe for concurrent use.
 //
-// Events are encoded here rather than through go-sse's Message, which costs
-// two allocations per event; Send allocates nothing once its buffer has
-// grown. Data with newlines is sent as several data: lines, as the SSE
+// Events are encoded here rather than through an SSE library's message
+// type (go-sse's costs two allocations per event); Send allocates nothing
+// once its buffer has grown. Data with newlines is sent as several data: lines, as the SSE
 // format requires.
 type Writer struct {
 	sink      Sink
@@ -134,7 +134,7 @@ func (w *Writer) release() {
 // filled the buffer it was given (more is likely waiting), the next read
 // of r goes into a pooled 32 KB buffer, served to the caller from there,
 // so that a burst costs a few reads (and, the writer being flushed before
-// each, a few writes) instead of one per caller buffer (go-sse reads at
+// each, a few writes) instead of one per caller buffer (the event reader reads at
 // most 4 KB at a time). After a read that did not fill its buffer the
 // next one goes straight into the caller's: a stream that waits for its
 // source holds no pooled buffer.
