@@ -130,9 +130,7 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 		return nil, nil, &wire.ProtocolError{Index: -1, Msg: "the answer has no choice to make a response of"}
 	}
 	msg := c.Choices[0].Message
-	var reasoning, text string
-	_ = json.Unmarshal(msg[m.ReasoningField], &reasoning)
-	_ = json.Unmarshal(msg["content"], &text)
+	reasoning, text := textOf(msg[m.ReasoningField]), textOf(msg["content"])
 	if reasoning != "" {
 		output = append(output, reasoningItem(NewID("rs"), reasoning))
 	}
@@ -153,6 +151,19 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 	status, extra := finish(c.Choices[0].FinishReason)
 	object, err = json.Marshal(m.object(status, output, usage(c.Usage), extra))
 	return object, output, err
+}
+
+// textOf is a member's text when it is a JSON string, and "" when it is
+// absent, null or anything else. It decodes into fresh state on every
+// call: decoding null into a variable that already holds text leaves the
+// text there (encoding/json's rule), which once made a reasoning delta
+// followed by "content": null repeat the reasoning as answer text.
+func textOf(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // ErrorObject is the response object of a failed response.

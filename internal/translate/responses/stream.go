@@ -103,14 +103,16 @@ func (s *Stream) Chunk(data []byte) error {
 	return nil
 }
 
+// delta sends the events of one choice's delta. Each member is decoded on
+// its own (textOf): a member absent, null or "" says nothing, and never
+// repeats what another member said.
 func (s *Stream) delta(d map[string]json.RawMessage) error {
-	var text string
-	if json.Unmarshal(d[s.meta.ReasoningField], &text) == nil && text != "" {
+	if text := textOf(d[s.meta.ReasoningField]); text != "" {
 		if err := s.textDelta("reasoning", text); err != nil {
 			return err
 		}
 	}
-	if json.Unmarshal(d["content"], &text) == nil && text != "" {
+	if text := textOf(d["content"]); text != "" {
 		if err := s.textDelta("message", text); err != nil {
 			return err
 		}
