@@ -146,7 +146,7 @@ func (n *Normalizer) reset(opts Options) {
 		head: n.head[:0], finished: n.finished[:0],
 		top: n.top[:0], choice: n.choice[:0], delta: n.delta[:0], elems: n.elems[:0],
 		out1: n.out1[:0], cbuf: n.cbuf[:0], dbuf: n.dbuf[:0], tbuf: n.tbuf[:0],
-		tmpl: template{prefix: t.prefix[:0], suffix: t.suffix[:0], out: [2][]byte{t.out[0][:0], t.out[1][:0]}},
+		tmpl:      template{prefix: t.prefix[:0], suffix: t.suffix[:0], out: [2][]byte{t.out[0][:0], t.out[1][:0]}},
 		collector: Collector{frag: n.collector.frag[:0], fn: n.collector.fn[:0]},
 	}
 	if n.out == "" {
