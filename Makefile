@@ -98,17 +98,11 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	cd deploy/validate && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
-## fuzz: each fuzz target for a short while (FUZZTIME=30s for longer)
+## fuzz: every fuzz target of every package for a short while (FUZZTIME=30s for longer)
 FUZZTIME ?= 10s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./internal/wire/
-	$(GO) test -run '^$$' -fuzz '^FuzzEvents$$' -fuzztime $(FUZZTIME) ./internal/wire/
-	$(GO) test -run '^$$' -fuzz '^FuzzStringValue$$' -fuzztime $(FUZZTIME) ./internal/wire/
-	$(GO) test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(FUZZTIME) ./internal/wire/
-	$(GO) test -run '^$$' -fuzz '^FuzzRestream$$' -fuzztime $(FUZZTIME) ./internal/wire/
-	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./internal/wire/
-	$(GO) test -run '^$$' -fuzz '^FuzzAnthropicEvents$$' -fuzztime $(FUZZTIME) ./internal/translate/anthropic/
-	$(GO) test -run '^$$' -fuzz '^FuzzResponsesRequest$$' -fuzztime $(FUZZTIME) ./internal/translate/responses/
-	$(GO) test -run '^$$' -fuzz '^FuzzRepair$$' -fuzztime $(FUZZTIME) ./internal/repair/
-	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime $(FUZZTIME) ./internal/gateway/
-	$(GO) test -run '^$$' -fuzz '^FuzzPassthroughPath$$' -fuzztime $(FUZZTIME) ./internal/upstream/
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$f ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done

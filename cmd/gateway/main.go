@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/internal/translate"
 )
 
 func main() {
@@ -146,6 +147,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			sims = append(sims, s)
 			go s.Serve(ln)
 			u.URL = "http://" + ln.Addr().String() + "/v1"
+			if u.Protocol.Value == translate.Gemini {
+				u.URL += "beta" // the Gemini API's version
+			}
 		}
 		return nil
 	}

@@ -170,6 +170,18 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// Each thinking upstream's second turn had its state restored: the
+	// reasoning (sim-deepseek), the thinking blocks (sim-claude), the
+	// thought signatures (sim-gemini).
+	for _, upstream := range []string{"upstream=sim-thinking ", "upstream=sim-anthropic ", "upstream=sim-gemini "} {
+		restored := false
+		for line := range strings.Lines(out.String()) {
+			restored = restored || strings.Contains(line, upstream) && strings.Contains(line, "status=200") && strings.Contains(line, "reasoning_restored=1")
+		}
+		if !restored {
+			t.Errorf("no turn restored on %s:\n%s", upstream, out.String())
+		}
+	}
 }
 
 // SIGHUP reloads the config file: new routes serve at once, a request in

@@ -86,10 +86,13 @@ func (s *Server) defaults() {
 
 func (u *Upstream) defaults() {
 	u.Protocol.orDefault("openai")
-	if u.Protocol.Name == "anthropic" {
+	switch u.Protocol.Name {
+	case "anthropic":
 		setStr(&u.AuthHeader, "x-api-key")
 		setStr(&u.AnthropicVersion, DefaultAnthropicVersion)
 		setNum(&u.DefaultMaxTokens, DefaultMaxTokens)
+	case "gemini":
+		setStr(&u.AuthHeader, "x-goog-api-key")
 	}
 	setStr(&u.AuthHeader, DefaultAuthHeader)
 	setDur(&u.ConnectTimeout, DefaultConnectTimeout)

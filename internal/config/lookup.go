@@ -278,10 +278,16 @@ func (b *Budget) Limits() budget.Limits {
 
 // FormatOn is the reasoning format a route writes on an upstream of
 // protocol: its own, except that an anthropic upstream takes any format
-// as Anthropic's own, thinking with budget_tokens.
+// as Anthropic's own, thinking with budget_tokens, and a gemini upstream
+// any but thinking-budget (its thinkingBudget) as reasoning-effort (its
+// thinkingLevel).
 func (r *Reasoning) FormatOn(protocol translate.Protocol) policy.Format {
-	if protocol == translate.Anthropic && r.Format.Value != policy.FormatNone {
+	switch {
+	case r.Format.Value == policy.FormatNone:
+	case protocol == translate.Anthropic:
 		return policy.FormatBudget
+	case protocol == translate.Gemini && r.Format.Value != policy.FormatBudget:
+		return policy.FormatEffort // thinkingLevel; thinking-budget is thinkingBudget
 	}
 	return r.Format.Value
 }

@@ -207,17 +207,21 @@ type Server struct {
 }
 
 // Upstream is one provider endpoint: one speaking the OpenAI
-// chat-completions wire, or Anthropic's Messages API.
+// chat-completions wire, Anthropic's Messages API or Google's Gemini API.
 type Upstream struct {
 	// Name identifies the upstream in routes, logs and metrics.
 	Name string `yaml:"name"`
 	// Protocol is the wire the upstream speaks: openai (chat completions,
-	// the default) or anthropic (the Messages API: requests and answers
-	// are translated, clients keep speaking chat completions).
+	// the default), anthropic (the Messages API) or gemini (the Gemini
+	// API); requests and answers of the last two are translated, clients
+	// keep speaking chat completions.
 	Protocol Enum[translate.Protocol] `yaml:"protocol"`
 	// URL is the API base URL, e.g. https://api.openai.com/v1; the gateway
 	// appends /chat/completions (protocol anthropic: /messages, e.g. to
-	// https://api.anthropic.com/v1). Required unless Simulator is set.
+	// https://api.anthropic.com/v1; protocol gemini:
+	// /models/{model}:generateContent, e.g. to
+	// https://generativelanguage.googleapis.com/v1beta). Required unless
+	// Simulator is set.
 	URL string `yaml:"url"`
 	// AnthropicVersion is the anthropic-version header of a protocol
 	// anthropic upstream. Default 2023-06-01.
@@ -232,8 +236,9 @@ type Upstream struct {
 	// APIKey is the upstream's key, usually "${SOME_ENV_VAR}". Optional.
 	APIKey string `yaml:"api_key"`
 	// AuthHeader is the header that carries APIKey. "Authorization" (the
-	// default) sends "Bearer <key>"; any other header sends the key as is
-	// (e.g. "api-key" for Azure, "x-api-key").
+	// default; x-api-key for protocol anthropic, x-goog-api-key for
+	// protocol gemini) sends "Bearer <key>"; any other header sends the key
+	// as is (e.g. "api-key" for Azure).
 	AuthHeader string `yaml:"auth_header"`
 	// Headers are extra headers sent on every request to this upstream.
 	Headers map[string]string `yaml:"headers"`

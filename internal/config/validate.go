@@ -258,8 +258,13 @@ func (u *Upstream) checkURL(p *problems, path string) {
 		p.add(path+".url", "must be an absolute http or https URL, got %q", u.URL)
 		return
 	}
-	if u.Protocol.Value == translate.Anthropic && !strings.HasSuffix(strings.TrimSuffix(pu.Path, "/"), "/v1") {
+	last := pu.Path[strings.LastIndex(strings.TrimSuffix(pu.Path, "/"), "/")+1:]
+	last = strings.TrimSuffix(last, "/")
+	switch {
+	case u.Protocol.Value == translate.Anthropic && last != "v1":
 		p.add(path+".url", "must end with the API version, as in https://api.anthropic.com/v1 (the gateway appends /messages to it), got %q", u.URL)
+	case u.Protocol.Value == translate.Gemini && last != "v1beta" && last != "v1" && last != "v1alpha":
+		p.add(path+".url", "must end with the API version, as in https://generativelanguage.googleapis.com/v1beta (the gateway appends /models/{model}:generateContent to it), got %q", u.URL)
 	}
 }
 

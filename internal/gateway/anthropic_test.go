@@ -186,3 +186,27 @@ func TestAnthropicBrokenTranscript(t *testing.T) {
 		t.Errorf("sent %s", sent)
 	}
 }
+
+// A reloaded conversation whose last assistant turn is a tool call the
+// gateway holds no thinking for (it came from another model), with the
+// call's result and then a user message: Anthropic's rule is about the
+// final assistant message, so thinking is turned off for the request —
+// recorded as off — and the strict simulator accepts it.
+func TestAnthropicUnthoughtFinalTurn(t *testing.T) {
+	e, s := claudeEnv(t)
+	body := `{"model":"think-toolloop","tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"messages":[` +
+		`{"role":"user","content":"weather?"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_elsewhere","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"toolu_elsewhere","content":"sunny"},` +
+		`{"role":"user","content":"and tomorrow?"}]}`
+	resp, b := e.Do(t, http.MethodPost, "/v1/chat/completions", body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s (sent %s)", resp.StatusCode, b, s.LastRequest())
+	}
+	if strings.Contains(string(s.LastRequest()), `"thinking"`) {
+		t.Errorf("sent with thinking: %s", s.LastRequest())
+	}
+	if gatewaytest.WithField(e.WaitAccess(t, 1), "reasoning", "off") == nil {
+		t.Errorf("no access line with reasoning off: %v", e.Access())
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/translate/anthropic"
+	"github.com/toolgate/toolgate/internal/translate/gemini"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -62,15 +64,25 @@ type plan struct {
 	fallbacks []*plan
 }
 
-// thinkingMember is the member of an assistant message the reasoning
-// store's thinking blocks are restored into for an anthropic upstream: a
-// JSON string holding the blocks, read by the translator, never sent.
-const thinkingMember = wire.OwnPrefix + "thinking_blocks"
+// carriedMember is the member of an assistant message the state an
+// upstream of another protocol needs back (Anthropic's thinking blocks,
+// Gemini's thought signatures) is restored into: a JSON string, read by
+// the translator, never sent.
+const carriedMember = wire.OwnPrefix + "carried"
+
+// translators are the upstream protocols other than chat completions.
+var translators = map[translate.Protocol]translate.Outbound{
+	translate.Anthropic: anthropic.Translator,
+	translate.Gemini:    gemini.Translator,
+}
 
 // upstreamPlan is one upstream resolved at load.
 type upstreamPlan struct {
 	name     string
 	protocol translate.Protocol
+	// translator translates requests and answers for an upstream of
+	// another protocol; nil for chat completions.
+	translator translate.Outbound
 	// defaultMaxTokens is an anthropic upstream's max_tokens when nothing
 	// sets one.
 	defaultMaxTokens int
@@ -81,6 +93,12 @@ type upstreamPlan struct {
 	reasoning wire.ReasoningSource
 	field     string
 	restore   bool // remember reasoning and put it back (restore_reasoning)
+	// carry is how the state it needs back is kept and restored.
+	carry policy.Carry
+	// signatures: the calls' extra_content (Gemini's OpenAI-compatible
+	// dialect signs calls there) is remembered and put back
+	// (thought_signatures).
+	signatures bool
 
 	refusesForced    bool
 	noStreamOptions  bool
@@ -120,7 +138,7 @@ func plans(cfg *config.Config, clients map[string]*upstream.Client, schemas *pol
 				p = dp
 			}
 			p.deployments = append(p.deployments, deployment{plan: dp, weight: *d.Weight, health: healths[d.Name]})
-			p.sticky = p.sticky || dp.upstream.restore
+			p.sticky = p.sticky || dp.upstream.restore || dp.upstream.signatures
 		}
 		out[r.Name] = p
 	}
@@ -141,19 +159,25 @@ func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 		maxResponse: u.MaxResponseBytes, toolCallContent: u.ToolCallContent.Value,
 		maxEvent: u.MaxEventBytes, readIdle: u.ReadIdleTimeout, simulated: u.Simulator,
 	}
-	if p.protocol == translate.Anthropic {
-		// Thinking comes back through the translator as reasoning_content;
-		// its blocks, signatures and all, are remembered and restored
-		// (Anthropic needs them back); a forced tool_choice is refused
-		// while thinking.
+	if p.translator = translators[p.protocol]; p.translator != nil {
+		// Reasoning comes back through the translator as
+		// reasoning_content; what the upstream needs back (Anthropic's
+		// signed thinking blocks, Gemini's thought signatures) is
+		// remembered and restored into the gateway's own member, which the
+		// translator reads. Anthropic refuses a forced tool_choice while
+		// thinking.
 		p.defaultMaxTokens = u.DefaultMaxTokens
-		p.reasoning, p.field, p.restore, p.refusesForced = wire.ReasoningContent, thinkingMember, true, true
+		p.reasoning, p.field, p.restore = wire.ReasoningContent, carriedMember, true
+		p.refusesForced = p.protocol == translate.Anthropic
+		p.carry = policy.Carry{Space: p.protocol.String() + ":", Field: carriedMember}
 		return p
 	}
 	p.reasoning = u.ReasoningField.Value
 	if p.reasoning != wire.ReasoningThink {
 		p.field = p.reasoning.String() // reasoning_content or reasoning
 	}
+	p.carry = policy.Carry{Field: p.field}
+	p.signatures = u.Normalizations.ThoughtSignatures
 	return p
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -19,19 +18,21 @@ type prepared struct {
 	plan   *plan
 	req    *wire.ChatRequest // what is sent (model aside)
 	body   []byte
+	path   string // the endpoint, for an upstream whose endpoint names the model
 	judge  *policy.Judge
 	limits budget.Limits // the route's and the key's, the stricter of each
 	// clientUsage: the client asked for the usage chunk.
 	clientUsage bool
 
 	trimmed int
-	// droppedEmpty counts empty turns an anthropic upstream would refuse,
-	// left out.
-	droppedEmpty int
-	report       repair.Report
-	fixes        repair.ToolCallFixes
-	restored     policy.Restored
-	level        policy.Level
+	// droppedEmpty counts empty turns an upstream of another protocol
+	// would refuse, left out; placeholders the turns sent with the
+	// upstream's placeholder for state the gateway does not have.
+	droppedEmpty, placeholders int
+	report                     repair.Report
+	fixes                      repair.ToolCallFixes
+	restored                   policy.Restored
+	level                      policy.Level
 }
 
 // prepare derives the request to send on route p from the client's:
@@ -67,17 +68,17 @@ func (g *Gateway) prepare(x *exchange, p *plan) (*prepared, error) {
 // encode writes the body to send, in the upstream's protocol.
 func (pr *prepared) encode(model string) error {
 	up := pr.plan.upstream
-	if up.protocol != translate.Anthropic {
+	if up.translator == nil {
 		var err error
 		pr.body, err = pr.req.Encode(model)
 		return err
 	}
-	body, rep, err := anthropic.Request(pr.req, anthropic.Options{Model: model, DefaultMaxTokens: up.defaultMaxTokens, ThinkingMember: thinkingMember})
+	r, err := up.translator.Request(pr.req, translate.Options{Model: model, DefaultMaxTokens: up.defaultMaxTokens, CarriedMember: carriedMember})
 	if err != nil {
 		return err
 	}
-	pr.body, pr.droppedEmpty = body, rep.DroppedEmpty
-	if rep.ThinkingOff {
+	pr.body, pr.path, pr.droppedEmpty, pr.placeholders = r.Body, r.Path, r.DroppedEmpty, r.Placeholders
+	if r.ThinkingOff {
 		pr.level = policy.Off // the last tool turn's thinking was not found
 	}
 	return nil
@@ -123,7 +124,7 @@ func (g *Gateway) reason(x *exchange, pr *prepared) error {
 	p, up := pr.plan, pr.plan.upstream
 	reasoning := p.reasoning
 	if up.restore {
-		pr.restored = policy.RestoreReasoning(x.r.Context(), pr.req.Messages, up.field, policy.Tenant(g.store, tenant(x.key)))
+		pr.restored = policy.RestoreReasoning(x.r.Context(), pr.req.Messages, up.carry, policy.Tenant(g.store, tenant(x.key)))
 		if pr.restored.Restored > 0 {
 			pr.req.SetMessages(pr.restored.Messages)
 		}
@@ -133,6 +134,17 @@ func (g *Gateway) reason(x *exchange, pr *prepared) error {
 		if pr.restored.Missed > 0 && p.offOnMiss {
 			reasoning.Level, reasoning.ClientEffort = policy.Off, false
 		}
+	}
+	if up.signatures {
+		sigs := policy.RestoreSignatures(x.r.Context(), pr.req.Messages, policy.Tenant(g.store, tenant(x.key)))
+		if sigs.Restored+sigs.Placeholders > 0 {
+			pr.req.SetMessages(sigs.Messages)
+		}
+		if sigs.Err != nil {
+			g.stateFailed(x, "reasoning_get", sigs.Err)
+		}
+		pr.restored.Restored += sigs.Restored
+		pr.placeholders += sigs.Placeholders
 	}
 	var err error
 	if pr.level, err = policy.ApplyReasoning(pr.req, reasoning); err != nil {
@@ -185,7 +197,7 @@ func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 	rec, p := x.rec, pr.plan
 	rec.Route, rec.Upstream, rec.Model = p.name, p.upstream.name, wire.Clip(p.targetModel(x.req.Model))
 	rec.Trimmed = pr.trimmed
-	rec.ReasoningRestored, rec.ReasoningMiss = pr.restored.Restored, pr.restored.Missed
+	rec.ReasoningRestored, rec.ReasoningMiss, rec.ReasoningPlaceholder = pr.restored.Restored, pr.restored.Missed, pr.placeholders
 	rec.Reasoning = pr.level.String()
 	rec.Repair, rec.Normalize, rec.Repairs = "", "", rec.Repairs[:0]
 	h := x.w.Header()

@@ -11,7 +11,6 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -28,9 +27,9 @@ type relay struct {
 	// under it, flushed before each read of the upstream.
 	out clientStream
 	sse *wire.Writer
-	// tr translates an anthropic upstream's events into chunks; nil for
-	// an openai one.
-	tr *anthropic.Stream
+	// tr translates the events of an upstream of another protocol into
+	// chunks; nil for chat completions.
+	tr translate.Events
 	// gone: writing to the client failed.
 	gone bool
 }
@@ -55,8 +54,8 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	sse.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
 	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: sse, sse: sse}
 	defer s.n.Release() // after the record has what it needs of it, below
-	if t.plan.upstream.protocol == translate.Anthropic {
-		s.tr = anthropic.NewStream()
+	if tr := t.plan.upstream.translator; tr != nil {
+		s.tr = tr.Stream()
 	}
 	var enc *responses.Stream
 	if x.resp != nil {
@@ -69,8 +68,8 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 		g.storeResponse(x, enc.Object(), enc.Output())
 	}
 	t.record.Fixes = fixesOf(s.n.Fixes())
-	if s.tr != nil && s.tr.Paused() {
-		t.record.Fixes = append(t.record.Fixes, observe.Count{Name: "pause_turn", N: 1})
+	if s.tr != nil {
+		t.record.Fixes = append(t.record.Fixes, kindsOf(s.tr.Kinds())...)
 	}
 	g.addUsage(x.rec, s.n.Usage())
 	x.rec.FinishReason = s.n.FinishReason()
@@ -112,10 +111,12 @@ func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error
 			}
 		}
 		if done {
-			return true, nil, nil // message_stop: Anthropic's end marker
+			return true, nil, nil // the protocol's end marker (Anthropic's message_stop)
 		}
 	}
-	return false, nil, nil
+	// The body ended: complete when the protocol has no end marker and its
+	// answer had ended (Gemini's finishReason).
+	return s.tr != nil && s.tr.Ended(), nil, nil
 }
 
 // forward sends one upstream chunk through the normalizer to the client.
@@ -194,7 +195,7 @@ func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) err
 	switch {
 	case outcome.OK():
 		if s.tr != nil {
-			res.Reasoning = string(s.tr.Thinking()) // the blocks, signatures and all, are what goes back
+			res.Reasoning = string(s.tr.Carried()) // what the upstream needs back: blocks, signatures
 		}
 		g.remember(x, t, res)
 		for _, data := range append(s.n.Flush(), fin.Tail...) {
@@ -222,13 +223,34 @@ func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) err
 // remember stores a finished turn's reasoning for an upstream that needs
 // it back.
 func (g *Gateway) remember(x *exchange, t *try, res wire.Result) {
-	if !t.plan.upstream.restore {
+	up := t.plan.upstream
+	ctx := context.WithoutCancel(x.r.Context())
+	if up.signatures {
+		if err := policy.RememberSignatures(ctx, policy.Tenant(g.store, tenant(x.key)), res.Calls); err != nil {
+			g.stateFailed(x, "reasoning_put", err)
+		}
+	}
+	if !up.restore {
 		return
 	}
-	ctx := context.WithoutCancel(x.r.Context())
-	if err := policy.RememberReasoning(ctx, policy.Tenant(g.store, tenant(x.key)), policy.Turn{Reasoning: res.Reasoning, Calls: res.Calls, Content: res.Text}); err != nil {
+	turn := policy.Turn{Reasoning: res.Reasoning, Calls: res.Calls, Content: res.Text}
+	if err := policy.RememberReasoning(ctx, policy.Tenant(g.store, tenant(x.key)), t.plan.upstream.carry, turn); err != nil {
 		g.stateFailed(x, "reasoning_put", err)
 	}
+}
+
+// kindsOf counts a translator's normalizations by name, in order of first
+// appearance.
+func kindsOf(kinds []string) []observe.Count {
+	var out []observe.Count
+	for _, k := range kinds {
+		if n := len(out); n > 0 && out[n-1].Name == k {
+			out[n-1].N++
+			continue
+		}
+		out = append(out, observe.Count{Name: k, N: 1})
+	}
+	return out
 }
 
 // failStream ends a stream that failed: with a status and JSON body if

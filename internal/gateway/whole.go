@@ -9,7 +9,6 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -23,14 +22,14 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	up := t.plan.upstream
 	n := wire.NewNormalizer(t.plan.normalizer(t.prepared))
 	b, err := io.ReadAll(io.LimitReader(t.resp.Body, up.maxResponse+1))
-	var answer anthropic.Answer
+	var answer translate.Answer
 	switch {
 	case err != nil:
 		err = &wire.IncompleteError{Upstream: up.name, Err: err}
 	case int64(len(b)) > up.maxResponse:
 		err = &wire.IncompleteError{Upstream: up.name, Err: errors.New("the response is larger than max_response_bytes")}
-	case up.protocol == translate.Anthropic:
-		if answer, err = anthropic.Whole(b, up.name); err == nil {
+	case up.translator != nil:
+		if answer, err = up.translator.Whole(b, up.name); err == nil {
 			b, err = n.Whole(answer.Chat)
 		}
 	default:
@@ -38,11 +37,9 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	}
 	res := n.Result(nil)
 	t.record.Fixes = fixesOf(res.Fixes)
-	if answer.Paused {
-		t.record.Fixes = append(t.record.Fixes, observe.Count{Name: "pause_turn", N: 1})
-	}
-	if answer.Thinking != nil {
-		res.Reasoning = string(answer.Thinking) // the blocks, signatures and all, are what goes back
+	t.record.Fixes = append(t.record.Fixes, kindsOf(answer.Kinds)...)
+	if up.translator != nil {
+		res.Reasoning = string(answer.Carried) // what the upstream needs back: blocks, signatures (or nothing)
 	}
 	g.addUsage(x.rec, res.Usage)
 	x.rec.FinishReason = res.FinishReason

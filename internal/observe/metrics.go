@@ -106,7 +106,7 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOptions) *Metrics {
 	m.reasoning = m.counter("toolgate_reasoning_requests_total",
 		"Requests sent with a reasoning level, by route and level (off, low, medium, high).", "route", "level")
 	m.restores = m.counter("toolgate_reasoning_restores_total",
-		"Assistant turns whose reasoning was put back into a request (restored), or was missing from the store (miss), by route.", "route", "result")
+		"Assistant turns whose reasoning was put back into a request (restored), was missing from the store (miss), or was sent with the upstream's documented placeholder (placeholder: Gemini's skip_thought_signature_validator), by route.", "route", "result")
 	m.rejections = m.counter("toolgate_budget_rejections_total",
 		"Requests refused or cut by a budget or rate limit, by route, client key and reason (maxInputChars, maxCalls, callTimeoutMs, maxOutputChars, requests_per_minute, tokens_per_minute, max_cost_usd, state_unavailable).", "route", "key", "reason")
 	m.tokens = m.counter("toolgate_tokens_total",
@@ -269,6 +269,9 @@ func (m *Metrics) Observe(r *Record) {
 	}
 	if r.ReasoningRestored > 0 {
 		m.restores.WithLabelValues(route, "restored").Add(float64(r.ReasoningRestored))
+	}
+	if r.ReasoningPlaceholder > 0 {
+		m.restores.WithLabelValues(route, "placeholder").Add(float64(r.ReasoningPlaceholder))
 	}
 	if r.ReasoningMiss > 0 {
 		m.restores.WithLabelValues(route, "miss").Add(float64(r.ReasoningMiss))

@@ -93,6 +93,10 @@ type Record struct {
 	Reasoning string
 	// ReasoningRestored counts assistant turns whose reasoning was put back.
 	ReasoningRestored int
+	// ReasoningPlaceholder counts assistant turns sent with the upstream's
+	// documented placeholder for state the gateway did not have (Gemini's
+	// skip_thought_signature_validator).
+	ReasoningPlaceholder int
 	// ReasoningMiss counts assistant tool-call turns whose reasoning was
 	// to be restored but was not in the store.
 	ReasoningMiss int
@@ -236,6 +240,7 @@ func (r *Record) Log(l *zap.Logger) {
 	fields = nonEmpty(fields, "reasoning", r.Reasoning)
 	fields = count(fields, "reasoning_restored", r.ReasoningRestored)
 	fields = count(fields, "reasoning_restore_misses", r.ReasoningMiss)
+	fields = count(fields, "reasoning_placeholders", r.ReasoningPlaceholder)
 	fields = nonEmpty(fields, "fallback", r.Fallback)
 	if n := r.Calls(); n > 1 {
 		fields = append(fields, zap.Int("attempts", n))

@@ -12,16 +12,36 @@ type Restored struct {
 	// Messages are the messages (the input itself when nothing changed).
 	Messages []wire.Message
 	// Restored counts the turns whose reasoning was put back; Missed the
-	// tool-call turns that lacked reasoning the store did not have.
-	Restored, Missed int
+	// tool-call turns that lacked reasoning the store did not have;
+	// Placeholders the turns sent with the upstream's placeholder instead.
+	Restored, Missed, Placeholders int
 	// Err is the store's first failure; a turn it failed for is a miss.
 	Err error
 }
 
+// Carry is how the reasoning state an upstream needs back is kept and put
+// back, one rule per protocol: what a finished turn leaves (its reasoning
+// text for an upstream of chat completions such as DeepSeek's thinking
+// mode; Anthropic's signed thinking blocks; Gemini's thought signatures)
+// is stored under the turn's call ids (or its text's hash when it made no
+// call), in the protocol's own key space, and restored into the
+// assistant message that replays the turn, in Field.
+type Carry struct {
+	// Space prefixes the store's keys, so that one protocol's state is
+	// never restored into another's request (a fallback route to another
+	// protocol finds nothing rather than something it cannot read).
+	Space string
+	// Field is the assistant message member the state is restored into:
+	// the upstream's reasoning field, or the gateway's own member that a
+	// translator reads.
+	Field string
+}
+
 // RestoreReasoning puts stored reasoning back into the assistant messages
-// that lack it (field is the upstream's reasoning field): found by the
-// turn's tool-call ids, else by its content.
-func RestoreReasoning(ctx context.Context, msgs []wire.Message, field string, store ReasoningStore) Restored {
+// that lack it (in c.Field): found by the turn's tool-call ids, else by
+// its content.
+func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store ReasoningStore) Restored {
+	field := c.Field
 	out := msgs
 	restored, missed := 0, 0
 	var storeErr error
@@ -45,21 +65,21 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, field string, st
 			continue
 		}
 		reasoning, found := "", false
-		for k, c := range m.ToolCalls {
+		for k, call := range m.ToolCalls {
 			// A turn's reasoning is stored under each of its calls' ids, so
 			// its first calls suffice: a message of 50,000 calls costs no
 			// more store lookups than one of four.
 			if k == maxLookups {
 				break
 			}
-			if reasoning, found = get("call:" + c.ID); found {
+			if reasoning, found = get(c.Space + "call:" + call.ID); found {
 				break
 			}
 		}
 		if !found && len(m.ToolCalls) == 0 {
 			var content string
 			if json.Unmarshal(m.Content, &content) == nil && content != "" {
-				reasoning, found = get(ContentKey(content))
+				reasoning, found = get(c.Space + ContentKey(content))
 			}
 		}
 		if !found {
@@ -91,9 +111,9 @@ type Turn struct {
 }
 
 // RememberReasoning stores a finished turn's reasoning under each of its
-// call ids, or under its content when it made no call. It returns the
-// store's first failure.
-func RememberReasoning(ctx context.Context, store ReasoningStore, t Turn) error {
+// call ids, or under its content when it made no call, in c's key space.
+// It returns the store's first failure.
+func RememberReasoning(ctx context.Context, store ReasoningStore, c Carry, t Turn) error {
 	reasoning, calls, content := t.Reasoning, t.Calls, t.Content
 	if reasoning == "" {
 		return nil
@@ -104,11 +124,11 @@ func RememberReasoning(ctx context.Context, store ReasoningStore, t Turn) error 
 			first = err
 		}
 	}
-	for _, c := range calls {
-		put("call:" + c.ID)
+	for _, call := range calls {
+		put(c.Space + "call:" + call.ID)
 	}
 	if len(calls) == 0 && content != "" {
-		put(ContentKey(content))
+		put(c.Space + ContentKey(content))
 	}
 	return first
 }

@@ -24,8 +24,8 @@ func TestContentKey(t *testing.T) {
 func TestRestoreReasoning(t *testing.T) {
 	store := Tenant(state.NewQuotaStore(state.QuotaOptions{}), "k")
 	ctx := context.Background()
-	RememberReasoning(ctx, store, Turn{Reasoning: "why-a", Calls: []wire.CollectedCall{{ID: "a"}}})
-	RememberReasoning(ctx, store, Turn{Reasoning: "why-text", Content: "It is sunny."})
+	RememberReasoning(ctx, store, Carry{}, Turn{Reasoning: "why-a", Calls: []wire.CollectedCall{{ID: "a"}}})
+	RememberReasoning(ctx, store, Carry{}, Turn{Reasoning: "why-text", Content: "It is sunny."})
 	msgs := wiretest.Messages(t, `[{"role":"user","content":"x"},`+
 		`{"role":"assistant","content":null,"x":1,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"a","content":"r"},`+
@@ -33,7 +33,7 @@ func TestRestoreReasoning(t *testing.T) {
 		`{"role":"assistant","content":null,"reasoning_content":"kept","tool_calls":[{"id":"b","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"b","content":"r"},`+
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"zz","type":"function","function":{"name":"f","arguments":"{}"}}]}]`)
-	r := RestoreReasoning(ctx, msgs, "reasoning_content", store)
+	r := RestoreReasoning(ctx, msgs, Carry{Field: "reasoning_content"}, store)
 	out, restored, missed := r.Messages, r.Restored, r.Missed
 	if restored != 2 || missed != 1 || r.Err != nil {
 		t.Fatalf("restored %d missed %d", restored, missed)
@@ -44,5 +44,58 @@ func TestRestoreReasoning(t *testing.T) {
 	}
 	if string(msgs[1].Raw) == string(out[1].Raw) {
 		t.Error("the input was modified")
+	}
+}
+
+// Each protocol's state lives in its own key space: what a Gemini turn
+// left is never restored into a request to another protocol's upstream.
+func TestRestoreSpaces(t *testing.T) {
+	store := Tenant(state.NewQuotaStore(state.QuotaOptions{}), "k")
+	ctx := context.Background()
+	gemini := Carry{Space: "gemini:", Field: "toolgate_carried"}
+	RememberReasoning(ctx, store, gemini, Turn{Reasoning: `{"calls":{"a":"sig"}}`, Calls: []wire.CollectedCall{{ID: "a"}}})
+	msgs := wiretest.Messages(t, `[{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}]`)
+	if r := RestoreReasoning(ctx, msgs, Carry{Field: "reasoning_content"}, store); r.Restored != 0 || r.Missed != 1 {
+		t.Errorf("another space: restored %d, missed %d", r.Restored, r.Missed)
+	}
+	if r := RestoreReasoning(ctx, msgs, gemini, store); r.Restored != 1 || !strings.Contains(string(r.Messages[0].Raw), `"toolgate_carried":"{\"calls\":{\"a\":\"sig\"}}"`) {
+		t.Errorf("its own space: restored %d: %s", r.Restored, r.Messages[0].Raw)
+	}
+}
+
+// Gemini's OpenAI-compatible dialect: a call's extra_content is put back
+// on the replayed first call that lacks it; in a conversation that shows
+// signing, a first call with none remembered gets the placeholder; one
+// that shows none is left alone (OpenAI refuses members it does not know).
+func TestRestoreSignatures(t *testing.T) {
+	store := Tenant(state.NewQuotaStore(state.QuotaOptions{}), "k")
+	ctx := context.Background()
+	extra := `{"google":{"thought_signature":"c2lnLWE="}}`
+	if err := RememberSignatures(ctx, store, []wire.CollectedCall{{ID: "a", ExtraContent: extra}, {ID: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(id, extra string) string {
+		if extra != "" {
+			extra = `,"extra_content":` + extra
+		}
+		return `{"role":"assistant","content":null,"tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"f","arguments":"{}"}` + extra + `}]},{"role":"tool","tool_call_id":"` + id + `","content":"r"}`
+	}
+	msgs := wiretest.Messages(t, `[{"role":"user","content":"x"},`+call("a", "")+`,`+call("made-up", "")+`]`)
+	r := RestoreSignatures(ctx, msgs, store)
+	if r.Restored != 1 || r.Placeholders != 1 || r.Missed != 1 {
+		t.Fatalf("restored %d, placeholders %d, missed %d", r.Restored, r.Placeholders, r.Missed)
+	}
+	if !strings.Contains(string(r.Messages[1].Raw), `"extra_content":`+extra) ||
+		!strings.Contains(string(r.Messages[3].Raw), `"thought_signature":"skip_thought_signature_validator"`) ||
+		string(msgs[1].Raw) == string(r.Messages[1].Raw) {
+		t.Errorf("%s\n%s", r.Messages[1].Raw, r.Messages[3].Raw)
+	}
+	plain := wiretest.Messages(t, `[{"role":"user","content":"x"},`+call("other", "")+`]`)
+	if r := RestoreSignatures(ctx, plain, store); r.Placeholders != 0 || string(r.Messages[1].Raw) != string(plain[1].Raw) {
+		t.Errorf("a conversation without signing was changed: %+v %s", r, r.Messages[1].Raw)
+	}
+	kept := wiretest.Messages(t, `[{"role":"user","content":"x"},`+call("a", `{"google":{"thought_signature":"a2VwdA=="}}`)+`]`)
+	if r := RestoreSignatures(ctx, kept, store); r.Restored != 0 || string(r.Messages[1].Raw) != string(kept[1].Raw) {
+		t.Errorf("a kept signature was replaced: %s", r.Messages[1].Raw)
 	}
 }

@@ -273,13 +273,21 @@ func checkThinking(req *anthropicRequest) string {
 	case req.ToolChoice != nil && (req.ToolChoice.Type == "any" || req.ToolChoice.Type == "tool"):
 		return "Thinking may not be enabled when tool_choice forces tool use."
 	}
-	// The last tool turn must start with its thinking block.
-	n := len(req.Messages)
-	if n >= 2 && req.Messages[n-1].Role == "user" && req.Messages[n-2].Role == "assistant" {
-		a, u := req.Messages[n-2].blocks(), req.Messages[n-1].blocks()
-		if len(a) > 0 && len(u) > 0 && u[0].Type == "tool_result" && a[0].Type != "thinking" && a[0].Type != "redacted_thinking" {
-			return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. %s", n-2, a[0].Type, thinkingDocs)
+	// The final assistant message, when it made calls, must start with
+	// its thinking block, whatever follows its tool results.
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role != "assistant" {
+			continue
 		}
+		a := req.Messages[i].blocks()
+		uses := false
+		for _, b := range a {
+			uses = uses || b.Type == "tool_use"
+		}
+		if uses && a[0].Type != "thinking" && a[0].Type != "redacted_thinking" {
+			return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. %s", i, a[0].Type, thinkingDocs)
+		}
+		break
 	}
 	return ""
 }

@@ -75,6 +75,8 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("POST /v1/moderations", s.moderations)
 	s.mux.HandleFunc("GET /v1/files", s.files)
 	s.mux.HandleFunc("POST /messages", s.messages)
+	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini)
+	s.mux.HandleFunc("POST /v1beta/openai/chat/completions", s.geminiCompat)
 	if opts.Fast {
 		s.fast = map[fastKey][]byte{}
 		for _, sc := range []script{scriptText, scriptTool, scriptParallel} {

@@ -1,12 +1,20 @@
 // Package translate holds the translators between the chat-completions
 // request and answer the gateway's path works on and the other wire
-// protocols: an upstream that speaks another protocol (anthropic: the
-// Messages API), and a client API other than chat completions (responses:
-// the Responses API). Each sub-package is a pair of pure functions per
-// direction — the request out (or in), the answer's events in (or out),
-// the whole answer — table-tested with recorded wire bytes; the path in
-// internal/gateway calls them at its edges and knows nothing else of the
-// protocol.
+// protocols: upstreams that speak another protocol (anthropic: the
+// Messages API; gemini: Google's Gemini API), and a client API other than
+// chat completions (responses: the Responses API). Each sub-package is a
+// pair of pure functions per direction — the request out (or in), the
+// answer's events in (or out), the whole answer — table-tested with
+// recorded wire bytes; the path in internal/gateway calls them at its
+// edges and knows nothing else of the protocol.
+//
+// An upstream translator implements [Outbound]. What it reads besides the
+// chat request is the state the upstream needs back from earlier turns
+// (Anthropic's signed thinking blocks, Gemini's thought signatures): the
+// gateway remembers what [Events.Carried] or [Answer.Carried] returned for
+// a turn, keyed by the turn's call ids, and puts it back into that turn's
+// assistant message, in the member [Options.CarriedMember] names, before
+// the next request is translated.
 package translate
 
 import (
@@ -22,9 +30,10 @@ type Protocol uint8
 const (
 	OpenAI    Protocol = iota // chat completions, as the clients speak it
 	Anthropic                 // the Messages API (internal/translate/anthropic)
+	Gemini                    // Google's Gemini API (internal/translate/gemini)
 )
 
-var protocolNames = []string{"openai", "anthropic"}
+var protocolNames = []string{"openai", "anthropic", "gemini"}
 
 // String is the protocol's configured name (and gen_ai.provider.name).
 func (p Protocol) String() string { return protocolNames[p] }
@@ -34,3 +43,74 @@ func (Protocol) Names() []string { return slices.Clone(protocolNames) }
 
 // Parse reads a configured protocol.
 func (Protocol) Parse(s string) (Protocol, error) { return wire.ParseEnum[Protocol](protocolNames, s) }
+
+// Outbound translates the path's chat request into an upstream protocol's
+// and its answers, streamed or whole, back into chat completions.
+type Outbound interface {
+	// Request translates a prepared chat request (repaired, its reasoning
+	// level written in the request's reasoning members).
+	Request(req *wire.ChatRequest, o Options) (Request, error)
+	// Stream returns the translator of one streamed answer.
+	Stream() Events
+	// Whole translates one whole answer.
+	Whole(body []byte, upstream string) (Answer, error)
+}
+
+// Options are what a translator needs besides the request.
+type Options struct {
+	// Model is the upstream's model name.
+	Model string
+	// DefaultMaxTokens is the output limit when the request sets none, for
+	// a protocol that requires one.
+	DefaultMaxTokens int
+	// CarriedMember is the member of an assistant message that holds, as
+	// a JSON string, the state the gateway restored for that turn (what
+	// Carried returned when the turn was answered).
+	CarriedMember string
+}
+
+// Request is a translated request and what the translation changed
+// beyond the mapping itself.
+type Request struct {
+	Body []byte
+	// Path is the endpoint below the upstream's URL ("" for the upstream's
+	// own), with its query.
+	Path string
+	// ThinkingOff: thinking was asked for but turned off, because the
+	// state the upstream needs back for the conversation's last tool turn
+	// was not found.
+	ThinkingOff bool
+	// DroppedEmpty counts turns left out for having no content.
+	DroppedEmpty int
+	// Placeholders counts turns sent with the placeholder the upstream
+	// documents for state the gateway does not have.
+	Placeholders int
+}
+
+// Events translates one streamed answer, event by event.
+type Events interface {
+	// Event returns the chat chunks one event becomes (none for most), and
+	// done at the protocol's end marker. An error event becomes a chunk
+	// with an error object, which the normalizer ends the stream with.
+	Event(data []byte) (chunks [][]byte, done bool, err error)
+	// Ended reports, at a clean end of the body, whether the answer had
+	// ended (for a protocol whose stream has no end marker).
+	Ended() bool
+	// Carried is the state the upstream needs back with this turn (nil:
+	// none), once the answer has ended.
+	Carried() []byte
+	// Kinds names the normalizations the translation made (counted as the
+	// normalizer's are).
+	Kinds() []string
+}
+
+// Answer is a whole answer, translated.
+type Answer struct {
+	// Chat is the chat.completion.
+	Chat []byte
+	// Carried is the state the upstream needs back with this turn (nil:
+	// none).
+	Carried []byte
+	// Kinds names the normalizations the translation made.
+	Kinds []string
+}

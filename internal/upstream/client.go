@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -134,8 +135,19 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Send posts body to the upstream's /chat/completions. in carries the
-// client's headers; those that are safe to pass on are forwarded. On a 2xx
+// Call is one request to the upstream: its body, the client's headers
+// (those safe to pass on are forwarded), whether the answer streams, and
+// the endpoint below the upstream's URL when it is not the upstream's own
+// (Target.Path): a protocol whose endpoint names the model (Gemini's
+// /models/{model}:generateContent).
+type Call struct {
+	Body   []byte
+	Header http.Header
+	Stream bool
+	Path   string
+}
+
+// Send posts a call to the upstream's endpoint. On a 2xx
 // status it returns the response, whose body the caller must close; on any
 // other status it captures the error body, closes it and returns an *Error
 // of KindStatus. Transport failures are *Error of the other kinds.
@@ -143,7 +155,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // A request that fails on a reused keep-alive connection before any
 // response byte (the upstream closed it just as it was reused) is sent
 // once more on a fresh connection: reconnected reports it.
-func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream bool) (resp *http.Response, reconnected bool, err error) {
+func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reconnected bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
 	}
@@ -152,11 +164,11 @@ func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream b
 	ctx, cancel := context.WithCancel(ctx)
 	var reused bool
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
-	resp, err = c.hc.Do(c.request(httptrace.WithClientTrace(ctx, trace), body, in, stream))
+	resp, err = c.hc.Do(c.request(httptrace.WithClientTrace(ctx, trace), call))
 	if err != nil && reused && ctx.Err() == nil && !isTimeout(err) {
 		// The connection died under the request: a fresh one, once.
 		reconnected = true
-		resp, err = c.fresh.Do(c.request(ctx, body, in, stream))
+		resp, err = c.fresh.Do(c.request(ctx, call))
 	}
 	if err != nil {
 		e := c.transportError(ctx, err)
@@ -175,8 +187,34 @@ func (c *Client) Send(ctx context.Context, body []byte, in http.Header, stream b
 			msg = msg[:512] + "…"
 		}
 	}
+	wait := retryAfter(resp.Header.Get("Retry-After"))
+	if wait == 0 {
+		wait = retryInfo(b)
+	}
 	return nil, reconnected, &Error{Upstream: c.target.Name, Kind: KindStatus, Status: resp.StatusCode, Message: msg, Body: b,
-		RetryAfter: retryAfter(resp.Header.Get("Retry-After")), Err: fmt.Errorf("status %d", resp.StatusCode)}
+		RetryAfter: wait, Err: fmt.Errorf("status %d", resp.StatusCode)}
+}
+
+// retryInfo reads the wait a Google API error body asks for
+// (google.rpc.RetryInfo in error.details: "retryDelay": "30s"); 0 when it
+// has none.
+func retryInfo(body []byte) time.Duration {
+	var e struct {
+		Error struct {
+			Details []struct {
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return 0
+	}
+	for _, d := range e.Error.Details {
+		if w, err := time.ParseDuration(d.RetryDelay); err == nil && w > 0 {
+			return w
+		}
+	}
+	return 0
 }
 
 // onceBody is a request body that lets go of its bytes once they are
@@ -269,13 +307,20 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 	return resp, reconnected, nil
 }
 
-// request builds one upstream request for body.
-func (c *Client) request(ctx context.Context, body []byte, in http.Header, stream bool) *http.Request {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, &onceBody{b: body}) // the URL was checked at load
-	req.ContentLength = int64(len(body))
-	copyRequestHeaders(req.Header, in, c.target.ForwardHeaders)
+// request builds one upstream request for a call.
+func (c *Client) request(ctx context.Context, call Call) *http.Request {
+	u := c.url
+	if call.Path != "" {
+		u = strings.TrimSuffix(c.target.URL, "/") + call.Path
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, &onceBody{b: call.Body})
+	if err != nil { // a path the translator escaped does not fail; the base URL was checked at load
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, c.url, &onceBody{b: call.Body})
+	}
+	req.ContentLength = int64(len(call.Body))
+	copyRequestHeaders(req.Header, call.Header, c.target.ForwardHeaders)
 	req.Header.Set("Content-Type", "application/json")
-	if stream {
+	if call.Stream {
 		req.Header.Set("Accept", "text/event-stream")
 	} else {
 		req.Header.Set("Accept", "application/json")

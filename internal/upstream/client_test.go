@@ -28,7 +28,7 @@ func TestErrorBodyCapturedBounded(t *testing.T) {
 	defer srv.Close()
 	c := newClient(Target{Name: "u", URL: srv.URL, MaxErrorBody: 1024})
 	defer c.CloseIdleConnections()
-	_, _, err := c.Send(context.Background(), []byte(`{}`), nil, false)
+	_, _, err := c.Send(context.Background(), Call{Body: []byte(`{}`), Header: nil, Stream: false})
 	e, ok := errors.AsType[*Error](err)
 	if !ok || e.Kind != KindStatus || e.Status != 500 || len(e.Body) != 1024 {
 		t.Fatalf("err = %v (body %d bytes)", err, len(e.Body))
@@ -58,7 +58,7 @@ func TestErrorBodyTimeLimit(t *testing.T) {
 	defer c.CloseIdleConnections()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := c.Send(context.Background(), []byte(`{}`), nil, false)
+		_, _, err := c.Send(context.Background(), Call{Body: []byte(`{}`), Header: nil, Stream: false})
 		done <- err
 	}()
 	select {
@@ -80,7 +80,7 @@ func TestCancelledContextSendsNothing(t *testing.T) {
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := c.Send(ctx, []byte(`{}`), nil, true)
+	_, _, err := c.Send(ctx, Call{Body: []byte(`{}`), Stream: true})
 	if e, ok := errors.AsType[*Error](err); !ok || e.Kind != KindCanceled || hits.Load() != 0 {
 		t.Fatalf("err = %v, hits %d", err, hits.Load())
 	}
@@ -97,7 +97,7 @@ func TestDeadlineIsTimeout(t *testing.T) {
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, _, err := c.Send(ctx, []byte(`{}`), nil, true)
+	_, _, err := c.Send(ctx, Call{Body: []byte(`{}`), Stream: true})
 	if e, ok := errors.AsType[*Error](err); !ok || e.Kind != KindTimeout {
 		t.Fatalf("err = %v", err)
 	}
@@ -114,7 +114,7 @@ func TestAuthHeader(t *testing.T) {
 		{"api-key", "Api-Key", "k1"},
 	} {
 		c := newClient(Target{Name: "u", URL: srv.URL + "/", APIKey: "k1", AuthHeader: tc.header, Headers: map[string]string{"X-Org": "o"}})
-		resp, _, err := c.Send(context.Background(), []byte(`{}`), http.Header{"Authorization": {"Bearer client"}}, false)
+		resp, _, err := c.Send(context.Background(), Call{Body: []byte(`{}`), Header: http.Header{"Authorization": {"Bearer client"}}, Stream: false})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestReconnectOnDeadKeepAlive(t *testing.T) {
 	defer c.CloseIdleConnections()
 	reconnects := 0
 	for i := range 50 {
-		resp, reconnected, err := c.Send(context.Background(), []byte(`{}`), nil, false)
+		resp, reconnected, err := c.Send(context.Background(), Call{Body: []byte(`{}`), Header: nil, Stream: false})
 		if err != nil {
 			t.Fatalf("request %d: %v", i+1, err)
 		}
@@ -251,7 +251,7 @@ func TestBodySentThenReleased(t *testing.T) {
 	c := newClient(Target{Name: "u", URL: srv.URL})
 	defer c.CloseIdleConnections()
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 100<<10) + `"}]}`)
-	resp, _, err := c.Send(context.Background(), body, nil, true)
+	resp, _, err := c.Send(context.Background(), Call{Body: body, Header: nil, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,13 +61,21 @@ type Quirks struct {
 	// OpenRouter's usage chunk, both with finish_reason null) is folded
 	// into it: its members kept, its usage taken as usage always is.
 	PostFinish bool
+	// ThoughtSignatures (docs/quirks.md C17): Gemini's OpenAI-compatible
+	// dialect signs tool calls (extra_content.google.thought_signature)
+	// and refuses a replayed call without its signature. The gateway
+	// remembers each call's extra_content and puts it back when a client
+	// replays the call without it; a turn whose first call has none at
+	// all gets skip_thought_signature_validator. It acts on requests; the
+	// stream passes extra_content on as it is.
+	ThoughtSignatures bool
 }
 
 // AllQuirks returns every normalization on (an upstream's "all").
 func AllQuirks() Quirks {
 	return Quirks{MissingIndex: true, IndexReuse: true, RepeatedName: true, ArgumentsObject: true,
 		FinishReason: true, MissingFinishReason: true, NoDone: true, Chunks: true, Usage: true,
-		MissingID: true, ContentBlocks: true, PostFinish: true}
+		MissingID: true, ContentBlocks: true, PostFinish: true, ThoughtSignatures: true}
 }
 
 // quirkSwitches names each normalization as configured.
@@ -84,6 +92,7 @@ var quirkSwitches = map[string]func(*Quirks) *bool{
 	"missing_id":            func(q *Quirks) *bool { return &q.MissingID },
 	"content_blocks":        func(q *Quirks) *bool { return &q.ContentBlocks },
 	"post_finish":           func(q *Quirks) *bool { return &q.PostFinish },
+	"thought_signatures":    func(q *Quirks) *bool { return &q.ThoughtSignatures },
 }
 
 // QuirkNames are the names of the normalizations an upstream can switch
@@ -131,6 +140,9 @@ type CollectedCall struct {
 	ID        string
 	Name      string
 	Arguments string
+	// ExtraContent is the call's extra_content member as the upstream sent
+	// it (Gemini's thought signature rides there), "" when it had none.
+	ExtraContent string
 }
 
 // Fragment is one canonical tool-call fragment to send to the client:
@@ -215,7 +227,9 @@ type collecting struct {
 	args    bytes.Buffer // the arguments' text so far
 	held    bytes.Buffer // argument text not yet sent (before id and name were known)
 	extra   Object       // unknown members not yet sent (copies)
-	started bool         // the first canonical fragment went out
+	// extraContent is the call's first extra_content member (a copy).
+	extraContent string
+	started      bool // the first canonical fragment went out
 }
 
 // Bounds on what one response may make the collector hold, so hostile
@@ -386,6 +400,9 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 		case "index", "id", "type", "function":
 		default:
 			call.extra.members = append(call.extra.members, m.clone())
+			if m.key == "extra_content" && call.extraContent == "" {
+				call.extraContent = string(m.value)
+			}
 		}
 	}
 	if err := c.identify(call, f); err != nil {
@@ -562,7 +579,7 @@ func (c *Collector) Finish() ([]CollectedCall, error) {
 			}
 			return nil, &ProtocolError{Index: call.upIndex, Msg: "the call was left without " + missing}
 		}
-		out = append(out, CollectedCall{ID: call.id, Name: call.name, Arguments: call.args.String()})
+		out = append(out, CollectedCall{ID: call.id, Name: call.name, Arguments: call.args.String(), ExtraContent: call.extraContent})
 	}
 	return out, nil
 }

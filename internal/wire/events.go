@@ -330,7 +330,7 @@ func (e *eventReader) fill() error {
 		e.err = err
 		return err
 	}
-	if e.empties++; e.empties >= 100 {
+	if e.empties++; e.empties > 100 { // as bufio.Scanner: more than 100 in a row
 		e.err = io.ErrNoProgress
 		return e.err
 	}

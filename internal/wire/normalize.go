@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // ReasoningSource says where an upstream puts reasoning in its responses
@@ -314,12 +313,6 @@ func stringOf2(raw []byte) string {
 	s, _ := stringOf(raw)
 	return s
 }
-
-// Finished says how a stream ended, for the judge: Done is whether it is
-// complete (its [DONE], a finish reason from an upstream that sends no
-// [DONE], or the text limit reached).
-
-func view(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 func firstByte(b []byte) byte {
 	for i := 0; i < len(b); i++ {

@@ -8,6 +8,9 @@ import (
 // The normalizer's tail: what ends a response (the held finish, a
 // synthesized one, the usage chunk), and what it came to.
 
+// Finished says how a stream ended, for the judge: Done is whether it is
+// complete (its [DONE], a finish reason from an upstream that sends no
+// [DONE], or the text limit reached).
 type Finished struct {
 	Done bool
 	// Tail holds the chunks to send after the response is judged

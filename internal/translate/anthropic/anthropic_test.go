@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/internal/testing/wiretest"
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -60,7 +61,8 @@ func TestRequest(t *testing.T) {
 			`{"model":"claude","max_tokens":2048,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"thinking":{"type":"enabled","budget_tokens":1024}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := Request(wiretest.Request(t, tc.members), Options{Model: "claude", DefaultMaxTokens: 4096, ThinkingMember: "restored_thinking_blocks"}) // the gateway uses its own member, which only its store fills
+			r, err := Request(wiretest.Request(t, tc.members), translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
+			got := r.Body // the gateway uses its own member, which only its store fills
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,16 +87,32 @@ func TestRequestRefusals(t *testing.T) {
 		{`"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":512}`, "thinking.budget_tokens", "at least 1024"},
 		{`"messages":[{"role":"user","content":"x"}],"max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":1024}`, "max_tokens", "(1024 tokens) must be smaller than max_tokens (1024)"},
 	} {
-		_, _, err := Request(wiretest.Request(t, tc.members), Options{Model: "claude", DefaultMaxTokens: 4096})
+		_, err := Request(wiretest.Request(t, tc.members), translate.Options{Model: "claude", DefaultMaxTokens: 4096})
 		var re *wire.ParamError
 		if !errors.As(err, &re) || re.Param != tc.param || !strings.Contains(re.Msg, tc.msg) {
 			t.Errorf("%s: err %v", tc.members, err)
 		}
 	}
-	loop := `"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}],"thinking":{"type":"enabled","budget_tokens":1024}`
-	got, rep, err := Request(wiretest.Request(t, loop), Options{Model: "claude", DefaultMaxTokens: 4096})
-	if err != nil || !rep.ThinkingOff || strings.Contains(string(got), "thinking") {
-		t.Errorf("unthought tool loop: %v %+v %s", err, rep, got)
+	// Anthropic's rule with thinking on: the final assistant message, when
+	// it made calls, starts with its thinking block. Without one the
+	// request goes with thinking off, whatever follows the tool results.
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}`
+	thought := `{"role":"assistant","content":null,"restored_thinking_blocks":"[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"}]","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}`
+	on := `,"thinking":{"type":"enabled","budget_tokens":1024}`
+	for _, tc := range []struct {
+		name, messages string
+		off            bool
+	}{
+		{"a tool loop", `{"role":"user","content":"go"},` + call, true},
+		{"a user message after the results", `{"role":"user","content":"go"},` + call + `,{"role":"user","content":"and now?"}`, true},
+		{"the loop's thinking restored", `{"role":"user","content":"go"},` + thought, false},
+		{"restored, then a user message", `{"role":"user","content":"go"},` + thought + `,{"role":"user","content":"and now?"}`, false},
+		{"a text answer last", `{"role":"user","content":"go"},` + call + `,{"role":"assistant","content":"done"},{"role":"user","content":"thanks"}`, false},
+	} {
+		r, err := Request(wiretest.Request(t, `"messages":[`+tc.messages+`]`+on), translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
+		if err != nil || r.ThinkingOff != tc.off || strings.Contains(string(r.Body), `"enabled"`) == tc.off {
+			t.Errorf("%s: %v off=%v %s", tc.name, err, r.ThinkingOff, r.Body)
+		}
 	}
 }
 
@@ -173,7 +191,7 @@ func TestStream(t *testing.T) {
 		t.Errorf("usage chunk %s", usage)
 	}
 	want := `[{"type":"thinking","thinking":"Let me see.","signature":"U2ln"},{"type":"redacted_thinking","data":"cmVk"}]`
-	if got := string(s.Thinking()); got != want {
+	if got := string(s.Carried()); got != want {
 		t.Errorf("thinking blocks %s", got)
 	}
 }
@@ -185,8 +203,8 @@ func TestStreamStopsAndErrors(t *testing.T) {
 		"model_context_window_exceeded": "length", "refusal": "content_filter", "pause_turn": "stop"} {
 		chunks, _, s := streamOf(t, `{"type":"message_start","message":{"id":"m","model":"c","usage":{}}}`,
 			`{"type":"message_delta","delta":{"stop_reason":"`+stop+`"},"usage":{"output_tokens":1}}`)
-		if !strings.Contains(chunks[1], `"finish_reason":"`+want+`"`) || s.Paused() != (stop == "pause_turn") {
-			t.Errorf("%s: %s (paused %v)", stop, chunks[1], s.Paused())
+		if paused := len(s.Kinds()) > 0; !strings.Contains(chunks[1], `"finish_reason":"`+want+`"`) || paused != (stop == "pause_turn") {
+			t.Errorf("%s: %s (kinds %v)", stop, chunks[1], s.Kinds())
 		}
 	}
 	chunks, _, _ := streamOf(t, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
@@ -217,8 +235,8 @@ func TestWhole(t *testing.T) {
 	if diff := cmp.Diff(want, any(got)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if string(a.Thinking) != `[{"type":"thinking","thinking":"Hm.","signature":"c2ln"}]` {
-		t.Errorf("thinking %s", a.Thinking)
+	if string(a.Carried) != `[{"type":"thinking","thinking":"Hm.","signature":"c2ln"}]` {
+		t.Errorf("thinking %s", a.Carried)
 	}
 	if _, err := Whole([]byte(`{"type":"error","error":{"type":"api_error","message":"boom"}}`), "claude"); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("error body: %v", err)
@@ -253,7 +271,7 @@ func FuzzAnthropicEvents(f *testing.F) {
 				}
 			}
 		}
-		if th := s.Thinking(); th != nil && !json.Valid(th) {
+		if th := s.Carried(); th != nil && !json.Valid(th) {
 			t.Fatalf("thinking %q", th)
 		}
 	})

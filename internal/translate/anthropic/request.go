@@ -6,30 +6,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// Options are what Request needs besides the request.
-type Options struct {
-	// Model is the upstream's model name.
-	Model string
-	// DefaultMaxTokens is max_tokens when the request sets no output limit
-	// (the Messages API requires one).
-	DefaultMaxTokens int
-	// ThinkingMember is the member of an assistant message that holds,
-	// as a JSON string, the thinking blocks the gateway restored for that
-	// turn from its reasoning store.
-	ThinkingMember string
-}
+// Translator is the Messages API's translate.Outbound.
+var Translator translate.Outbound = outbound{}
 
-// Report says what Request changed beyond the translation itself.
-type Report struct {
-	// ThinkingOff: thinking was asked for, but the last tool turn's
-	// thinking blocks were not found; thinking was turned off (Anthropic
-	// refuses such a request).
-	ThinkingOff bool
-	// DroppedEmpty counts turns dropped for having no content (C12).
-	DroppedEmpty int
+type outbound struct{}
+
+func (outbound) Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
+	return Request(req, o)
+}
+func (outbound) Stream() translate.Events { return NewStream() }
+func (outbound) Whole(b []byte, upstream string) (translate.Answer, error) {
+	return Whole(b, upstream)
 }
 
 type message struct {
@@ -61,19 +52,23 @@ type body struct {
 
 // Request translates a prepared chat request (repaired, its reasoning
 // level written as thinking-budget's thinking member) into a Messages API
-// request body (see the package doc for what maps to what).
-func Request(req *wire.ChatRequest, o Options) ([]byte, Report, error) {
-	var rep Report
+// request body (see the package doc for what maps to what). The thinking
+// blocks restored for a turn are read from o.CarriedMember. The report
+// says when thinking was turned off (the conversation's last tool turn
+// has no thinking block: Anthropic refuses that with thinking on) and how
+// many empty turns were left out (C12).
+func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
+	var rep translate.Request
 	if err := unsupported(req); err != nil {
-		return nil, rep, err
+		return rep, err
 	}
 	b := body{Model: o.Model, Stream: req.Stream, MaxTokens: o.DefaultMaxTokens}
 	if n, ok := intMember(req, "max_tokens", "max_completion_tokens"); ok {
 		b.MaxTokens = n
 	}
 	var err error
-	if b.System, b.Messages, rep.DroppedEmpty, err = transcript(req.Messages, o.ThinkingMember); err != nil {
-		return nil, rep, err
+	if b.System, b.Messages, rep.DroppedEmpty, err = transcript(req.Messages, o.CarriedMember); err != nil {
+		return rep, err
 	}
 	for _, t := range req.Tools {
 		schema := t.Parameters
@@ -83,7 +78,7 @@ func Request(req *wire.ChatRequest, o Options) ([]byte, Report, error) {
 		b.Tools = append(b.Tools, tool{Name: t.Name, Description: toolDescription(t.Raw), InputSchema: schema})
 	}
 	if b.ToolChoice, err = toolChoice(req, len(b.Tools) > 0); err != nil {
-		return nil, rep, err
+		return rep, err
 	}
 	if stop, ok := req.Get("stop"); ok && string(stop) != "null" {
 		if stop[0] == '"' {
@@ -96,13 +91,13 @@ func Request(req *wire.ChatRequest, o Options) ([]byte, Report, error) {
 		b.Metadata = json.RawMessage(`{"user_id":` + string(user) + `}`)
 	}
 	if b.Thinking, rep.ThinkingOff, err = thinking(req, b.MaxTokens, b.Messages); err != nil {
-		return nil, rep, err
+		return rep, err
 	}
 	if thinkingOn(b.Thinking) {
 		b.Temperature, b.TopK = nil, nil // Anthropic refuses them while thinking
 	}
-	out, err := json.Marshal(b)
-	return out, rep, err
+	rep.Body, err = json.Marshal(b)
+	return rep, err
 }
 
 // unsupported refuses what the Messages API cannot do.
@@ -194,7 +189,8 @@ func toolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) 
 }
 
 // thinking checks the thinking member against Anthropic's bounds (C14)
-// and turns it off when the last tool turn lacks its thinking block.
+// and turns it off when the final assistant message made calls and does
+// not start with its thinking block.
 func thinking(req *wire.ChatRequest, maxTokens int, msgs []message) (json.RawMessage, bool, error) {
 	raw := member(req, "thinking")
 	if raw == nil {
@@ -226,29 +222,25 @@ func thinkingOn(raw json.RawMessage) bool {
 	return raw != nil && strings.Contains(string(raw), `"enabled"`)
 }
 
-// lastToolTurnUnthought reports a transcript that ends inside a tool loop
-// (the last assistant turn made calls, only their results follow) whose
-// assistant turn does not start with a thinking block.
+// lastToolTurnUnthought applies Anthropic's rule with thinking on: the
+// final assistant message, when it made calls, must start with a thinking
+// block — whatever follows its tool results (a reloaded conversation, a
+// user message after the results, a turn that came from another model or
+// outlived the store).
 func lastToolTurnUnthought(msgs []message) bool {
-	n := len(msgs)
-	if n < 2 || msgs[n-1].Role != "user" || msgs[n-2].Role != "assistant" {
-		return false
-	}
-	a := msgs[n-2].Content
-	calls := false
-	for _, b := range a {
-		calls = calls || blockType(b) == "tool_use"
-	}
-	if !calls {
-		return false
-	}
-	for _, b := range msgs[n-1].Content {
-		if blockType(b) != "tool_result" {
-			return false
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "assistant" {
+			continue
 		}
+		a := msgs[i].Content
+		calls := false
+		for _, b := range a {
+			calls = calls || blockType(b) == "tool_use"
+		}
+		first := blockType(a[0])
+		return calls && first != "thinking" && first != "redacted_thinking"
 	}
-	first := blockType(a[0])
-	return first != "thinking" && first != "redacted_thinking"
+	return false
 }
 
 // blockType reads a block's "type" (the blocks are the translator's own,

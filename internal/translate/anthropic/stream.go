@@ -88,6 +88,7 @@ type Stream struct {
 	current   int // the thought the latest thinking block writes to, or -1
 	usage     usage
 	paused    bool
+	stopped   bool // message_stop was seen
 }
 
 // NewStream returns a Stream.
@@ -124,6 +125,7 @@ func (s *Stream) Event(data []byte) (chunks [][]byte, done bool, err error) {
 		reason := s.finishReason(ev.Delta.StopReason)
 		return [][]byte{s.chunk(`{}`, strconv.Quote(reason)), s.usageChunk()}, false, nil
 	case "message_stop":
+		s.stopped = true
 		return nil, true, nil
 	case "error":
 		msg, typ := "an unspecified error", "api_error"
@@ -221,9 +223,12 @@ func (s *Stream) usageChunk() []byte {
 		`,"model":` + quote(s.model) + `,"choices":[],"usage":` + string(s.usage.openAI()) + `}`)
 }
 
-// Thinking returns the response's thinking blocks as Anthropic wants them
+// Ended reports whether message_stop was seen.
+func (s *Stream) Ended() bool { return s.stopped }
+
+// Carried returns the response's thinking blocks as Anthropic wants them
 // back (signatures and redacted data unchanged), a JSON array, or nil.
-func (s *Stream) Thinking() []byte {
+func (s *Stream) Carried() []byte {
 	if len(s.thoughts) == 0 {
 		return nil
 	}
@@ -231,9 +236,14 @@ func (s *Stream) Thinking() []byte {
 	return b
 }
 
-// Paused reports a response that stopped with pause_turn (a long server
-// tool turn Anthropic paused; the client may continue it).
-func (s *Stream) Paused() bool { return s.paused }
+// Kinds names "pause_turn" for a response that stopped with pause_turn (a
+// long server tool turn Anthropic paused; the client may continue it).
+func (s *Stream) Kinds() []string {
+	if s.paused {
+		return []string{"pause_turn"}
+	}
+	return nil
+}
 
 func quote(s string) string {
 	b, _ := json.Marshal(s)

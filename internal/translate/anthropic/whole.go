@@ -5,23 +5,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// Answer is a whole Messages response, translated.
-type Answer struct {
-	// Chat is the chat.completion body.
-	Chat []byte
-	// Thinking is its thinking blocks as Anthropic wants them back, or nil.
-	Thinking []byte
-	// Paused: it stopped with pause_turn.
-	Paused bool
-}
-
-// Whole translates a whole (non-streamed) Messages response. An error
-// body or a body that is not a message is a *wire.IncompleteError for
-// upstream.
-func Whole(b []byte, upstream string) (Answer, error) {
+// Whole translates a whole (non-streamed) Messages response: the
+// chat.completion, its thinking blocks as Anthropic wants them back
+// (Carried), and "pause_turn" among its Kinds when it stopped with
+// pause_turn. An error body or a body that is not a message is a
+// *wire.IncompleteError for upstream.
+func Whole(b []byte, upstream string) (translate.Answer, error) {
 	var m struct {
 		Type    string `json:"type"`
 		ID      string `json:"id"`
@@ -44,9 +37,9 @@ func Whole(b []byte, upstream string) (Answer, error) {
 	}
 	if err := json.Unmarshal(b, &m); err != nil || m.Type != "message" {
 		if m.Error != nil {
-			return Answer{}, &wire.IncompleteError{Upstream: upstream, Message: wire.Clip(m.Error.Message)}
+			return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: wire.Clip(m.Error.Message)}
 		}
-		return Answer{}, &wire.IncompleteError{Upstream: upstream, Message: "the response is not an anthropic message"}
+		return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: "the response is not an anthropic message"}
 	}
 	var text, reasoning strings.Builder
 	var thoughts []thought
@@ -79,15 +72,15 @@ func Whole(b []byte, upstream string) (Answer, error) {
 		msg["tool_calls"] = calls
 	}
 	s := Stream{}
-	var a Answer
+	var a translate.Answer
 	a.Chat, _ = json.Marshal(map[string]any{
 		"id": m.ID, "object": "chat.completion", "created": time.Now().Unix(), "model": m.Model,
 		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": s.finishReason(m.StopReason)}},
 		"usage":   m.Usage.openAI(),
 	})
 	if len(thoughts) > 0 {
-		a.Thinking, _ = json.Marshal(thoughts)
+		a.Carried, _ = json.Marshal(thoughts)
 	}
-	a.Paused = s.paused
+	a.Kinds = s.Kinds()
 	return a, nil
 }

@@ -1,0 +1,141 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Gemini's OpenAI-compatible dialect signs each step's first tool call
+// (extra_content.google.thought_signature) and refuses a replayed call
+// without its signature; most clients drop the member when they rebuild
+// the assistant message. These functions keep it for an upstream with the
+// thought_signatures quirk: a call's extra_content is remembered under its
+// id (in its own key space) and put back on a replayed call that lacks it.
+
+// signatureSpace is the key space of remembered extra_content members.
+const signatureSpace = "signature:"
+
+// SkipSignature is the placeholder Gemini documents for a call whose
+// signature is not known: the check is skipped instead of the request
+// refused.
+const SkipSignature = "skip_thought_signature_validator"
+
+// placeholder is the extra_content a call without a known signature gets.
+var placeholder = json.RawMessage(`{"google":{"thought_signature":"` + SkipSignature + `"}}`)
+
+// RememberSignatures stores the extra_content of each call that carries a
+// thought signature, under the call's id. It returns the store's first
+// failure.
+func RememberSignatures(ctx context.Context, store ReasoningStore, calls []wire.CollectedCall) error {
+	var first error
+	for _, c := range calls {
+		if !signed(json.RawMessage(c.ExtraContent)) {
+			continue
+		}
+		if err := store.Put(ctx, signatureSpace+"call:"+c.ID, c.ExtraContent); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// signed reports whether an extra_content member holds a thought
+// signature.
+func signed(extra json.RawMessage) bool {
+	var e struct {
+		Google struct {
+			ThoughtSignature string `json:"thought_signature"`
+		} `json:"google"`
+	}
+	return len(extra) > 0 && json.Unmarshal(extra, &e) == nil && e.Google.ThoughtSignature != ""
+}
+
+// RestoreSignatures puts remembered extra_content back on the first call
+// of each assistant message that lacks a signature (Gemini checks the
+// first call of each step; one lookup per message). In a conversation
+// that shows signing — a call that carries a signature, or got one back —
+// a first call still without one gets the placeholder (Placeholders
+// counts them). A conversation that shows none is left as it is: an
+// upstream that never signs has no use for the member, and OpenAI's own
+// refuses members it does not know.
+func RestoreSignatures(ctx context.Context, msgs []wire.Message, store ReasoningStore) Restored {
+	r := Restored{Messages: msgs}
+	var unsigned []int // messages whose first call is still unsigned
+	shows := false
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role != "assistant" || len(m.ToolCalls) == 0 || m.Raw == nil {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			shows = shows || signed(extraContent(c.Raw))
+		}
+		if signed(extraContent(m.ToolCalls[0].Raw)) {
+			continue
+		}
+		v, ok, err := store.Get(ctx, signatureSpace+"call:"+m.ToolCalls[0].ID)
+		if err != nil && r.Err == nil {
+			r.Err = err
+		}
+		if !ok {
+			r.Missed++
+			unsigned = append(unsigned, i)
+			continue
+		}
+		if setFirstExtra(&r, i, json.RawMessage(v)) {
+			r.Restored++
+			shows = true
+		}
+	}
+	if shows {
+		for _, i := range unsigned {
+			if setFirstExtra(&r, i, placeholder) {
+				r.Placeholders++
+			}
+		}
+	}
+	return r
+}
+
+// extraContent is a call's extra_content member, nil when it has none.
+func extraContent(raw json.RawMessage) json.RawMessage {
+	o, err := wire.ParseObject(raw)
+	if err != nil {
+		return nil
+	}
+	v, _ := o.Get("extra_content")
+	return v
+}
+
+// setFirstExtra sets the extra_content of message i's first call, on a
+// copy of the messages made at the first change.
+func setFirstExtra(r *Restored, i int, extra json.RawMessage) bool {
+	m := r.Messages[i]
+	obj, err := wire.ParseObject(m.Raw)
+	if err != nil {
+		return false
+	}
+	rawCalls, _ := obj.Get("tool_calls")
+	var calls []json.RawMessage
+	if json.Unmarshal(rawCalls, &calls) != nil || len(calls) == 0 {
+		return false
+	}
+	call, err := wire.ParseObject(calls[0])
+	if err != nil {
+		return false
+	}
+	call.Set("extra_content", extra)
+	calls[0] = call.JSON()
+	arr, _ := json.Marshal(calls) // raw messages marshal as they are
+	obj.Set("tool_calls", arr)
+	if r.Restored+r.Placeholders == 0 {
+		r.Messages = append([]wire.Message(nil), r.Messages...)
+	}
+	m.Raw = obj.JSON()
+	m.ToolCalls = append([]wire.ToolCall(nil), m.ToolCalls...)
+	m.ToolCalls[0].Raw = calls[0]
+	r.Messages[i] = m
+	return true
+}

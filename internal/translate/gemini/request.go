@@ -1,0 +1,332 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Translator is the Gemini API's translate.Outbound.
+var Translator translate.Outbound = outbound{}
+
+type outbound struct{}
+
+func (outbound) Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
+	return Request(req, o)
+}
+func (outbound) Stream() translate.Events { return NewStream() }
+func (outbound) Whole(b []byte, upstream string) (translate.Answer, error) {
+	return Whole(b, upstream)
+}
+
+// SkipSignature is the value Gemini documents for a function call whose
+// thought signature is not known (a call from another model, one a
+// client made up, one the gateway no longer remembers): the API then
+// skips the check instead of refusing the request.
+const SkipSignature = "skip_thought_signature_validator"
+
+type part struct {
+	Text             string    `json:"text,omitempty"`
+	InlineData       *blob     `json:"inlineData,omitempty"`
+	FunctionCall     *call     `json:"functionCall,omitempty"`
+	FunctionResponse *response `json:"functionResponse,omitempty"`
+	ThoughtSignature string    `json:"thoughtSignature,omitempty"`
+}
+
+type blob struct {
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+type call struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+type response struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
+}
+
+type content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []part `json:"parts"`
+}
+
+type body struct {
+	Contents          []content       `json:"contents"`
+	SystemInstruction *content        `json:"systemInstruction,omitempty"`
+	Tools             []tools         `json:"tools,omitempty"`
+	ToolConfig        json.RawMessage `json:"toolConfig,omitempty"`
+	GenerationConfig  map[string]any  `json:"generationConfig,omitempty"`
+}
+
+type tools struct {
+	FunctionDeclarations []declaration `json:"functionDeclarations"`
+}
+
+type declaration struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Request translates a prepared chat request into a Gemini API request:
+// its body, and its path below the API's base URL (the model's
+// generateContent, or streamGenerateContent with alt=sse for a stream).
+// The thought signatures restored for a turn are read from
+// o.CarriedMember; Placeholders counts the turns whose first call was
+// sent with SkipSignature.
+func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
+	var r translate.Request
+	if err := unsupported(req); err != nil {
+		return r, err
+	}
+	t, err := transcript(req.Messages, o.CarriedMember)
+	if err != nil {
+		return r, err
+	}
+	b := body{SystemInstruction: t.system, Contents: t.contents}
+	r.Placeholders, r.DroppedEmpty = t.placeholders, t.dropped
+	if b.Tools, err = declarations(req.Tools); err != nil {
+		return r, err
+	}
+	if b.ToolConfig, err = toolConfig(req, len(b.Tools) > 0); err != nil {
+		return r, err
+	}
+	if b.GenerationConfig, err = generation(req); err != nil {
+		return r, err
+	}
+	r.Path = "/models/" + url.PathEscape(o.Model) + ":generateContent"
+	if req.Stream {
+		r.Path = "/models/" + url.PathEscape(o.Model) + ":streamGenerateContent?alt=sse"
+	}
+	r.Body, err = json.Marshal(b)
+	return r, err
+}
+
+// unsupported refuses what the Gemini API cannot do here.
+func unsupported(req *wire.ChatRequest) error {
+	if n, ok := intMember(req, "n"); ok && n != 1 {
+		return &wire.ParamError{Param: "n", Msg: "a gemini upstream answers one choice here; send n: 1 or leave it out", Unsupported: true}
+	}
+	if lp, ok := req.Get("logprobs"); ok && string(lp) == "true" {
+		return &wire.ParamError{Param: "logprobs", Msg: "a gemini upstream returns no logprobs here", Unsupported: true}
+	}
+	if a, ok := req.Get("audio"); ok && string(a) != "null" {
+		return &wire.ParamError{Param: "audio", Msg: "a gemini upstream answers no audio here", Unsupported: true}
+	}
+	return nil
+}
+
+// member returns a member's raw value, nil when absent or null.
+func member(req *wire.ChatRequest, key string) json.RawMessage {
+	if v, ok := req.Get(key); ok && string(v) != "null" {
+		return v
+	}
+	return nil
+}
+
+// intMember returns the first of keys that holds an integer.
+func intMember(req *wire.ChatRequest, keys ...string) (int, bool) {
+	for _, k := range keys {
+		if v := member(req, k); v != nil {
+			if n, err := strconv.Atoi(string(v)); err == nil {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// declarations turns the function tools into one functionDeclarations
+// tool, each schema mapped onto the subset Gemini takes.
+func declarations(ts []wire.Tool) ([]tools, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	var out tools
+	for i, t := range ts {
+		d := declaration{Name: t.Name, Description: description(t.Raw)}
+		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+			p, err := Schema(t.Parameters, fmt.Sprintf("tools[%d].function.parameters", i))
+			if err != nil {
+				return nil, err
+			}
+			d.Parameters = p
+		}
+		out.FunctionDeclarations = append(out.FunctionDeclarations, d)
+	}
+	return []tools{out}, nil
+}
+
+// description reads a tool's function description.
+func description(raw json.RawMessage) string {
+	var t struct {
+		Function struct {
+			Description string `json:"description"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	return t.Function.Description
+}
+
+// toolConfig maps tool_choice onto functionCallingConfig: auto → AUTO,
+// none → NONE, required → ANY, a function → ANY with that name allowed.
+func toolConfig(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) {
+	raw := member(req, "tool_choice")
+	if raw == nil || !haveTools {
+		return nil, nil
+	}
+	var mode string
+	var names []string
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		m, ok := map[string]string{"auto": "AUTO", "none": "NONE", "required": "ANY"}[s]
+		if !ok {
+			return nil, &wire.ParamError{Param: "tool_choice", Msg: fmt.Sprintf("%q has no counterpart for a gemini upstream", wire.Clip(s))}
+		}
+		mode = m
+	} else {
+		var f struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &f) != nil || f.Function.Name == "" {
+			return nil, &wire.ParamError{Param: "tool_choice", Msg: "must be auto, none, required or a function"}
+		}
+		mode, names = "ANY", []string{f.Function.Name}
+	}
+	cfg := map[string]any{"mode": mode}
+	if names != nil {
+		cfg["allowedFunctionNames"] = names
+	}
+	return json.Marshal(map[string]any{"functionCallingConfig": cfg})
+}
+
+// generation is the generationConfig: output limit, sampling, stop
+// sequences, the response format, the thinking configuration.
+func generation(req *wire.ChatRequest) (map[string]any, error) {
+	g := map[string]any{}
+	if n, ok := intMember(req, "max_completion_tokens", "max_tokens"); ok {
+		g["maxOutputTokens"] = n
+	}
+	for chat, gem := range map[string]string{"temperature": "temperature", "top_p": "topP", "seed": "seed",
+		"presence_penalty": "presencePenalty", "frequency_penalty": "frequencyPenalty"} {
+		if v := member(req, chat); v != nil {
+			g[gem] = v
+		}
+	}
+	if stop := member(req, "stop"); stop != nil {
+		if stop[0] == '"' {
+			stop = append(append([]byte{'['}, stop...), ']')
+		}
+		g["stopSequences"] = stop
+	}
+	if err := responseFormat(req, g); err != nil {
+		return nil, err
+	}
+	if err := thinking(req, g); err != nil {
+		return nil, err
+	}
+	if len(g) == 0 {
+		return nil, nil
+	}
+	return g, nil
+}
+
+// responseFormat maps response_format: json_schema → JSON with its
+// schema, json_object → JSON.
+func responseFormat(req *wire.ChatRequest, g map[string]any) error {
+	raw := member(req, "response_format")
+	if raw == nil {
+		return nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(raw, &rf) != nil {
+		return &wire.ParamError{Param: "response_format", Msg: "must be an object with a type"}
+	}
+	switch rf.Type {
+	case "text", "":
+	case "json_object":
+		g["responseMimeType"] = "application/json"
+	case "json_schema":
+		g["responseMimeType"] = "application/json"
+		if len(rf.JSONSchema.Schema) > 0 {
+			g["responseJsonSchema"] = rf.JSONSchema.Schema
+		}
+	default:
+		return &wire.ParamError{Param: "response_format.type", Msg: fmt.Sprintf("%q has no counterpart for a gemini upstream", wire.Clip(rf.Type)), Unsupported: true}
+	}
+	return nil
+}
+
+// thinking maps the request's reasoning members onto thinkingConfig:
+// reasoning_effort (the route's level as reasoning-effort writes it) →
+// thinkingLevel, a thinking member with budget_tokens (thinking-budget)
+// → thinkingBudget; thoughts are asked for whenever thinking is on, and
+// reach the client as its reasoning.
+func thinking(req *wire.ChatRequest, g map[string]any) error {
+	cfg := map[string]any{}
+	if raw := member(req, "reasoning_effort"); raw != nil {
+		var effort string
+		if json.Unmarshal(raw, &effort) != nil {
+			return &wire.ParamError{Param: "reasoning_effort", Msg: "must be a string"}
+		}
+		level, ok := map[string]string{"none": "minimal", "minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}[effort]
+		if !ok {
+			return &wire.ParamError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q has no gemini thinking level; send none, minimal, low, medium or high", wire.Clip(effort))}
+		}
+		cfg["thinkingLevel"] = level
+		cfg["includeThoughts"] = level != "minimal"
+	}
+	if raw := member(req, "thinking"); raw != nil {
+		var t struct {
+			Type   string `json:"type"`
+			Budget int    `json:"budget_tokens"`
+		}
+		if json.Unmarshal(raw, &t) != nil {
+			return &wire.ParamError{Param: "thinking", Msg: `must be {"type":"enabled","budget_tokens":N} or {"type":"disabled"}`}
+		}
+		if t.Type != "enabled" {
+			t.Budget = 0
+		}
+		delete(cfg, "thinkingLevel")
+		cfg["thinkingBudget"] = t.Budget
+		cfg["includeThoughts"] = t.Budget > 0
+	}
+	if len(cfg) > 0 {
+		g["thinkingConfig"] = cfg
+	}
+	return nil
+}
+
+// imagePart turns an image_url into inline data; Gemini fetches no URL
+// here, so only a data: URL is taken.
+func imagePart(raw json.RawMessage, param string) (part, error) {
+	var u struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(raw, &u) != nil {
+		_ = json.Unmarshal(raw, &u.URL) // image_url as a bare string
+	}
+	rest, ok := strings.CutPrefix(u.URL, "data:")
+	mime, data, based := strings.Cut(rest, ";base64,")
+	if !ok || !based {
+		return part{}, &wire.ParamError{Param: param, Msg: "must be a base64 data: URL (data:<media type>;base64,<data>) for a gemini upstream, which fetches no URL", Unsupported: true}
+	}
+	return part{InlineData: &blob{MimeType: mime, Data: data}}, nil
+}

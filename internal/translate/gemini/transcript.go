@@ -1,0 +1,232 @@
+package gemini
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Signatures are the thought signatures of one answer, as the gateway
+// remembers them and puts them back: the one on its text, and each
+// function call's by call id.
+type Signatures struct {
+	Text  string            `json:"text,omitempty"`
+	Calls map[string]string `json:"calls,omitempty"`
+}
+
+// turns is the transcript as Gemini takes it.
+type turns struct {
+	system       *content
+	contents     []content
+	placeholders int // model turns whose first call got SkipSignature
+	dropped      int // turns with nothing to send
+}
+
+// transcript turns the chat messages into Gemini's system instruction and
+// contents: user and model turns, consecutive ones of one role merged,
+// tool replies as functionResponse parts of a user turn.
+func transcript(msgs []wire.Message, carriedMember string) (turns, error) {
+	var t turns
+	names := map[string]string{} // call id → function name, for the replies
+	for i, m := range msgs {
+		var role string
+		var parts []part
+		var err error
+		switch m.Role {
+		case "system", "developer":
+			if parts, err = userParts(m.Content, i, false); err != nil {
+				return t, err
+			}
+			if t.system == nil {
+				t.system = &content{}
+			}
+			t.system.Parts = append(t.system.Parts, parts...)
+			continue
+		case "user":
+			role = "user"
+			parts, err = userParts(m.Content, i, true)
+		case "assistant":
+			role = "model"
+			parts, err = modelParts(m, i, carriedMember, names, &t.placeholders)
+		case "tool":
+			role = "user"
+			parts, err = responsePart(m, i, names)
+		default:
+			return t, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Gemini API", wire.Clip(m.Role)), Unsupported: true}
+		}
+		if err != nil {
+			return t, err
+		}
+		t.add(role, parts)
+	}
+	return t, nil
+}
+
+// add appends parts to the last turn when it has the same role, else as
+// a new turn; a turn with nothing to send is left out.
+func (t *turns) add(role string, parts []part) {
+	if len(parts) == 0 {
+		t.dropped++
+		return
+	}
+	if n := len(t.contents); n > 0 && t.contents[n-1].Role == role {
+		t.contents[n-1].Parts = append(t.contents[n-1].Parts, parts...)
+		return
+	}
+	t.contents = append(t.contents, content{Role: role, Parts: parts})
+}
+
+// contentPart is one content part of a chat message.
+type contentPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"`
+}
+
+// userParts turns a message's content (a string, or content parts) into
+// text and inline image parts; empty text is left out.
+func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
+	if len(c) == 0 || string(c) == "null" {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		if s == "" {
+			return nil, nil
+		}
+		return []part{{Text: s}}, nil
+	}
+	var cps []contentPart
+	if err := json.Unmarshal(c, &cps); err != nil {
+		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+	}
+	var out []part
+	for k, p := range cps {
+		switch {
+		case p.Type == "text":
+			if p.Text != "" {
+				out = append(out, part{Text: p.Text})
+			}
+		case p.Type == "image_url" && images:
+			ip, err := imagePart(p.ImageURL, fmt.Sprintf("messages[%d].content[%d].image_url", i, k))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ip)
+		default:
+			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to a gemini upstream here", wire.Clip(p.Type)), Unsupported: true}
+		}
+	}
+	return out, nil
+}
+
+// modelParts are an assistant turn's parts: its text, then one
+// functionCall per call, each with its thought signature — the one the
+// client kept (extra_content.google.thought_signature), else the one the
+// gateway restored. A turn whose first call has none gets SkipSignature
+// there (Gemini checks the first call of each step).
+func modelParts(m wire.Message, i int, carriedMember string, names map[string]string, placeholders *int) ([]part, error) {
+	sigs := restored(m, carriedMember)
+	text, err := userParts(m.Content, i, false)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(text); n > 0 && sigs.Text != "" {
+		text[n-1].ThoughtSignature = sigs.Text
+	}
+	out := text
+	for k, c := range m.ToolCalls {
+		args := strings.TrimSpace(c.Function.ArgumentsText())
+		if args == "" {
+			args = "{}"
+		}
+		if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
+			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for a gemini upstream (its functionCall args are one)"}
+		}
+		names[c.ID] = c.Function.Name
+		p := part{FunctionCall: &call{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(args)}}
+		p.ThoughtSignature = cmp.Or(keptSignature(c.Raw), sigs.Calls[c.ID])
+		if k == 0 && p.ThoughtSignature == "" {
+			p.ThoughtSignature = SkipSignature
+			*placeholders++
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// restored reads the signatures the gateway restored into the turn.
+func restored(m wire.Message, member string) Signatures {
+	var sigs Signatures
+	if m.Raw == nil || member == "" {
+		return sigs
+	}
+	o, err := wire.ParseObject(m.Raw)
+	if err != nil {
+		return sigs
+	}
+	if v, ok := o.Get(member); ok {
+		var stored string
+		if json.Unmarshal(v, &stored) == nil {
+			_ = json.Unmarshal([]byte(stored), &sigs)
+		}
+	}
+	return sigs
+}
+
+// keptSignature is the signature a client kept on a call, as Gemini's
+// OpenAI-compatible endpoint and this gateway hand it out:
+// extra_content.google.thought_signature.
+func keptSignature(raw json.RawMessage) string {
+	var c struct {
+		ExtraContent struct {
+			Google struct {
+				ThoughtSignature string `json:"thought_signature"`
+			} `json:"google"`
+		} `json:"extra_content"`
+	}
+	_ = json.Unmarshal(raw, &c)
+	return c.ExtraContent.Google.ThoughtSignature
+}
+
+// responsePart turns a tool reply into a functionResponse part, named as
+// the call it answers (repair has paired them). Its content is the
+// response when it is a JSON object, else {"result": …} with the JSON
+// value or the text.
+func responsePart(m wire.Message, i int, names map[string]string) ([]part, error) {
+	name, ok := names[m.ToolCallID]
+	if !ok {
+		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_call_id", i), Msg: "answers no call of an earlier assistant message"}
+	}
+	text := replyText(m.Content)
+	resp := json.RawMessage(nil)
+	trimmed := strings.TrimSpace(text)
+	switch {
+	case strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)):
+		resp = json.RawMessage(trimmed)
+	case trimmed != "" && json.Valid([]byte(trimmed)):
+		resp = json.RawMessage(`{"result":` + trimmed + `}`)
+	default:
+		b, _ := json.Marshal(map[string]string{"result": text})
+		resp = b
+	}
+	return []part{{FunctionResponse: &response{ID: m.ToolCallID, Name: name, Response: resp}}}, nil
+}
+
+// replyText is a tool reply's text: a string, or its text parts joined.
+func replyText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var cps []contentPart
+	_ = json.Unmarshal(c, &cps)
+	var b strings.Builder
+	for _, p := range cps {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
