@@ -58,6 +58,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking("sim-deepseek"), 2},
 		{"an Anthropic upstream (the Messages API, simulated): a tool call with thinking, replayed without its reasoning — the thinking block and its signature are put back (model sim-claude-toolloop)", demoThinking("sim-claude-toolloop"), 2},
 		{"a Gemini upstream (the Gemini API, simulated): a tool call, replayed without its thought signature — the signature is put back and the simulator's check accepts the turn (model sim-gemini-toolloop)", demoThinking("sim-gemini-toolloop"), 2},
+		{"an OpenAI Responses API upstream (simulated, keeping nothing): a tool call after encrypted reasoning, replayed by a chat client that has no slot for it — the encrypted reasoning item goes back in front of its call (model sim-reasoner-toolloop)", demoThinking("sim-reasoner-toolloop"), 2},
 		{"the Responses API (POST /v1/responses): a streamed function call, then its output sent with previous_response_id (model sim-tool)", demoResponses, 2},
 		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error"), 1},
 		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut"), 1},

@@ -173,7 +173,7 @@ func TestDemo(t *testing.T) {
 	// Each thinking upstream's second turn had its state restored: the
 	// reasoning (sim-deepseek), the thinking blocks (sim-claude), the
 	// thought signatures (sim-gemini).
-	for _, upstream := range []string{"upstream=sim-thinking ", "upstream=sim-anthropic ", "upstream=sim-gemini "} {
+	for _, upstream := range []string{"upstream=sim-thinking ", "upstream=sim-anthropic ", "upstream=sim-gemini ", "upstream=sim-responses "} {
 		restored := false
 		for line := range strings.Lines(out.String()) {
 			restored = restored || strings.Contains(line, upstream) && strings.Contains(line, "status=200") && strings.Contains(line, "reasoning_restored=1")

@@ -212,9 +212,9 @@ type Upstream struct {
 	// Name identifies the upstream in routes, logs and metrics.
 	Name string `yaml:"name"`
 	// Protocol is the wire the upstream speaks: openai (chat completions,
-	// the default), anthropic (the Messages API) or gemini (the Gemini
-	// API); requests and answers of the last two are translated, clients
-	// keep speaking chat completions.
+	// the default), anthropic (the Messages API), gemini (the Gemini API)
+	// or responses (OpenAI's Responses API); requests and answers of the
+	// last three are translated, clients keep speaking chat completions.
 	Protocol Enum[translate.Protocol] `yaml:"protocol"`
 	// URL is the API base URL, e.g. https://api.openai.com/v1; the gateway
 	// appends /chat/completions (protocol anthropic: /messages, e.g. to
@@ -374,6 +374,11 @@ type Route struct {
 	// UpstreamModel is the model name sent upstream; empty sends the
 	// client's name unchanged.
 	UpstreamModel string `yaml:"upstream_model"`
+	// UpstreamStore lets an upstream of protocol responses keep the
+	// responses (store: true). By default it keeps nothing (store: false)
+	// and hands its reasoning back encrypted, which the gateway sends back
+	// on the next turn.
+	UpstreamStore bool `yaml:"upstream_store"`
 	// Repair is what the route does with a transcript whose tool calls and
 	// replies are not paired: fix (the default), reject (400) or off.
 	Repair Enum[repair.Mode] `yaml:"repair"`

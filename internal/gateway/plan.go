@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/translate/gemini"
+	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -24,9 +25,11 @@ import (
 // strings. A plan is immutable once built, and shared by every request on
 // its route.
 type plan struct {
-	name     string
-	model    string // upstream_model; "" sends the client's
-	upstream *upstreamPlan
+	// upstreamStore: a responses upstream keeps the responses.
+	upstreamStore bool
+	name          string
+	model         string // upstream_model; "" sends the client's
+	upstream      *upstreamPlan
 
 	repair repair.Mode
 	steps  repair.ToolCallSteps
@@ -74,6 +77,7 @@ const carriedMember = wire.OwnPrefix + "carried"
 var translators = map[translate.Protocol]translate.Outbound{
 	translate.Anthropic: anthropic.Translator,
 	translate.Gemini:    gemini.Translator,
+	translate.Responses: responses.Translator,
 }
 
 // upstreamPlan is one upstream resolved at load.
@@ -170,6 +174,12 @@ func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 		p.reasoning, p.field, p.restore = wire.ReasoningContent, carriedMember, true
 		p.refusesForced = p.protocol == translate.Anthropic
 		p.carry = policy.Carry{Space: p.protocol.String() + ":", Field: carriedMember}
+		if p.protocol == translate.Responses {
+			// Encrypted reasoning is valid only for the organization that
+			// made it: each deployment has its own key space, and a
+			// conversation moved to another finds nothing to send back.
+			p.carry.Space += u.Name + ":"
+		}
 		return p
 	}
 	p.reasoning = u.ReasoningField.Value
@@ -199,6 +209,7 @@ func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *poli
 	p.offOnMiss = r.Reasoning.OnMiss.Value == policy.MissDisableThinking
 	p.offWhenForced = r.Reasoning.ForcedToolChoice.Value == policy.ForcedDisableThinking
 	p.limits = r.Budget.Limits()
+	p.upstreamStore = r.UpstreamStore
 	p.trim = r.Budget != nil && r.Budget.OnInputOver.Value == budget.InputTrim
 	return p
 }

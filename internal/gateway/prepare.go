@@ -73,7 +73,8 @@ func (pr *prepared) encode(model string) error {
 		pr.body, err = pr.req.Encode(model)
 		return err
 	}
-	r, err := up.translator.Request(pr.req, translate.Options{Model: model, DefaultMaxTokens: up.defaultMaxTokens, CarriedMember: carriedMember})
+	r, err := up.translator.Request(pr.req, translate.Options{Model: model, DefaultMaxTokens: up.defaultMaxTokens, CarriedMember: carriedMember,
+		UpstreamStore: pr.plan.upstreamStore})
 	if err != nil {
 		return err
 	}

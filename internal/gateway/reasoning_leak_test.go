@@ -184,6 +184,88 @@ func (s leakScript) anthropicWhole() string {
 		`],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":5}}`
 }
 
+// runs groups the pieces into runs of one kind, in order.
+func (s leakScript) runs() [][]leakPiece {
+	var out [][]leakPiece
+	for i, p := range s.pieces {
+		if i == 0 || p.reasoning != s.pieces[i-1].reasoning {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], p)
+	}
+	return out
+}
+
+// geminiPart is a piece as a Gemini part.
+func geminiPart(p leakPiece) string {
+	q, _ := json.Marshal(p.text)
+	if p.reasoning {
+		return `{"text":` + string(q) + `,"thought":true}`
+	}
+	return `{"text":` + string(q) + `}`
+}
+
+// geminiStream is the script as a Gemini stream: one part per event, the
+// finish last.
+func (s leakScript) geminiStream() string {
+	var b strings.Builder
+	for _, p := range s.pieces {
+		b.WriteString(`data: {"candidates":[{"content":{"role":"model","parts":[` + geminiPart(p) + `]}}],"responseId":"r"}` + "\r\n\r\n")
+	}
+	b.WriteString(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1},"responseId":"r"}` + "\r\n\r\n")
+	return b.String()
+}
+
+// geminiWhole is the script as a whole Gemini answer.
+func (s leakScript) geminiWhole() string {
+	var parts []string
+	for _, p := range s.pieces {
+		parts = append(parts, geminiPart(p))
+	}
+	return `{"candidates":[{"content":{"role":"model","parts":[` + strings.Join(parts, ",") + `]},"finishReason":"STOP"}],"responseId":"r"}`
+}
+
+// responsesItems is the script as Responses output items: a reasoning
+// item per run of reasoning, a message per run of text.
+func (s leakScript) responsesItems() []string {
+	var items []string
+	for k, run := range s.runs() {
+		var text strings.Builder
+		for _, p := range run {
+			text.WriteString(p.text)
+		}
+		q, _ := json.Marshal(text.String())
+		if run[0].reasoning {
+			items = append(items, fmt.Sprintf(`{"type":"reasoning","id":"rs_%d","summary":[{"type":"summary_text","text":%s}]}`, k, q))
+		} else {
+			items = append(items, fmt.Sprintf(`{"type":"message","id":"msg_%d","role":"assistant","content":[{"type":"output_text","text":%s}]}`, k, q))
+		}
+	}
+	return items
+}
+
+// responsesStream is the script as a Responses stream.
+func (s leakScript) responsesStream() string {
+	var b strings.Builder
+	ev := func(typ, data string) { fmt.Fprintf(&b, "event: %s\ndata: {\"type\":%q,%s}\n\n", typ, typ, data) }
+	ev("response.created", `"response":{"id":"resp_1","model":"m","status":"in_progress"}`)
+	for _, p := range s.pieces {
+		q, _ := json.Marshal(p.text)
+		if p.reasoning {
+			ev("response.reasoning_summary_text.delta", `"delta":`+string(q))
+		} else {
+			ev("response.output_text.delta", `"delta":`+string(q))
+		}
+	}
+	ev("response.completed", `"response":{"id":"resp_1","status":"completed","output":[`+strings.Join(s.responsesItems(), ",")+`]}`)
+	return b.String()
+}
+
+// responsesWhole is the script as a whole Responses answer.
+func (s leakScript) responsesWhole() string {
+	return `{"id":"resp_1","object":"response","model":"m","status":"completed","output":[` + strings.Join(s.responsesItems(), ",") + `]}`
+}
+
 // leakUpstream answers as the upstream protocol its path says, the case
 // its model names ("case-17").
 func leakUpstream(t *testing.T) *httptest.Server {
@@ -196,29 +278,36 @@ func leakUpstream(t *testing.T) *httptest.Server {
 			http.Error(w, err.Error(), 400)
 			return
 		}
-		_, num, _ := strings.Cut(req.Model, "case-")
+		model, gemini := req.Model, strings.Contains(r.URL.Path, "/models/")
+		if gemini { // the model and the streaming are in the path
+			model, req.Stream = r.URL.Path, strings.Contains(r.URL.Path, ":streamGenerateContent")
+		}
+		_, num, _ := strings.Cut(model, "case-")
+		num, _, _ = strings.Cut(num, ":")
 		n, err := strconv.Atoi(num)
 		if err != nil {
-			http.Error(w, "unknown model "+req.Model, 404)
+			http.Error(w, "unknown model "+model, 404)
 			return
 		}
 		s := script(n)
-		anthropic := strings.HasSuffix(r.URL.Path, "/messages")
+		var stream, whole func() string
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/messages"):
+			stream, whole = s.anthropicStream, s.anthropicWhole
+		case gemini:
+			stream, whole = s.geminiStream, s.geminiWhole
+		case strings.HasSuffix(r.URL.Path, "/responses"):
+			stream, whole = s.responsesStream, s.responsesWhole
+		default:
+			stream, whole = s.openaiStream, s.openaiWhole
+		}
 		if req.Stream {
 			w.Header().Set("Content-Type", "text/event-stream")
-			body := s.openaiStream()
-			if anthropic {
-				body = s.anthropicStream()
-			}
-			_, _ = w.Write([]byte(body))
+			_, _ = w.Write([]byte(stream()))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		body := s.openaiWhole()
-		if anthropic {
-			body = s.anthropicWhole()
-		}
-		_, _ = w.Write([]byte(body))
+		_, _ = w.Write([]byte(whole()))
 	}))
 }
 
@@ -303,12 +392,16 @@ func TestReasoningNeverAnswer(t *testing.T) {
 upstreams:
   - {name: compat, url: "UPSTREAM_URL/v1"}
   - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+  - {name: gemini, protocol: gemini, url: "UPSTREAM_URL/v1beta"}
+  - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
 routes:
   - {name: openai, model: "openai/*", upstream: compat}
   - {name: anthropic, model: "anthropic/*", upstream: claude}
+  - {name: gemini, model: "gemini/*", upstream: gemini}
+  - {name: responses, model: "responses/*", upstream: oai}
 `)
 	c := e.Client("k")
-	for _, upstream := range []string{"openai", "anthropic"} {
+	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses"} {
 		for api, read := range leakClients {
 			t.Run(upstream+"/"+api, func(t *testing.T) {
 				for n := range 24 {

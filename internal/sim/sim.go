@@ -33,6 +33,10 @@ type Options struct {
 	// carries RetryAfter in Retry-After when it is set).
 	Status     int
 	RetryAfter time.Duration
+	// Org names the organization whose key seals the Responses mode's
+	// encrypted reasoning: a simulator of another organization refuses it.
+	// Default "org-sim".
+	Org string
 }
 
 // Sim is the simulated provider. It implements http.Handler.
@@ -77,6 +81,7 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("POST /messages", s.messages)
 	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini)
 	s.mux.HandleFunc("POST /v1beta/openai/chat/completions", s.geminiCompat)
+	s.mux.HandleFunc("POST /v1/responses", s.responses)
 	if opts.Fast {
 		s.fast = map[fastKey][]byte{}
 		for _, sc := range []script{scriptText, scriptTool, scriptParallel} {

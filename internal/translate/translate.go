@@ -31,9 +31,10 @@ const (
 	OpenAI    Protocol = iota // chat completions, as the clients speak it
 	Anthropic                 // the Messages API (internal/translate/anthropic)
 	Gemini                    // Google's Gemini API (internal/translate/gemini)
+	Responses                 // OpenAI's Responses API (internal/translate/responses)
 )
 
-var protocolNames = []string{"openai", "anthropic", "gemini"}
+var protocolNames = []string{"openai", "anthropic", "gemini", "responses"}
 
 // String is the protocol's configured name (and gen_ai.provider.name).
 func (p Protocol) String() string { return protocolNames[p] }
@@ -67,6 +68,10 @@ type Options struct {
 	// a JSON string, the state the gateway restored for that turn (what
 	// Carried returned when the turn was answered).
 	CarriedMember string
+	// UpstreamStore asks an upstream that can keep its responses (the
+	// Responses API) to keep them; by default it keeps nothing and hands
+	// its reasoning back encrypted.
+	UpstreamStore bool
 }
 
 // Request is a translated request and what the translation changed

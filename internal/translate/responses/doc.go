@@ -1,4 +1,8 @@
-// Package responses is the inbound translator for OpenAI's Responses API
+// Package responses translates OpenAI's Responses API both ways: for an
+// upstream with protocol: responses, [UpstreamRequest], [UpstreamStream]
+// and [UpstreamWhole] (its [Translator]) turn the path's chat request into
+// a Responses request and the answer back — see upstream.go — and, as a
+// client API, it is the inbound translator for the Responses API
 // (POST /v1/responses): [Decode] reads a Responses request, [Request.Chat]
 // turns it into the chat completions request the gateway's one path
 // prepares and sends (repair, policy, budgets, reasoning, to an openai or

@@ -1,0 +1,250 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+)
+
+// openaiResponsesEnv runs the gateway in front of the simulator's
+// Responses mode: "think-*" routes reason (effort high: the summary asked
+// for, the reasoning encrypted since the upstream keeps nothing).
+func openaiResponsesEnv(t *testing.T) (*gatewaytest.Env, *sim.Sim) {
+	return gatewaytest.StartSim(t, sim.Options{}, `
+responses: {store: memory}
+upstreams: [{name: oai, protocol: responses, url: "UPSTREAM_URL/v1", api_key: "${UPSTREAM_KEY}"}]
+routes:
+  - {name: think, model: "think-*", upstream: oai, reasoning: {format: reasoning-effort, level: high}}
+  - {name: plain, model: "*", upstream: oai}
+`)
+}
+
+// sentResponses is the input the simulator last received, item by item.
+type sentItem struct {
+	Type             string `json:"type"`
+	ID               string `json:"id"`
+	CallID           string `json:"call_id"`
+	EncryptedContent string `json:"encrypted_content"`
+}
+
+func lastInput(t *testing.T, s *sim.Sim) []sentItem {
+	t.Helper()
+	var req struct {
+		Input []sentItem `json:"input"`
+		Store bool       `json:"store"`
+	}
+	if err := json.Unmarshal(s.LastRequest(), &req); err != nil {
+		t.Fatalf("%v: %s", err, s.LastRequest())
+	}
+	return req.Input
+}
+
+// Text, a streamed call and parallel calls reach openai-go as chat
+// completions: the reasoning summary as reasoning_content, the text, each
+// function call whole with its call_id as id, the finish reasons and the
+// usage (reasoning and cached tokens) as OpenAI's chat reports them; the
+// upstream is asked to keep nothing and to hand its reasoning back
+// encrypted.
+func TestResponsesUpstreamStreams(t *testing.T) {
+	e, s := openaiResponsesEnv(t)
+	text := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-text", Messages: gatewaytest.UserMsg("hi"),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+	if text.err != nil || !strings.HasPrefix(text.msg.Content, "Hello from the toolgate simulator") || text.finish != "stop" || text.usage != 32 {
+		t.Fatalf("text: err %v, content %q, finish %q, usage %d", text.err, text.msg.Content, text.finish, text.usage)
+	}
+	if got := deltaField(t, text.raw, "reasoning_content"); got != "Thinking about it, step 1." {
+		t.Errorf("reasoning %q", got)
+	}
+	var sent map[string]any
+	_ = json.Unmarshal(s.LastRequest(), &sent)
+	if sent["store"] != false || !strings.Contains(string(s.LastRequest()), `"include":["reasoning.encrypted_content"]`) ||
+		s.LastHeader().Get("Authorization") != "Bearer "+gatewaytest.UpstreamKey {
+		t.Errorf("sent %s with %v", s.LastRequest(), s.LastHeader())
+	}
+	par := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-parallel", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
+	if par.err != nil || par.finish != "tool_calls" || len(par.msg.ToolCalls) != 2 || par.msg.ToolCalls[1].Function.Arguments != `{"city":"Rome"}` ||
+		!strings.HasPrefix(par.msg.ToolCalls[0].ID, "call_sim_") {
+		t.Fatalf("parallel: err %v, finish %q, calls %+v", par.err, par.finish, par.msg.ToolCalls)
+	}
+	whole, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "think-incomplete", Messages: gatewaytest.UserMsg("hi")})
+	if err != nil || whole.Choices[0].FinishReason != "length" || whole.Usage.CompletionTokensDetails.ReasoningTokens != 7 || whole.Usage.PromptTokensDetails.CachedTokens != 5 {
+		t.Fatalf("incomplete, non-streamed: %v %+v", err, whole)
+	}
+}
+
+// A three-step tool loop on a reasoning model, the upstream keeping
+// nothing, whose client has no slot for reasoning: every follow-up
+// carries the earlier encrypted reasoning items right in front of the
+// calls they preceded, the calls with their item ids, and the
+// simulator's checks (the seal, the following item, the required
+// reasoning) accept each step.
+func TestResponsesUpstreamReasoningRestored(t *testing.T) {
+	e, s := openaiResponsesEnv(t)
+	history := gatewaytest.UserMsg("weather in Paris, then Rome?")
+	var last streamed
+	for step := 1; step <= 3; step++ {
+		last = accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool})
+		if last.err != nil {
+			t.Fatalf("step %d: %v (sent %s)", step, last.err, s.LastRequest())
+		}
+		if step == 3 {
+			break
+		}
+		history = append(history, last.msg.ToParam(), openai.ToolMessage("sunny", last.msg.ToolCalls[0].ID))
+	}
+	if last.finish != "stop" || !strings.HasPrefix(last.msg.Content, "Hello") {
+		t.Fatalf("step 3: finish %q, content %q", last.finish, last.msg.Content)
+	}
+	input := lastInput(t, s)
+	pairs := 0
+	for i, it := range input {
+		if it.Type == "reasoning" && it.EncryptedContent != "" && i+1 < len(input) && input[i+1].Type == "function_call" && input[i+1].ID != "" {
+			pairs++
+		}
+	}
+	if pairs != 2 {
+		t.Errorf("%d encrypted reasoning items in front of their calls: %s", pairs, s.LastRequest())
+	}
+	if n := e.Metric(t, "toolgate_reasoning_restores_total", map[string]string{"route": "think", "result": "restored"}); n != 3 {
+		t.Errorf("restores = %v, want 3", n)
+	}
+}
+
+// The failures: a stream cut before response.completed ends with an
+// error event; a 429 keeps its Retry-After; a broken transcript is
+// repaired and accepted by the simulator's pairing rules.
+func TestResponsesUpstreamErrors(t *testing.T) {
+	e, s := openaiResponsesEnv(t)
+	cut := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-cut", Messages: gatewaytest.UserMsg("hi")})
+	if cut.err == nil || !strings.Contains(cut.err.Error(), "upstream_stream_incomplete") {
+		t.Fatalf("cut: %v", cut.err)
+	}
+	resp, b := e.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"o-error-429","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("429: %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+	first := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
+	if first.err != nil || len(first.msg.ToolCalls) != 1 {
+		t.Fatalf("first: %v", first.err)
+	}
+	history := append(gatewaytest.UserMsg("weather?"), openai.ToolMessage("stale", "call_gone"), first.msg.ToParam(), openai.UserMessage("still there?"))
+	if _, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool}); err != nil {
+		t.Fatalf("broken transcript: %v (sent %s)", err, s.LastRequest())
+	}
+	if sent := string(s.LastRequest()); strings.Contains(sent, "call_gone") || !strings.Contains(sent, "never completed") {
+		t.Errorf("sent %s", sent)
+	}
+}
+
+// Encrypted reasoning is valid only for the organization that made it.
+// Two deployments of two organizations: a conversation stays on the one
+// that reasoned (sticky); once that one fails and cools down, the next
+// request goes to the other without the reasoning items (a miss, counted)
+// instead of sending them to be refused with invalid_encrypted_content.
+func TestResponsesUpstreamDeployments(t *testing.T) {
+	type deployment struct {
+		sim  *sim.Sim
+		down atomic.Bool
+		url  string
+	}
+	var ds [2]*deployment
+	for i, org := range []string{"org-a", "org-b"} {
+		d := &deployment{sim: sim.New(sim.Options{Org: org})}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if d.down.Load() {
+				http.Error(w, `{"error":{"message":"overloaded","type":"server_error"}}`, http.StatusServiceUnavailable)
+				return
+			}
+			d.sim.ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		d.url, ds[i] = srv.URL, d
+	}
+	e := gatewaytest.Start(t, ds[0].url, `
+upstreams:
+  - {name: a, protocol: responses, url: "UPSTREAM_URL/v1"}
+  - {name: b, protocol: responses, url: "`+ds[1].url+`/v1"}
+routes:
+  - {name: think, model: "*", upstreams: [{name: a}, {name: b}], reasoning: {format: reasoning-effort, level: high}}
+`)
+	session := option.WithHeader("X-Session-Id", "conversation-1")
+	history := gatewaytest.UserMsg("weather in Paris, then Rome?")
+	first := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool}, session)
+	if first.err != nil {
+		t.Fatal(first.err)
+	}
+	history = append(history, first.msg.ToParam(), openai.ToolMessage("sunny", first.msg.ToolCalls[0].ID))
+	home, other := ds[0], ds[1]
+	if other.sim.Requests() == 1 {
+		home, other = other, home
+	}
+	second := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool}, session)
+	if second.err != nil || home.sim.Requests() != 2 || other.sim.Requests() != 0 {
+		t.Fatalf("second: %v; home %d requests, other %d: the conversation moved", second.err, home.sim.Requests(), other.sim.Requests())
+	}
+	history = append(history, second.msg.ToParam(), openai.ToolMessage("cloudy", second.msg.ToolCalls[0].ID))
+	home.down.Store(true)
+	third := accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool}, session)
+	if third.err != nil || other.sim.Requests() != 1 {
+		t.Fatalf("after the move: %v, %d requests to the other (it got %s)", third.err, other.sim.Requests(), other.sim.LastRequest())
+	}
+	for _, it := range lastInput(t, other.sim) {
+		if it.Type == "reasoning" || it.ID != "" {
+			t.Errorf("the other deployment was sent %+v: another organization's reasoning", it)
+		}
+	}
+	if n := e.Metric(t, "toolgate_reasoning_restores_total", map[string]string{"route": "think", "result": "miss"}); n != 2 {
+		t.Errorf("misses = %v, want 2 (the two turns whose reasoning stayed with the first deployment)", n)
+	}
+}
+
+// openai-go's Responses client through a Responses route: the tool loop
+// with previous_response_id, and with the client passing the items
+// itself; the reasoning goes back encrypted in front of its call both
+// ways.
+func TestResponsesClientOnResponsesUpstream(t *testing.T) {
+	e, s := openaiResponsesEnv(t)
+	r := streamResponse(t, e, responses.ResponseNewParams{Model: "think-tool", Input: input("weather?"), Tools: weatherFunction})
+	if r.err != nil || r.terminal != "response.completed" {
+		t.Fatalf("first: %v %q", r.err, r.terminal)
+	}
+	var call responses.ResponseOutputItemUnion
+	for _, it := range r.final.Output {
+		if it.Type == "function_call" {
+			call = it
+		}
+	}
+	output := responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+		CallID: openai.String(call.CallID), Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String("sunny")}}}
+	chained, err := e.Client("k").Responses.New(context.Background(), responses.ResponseNewParams{Model: "think-tool", PreviousResponseID: openai.String(r.final.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{output}}, Tools: weatherFunction})
+	if err != nil || !strings.HasPrefix(chained.OutputText(), "Hello") {
+		t.Fatalf("previous_response_id: %v (sent %s)", err, s.LastRequest())
+	}
+	if in := lastInput(t, s); len(in) < 3 || in[1].Type != "reasoning" || in[1].EncryptedContent == "" || in[2].ID == "" {
+		t.Errorf("sent %s", s.LastRequest())
+	}
+	items := responses.ResponseInputParam{
+		{OfMessage: &responses.EasyInputMessageParam{Role: responses.EasyInputMessageRoleUser, Content: responses.EasyInputMessageContentUnionParam{OfString: openai.String("weather?")}}},
+		{OfFunctionCall: &responses.ResponseFunctionToolCallParam{CallID: call.CallID, Name: call.Name, Arguments: call.Arguments.OfString}},
+		output,
+	}
+	manual, err := e.Client("k").Responses.New(context.Background(), responses.ResponseNewParams{Model: "think-tool", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: items}, Tools: weatherFunction})
+	if err != nil || !strings.HasPrefix(manual.OutputText(), "Hello") {
+		t.Fatalf("items passed by the client: %v (sent %s)", err, s.LastRequest())
+	}
+	if in := lastInput(t, s); len(in) < 3 || in[1].Type != "reasoning" {
+		t.Errorf("sent %s", s.LastRequest())
+	}
+}

@@ -1,0 +1,428 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// The outbound direction: an upstream that speaks the Responses API
+// (protocol: responses). Request turns the path's prepared chat request
+// into a Responses request, UpstreamStream and UpstreamWhole turn its
+// answer back into chat completions, and what the upstream needs back on
+// the next turn — its reasoning items, encrypted when it keeps nothing —
+// is Carried.
+
+// Translator is the Responses API's translate.Outbound, for an upstream.
+var Translator translate.Outbound = outbound{}
+
+type outbound struct{}
+
+func (outbound) Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
+	return UpstreamRequest(req, o)
+}
+func (outbound) Stream() translate.Events { return NewUpstreamStream() }
+func (outbound) Whole(b []byte, upstream string) (translate.Answer, error) {
+	return UpstreamWhole(b, upstream)
+}
+
+// Carried is what a turn leaves for the next: its output items in order,
+// the reasoning items whole (their encrypted_content included) and each
+// function call as its item id and call_id.
+type Carried struct {
+	Items []carriedItem `json:"items"`
+}
+
+type carriedItem struct {
+	Type      string          `json:"type"`
+	Reasoning json.RawMessage `json:"reasoning,omitempty"` // a reasoning item as the upstream sent it
+	ID        string          `json:"id,omitempty"`        // a function call's item id
+	CallID    string          `json:"call_id,omitempty"`
+}
+
+// UpstreamRequest translates a prepared chat request into a Responses
+// request. With o.UpstreamStore false (the default) the upstream keeps
+// nothing (store: false) and is asked for its reasoning encrypted, to be
+// sent back; the reasoning items remembered for a turn (o.CarriedMember)
+// go back in front of the function calls they preceded, which then carry
+// their item ids — never a reasoning item without its following item.
+func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
+	r := translate.Request{Path: "/responses"}
+	if err := upstreamUnsupported(req); err != nil {
+		return r, err
+	}
+	b := map[string]any{"model": o.Model, "store": o.UpstreamStore}
+	if !o.UpstreamStore {
+		b["include"] = []string{"reasoning.encrypted_content"}
+	}
+	input, err := inputItems(req.Messages, o.CarriedMember)
+	if err != nil {
+		return r, err
+	}
+	b["input"] = input
+	if req.Stream {
+		b["stream"] = true
+	}
+	if err := upstreamTools(req, b); err != nil {
+		return r, err
+	}
+	for chat, resp := range map[string]string{"parallel_tool_calls": "parallel_tool_calls", "temperature": "temperature", "top_p": "top_p",
+		"metadata": "metadata", "user": "user", "safety_identifier": "safety_identifier"} {
+		if v := member(req, chat); v != nil {
+			b[resp] = v
+		}
+	}
+	if n, ok := intMember(req, "max_completion_tokens", "max_tokens"); ok {
+		b["max_output_tokens"] = n
+	}
+	if err := upstreamReasoning(req, b); err != nil {
+		return r, err
+	}
+	if err := upstreamFormat(req, b); err != nil {
+		return r, err
+	}
+	r.Body, err = json.Marshal(b)
+	return r, err
+}
+
+// upstreamUnsupported refuses what the Responses API cannot do here.
+func upstreamUnsupported(req *wire.ChatRequest) error {
+	if n, ok := intMember(req, "n"); ok && n != 1 {
+		return &wire.ParamError{Param: "n", Msg: "a responses upstream answers one choice; send n: 1 or leave it out", Unsupported: true}
+	}
+	for _, k := range []string{"logprobs", "audio"} {
+		if v := member(req, k); v != nil && string(v) != "false" {
+			return &wire.ParamError{Param: k, Msg: "cannot be sent to a responses upstream here", Unsupported: true}
+		}
+	}
+	return nil
+}
+
+// member returns a member's raw value, nil when absent or null.
+func member(req *wire.ChatRequest, key string) json.RawMessage {
+	if v, ok := req.Get(key); ok && string(v) != "null" {
+		return v
+	}
+	return nil
+}
+
+// intMember returns the first of keys that holds an integer.
+func intMember(req *wire.ChatRequest, keys ...string) (int, bool) {
+	for _, k := range keys {
+		if v := member(req, k); v != nil {
+			if n, err := strconv.Atoi(string(v)); err == nil {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// inputItems turns the messages into input items: messages (system and
+// developer keep their role and place), function_call items for an
+// assistant's calls (with the reasoning items restored for the turn),
+// function_call_output items for tool replies.
+func inputItems(msgs []wire.Message, carriedMember string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for i, m := range msgs {
+		switch m.Role {
+		case "system", "developer", "user":
+			item, err := upstreamMessage(m, i)
+			if err != nil {
+				return nil, err
+			}
+			if item != nil {
+				out = append(out, item)
+			}
+		case "assistant":
+			items, err := assistantItems(m, i, carriedMember)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, items...)
+		case "tool":
+			b, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": m.ToolCallID, "output": replyText(m.Content)})
+			out = append(out, b)
+		default:
+			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Responses API", wire.Clip(m.Role)), Unsupported: true}
+		}
+	}
+	return out, nil
+}
+
+// chatPart is one content part of a chat message.
+type chatPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"`
+}
+
+// upstreamMessage turns a system, developer or user message into a message
+// item (nil for an empty one): its text as input_text parts, images as
+// input_image.
+func upstreamMessage(m wire.Message, i int) (json.RawMessage, error) {
+	var parts []map[string]any
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		if s != "" {
+			parts = append(parts, map[string]any{"type": "input_text", "text": s})
+		}
+	} else if len(m.Content) > 0 && string(m.Content) != "null" {
+		var cps []chatPart
+		if json.Unmarshal(m.Content, &cps) != nil {
+			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+		}
+		for k, p := range cps {
+			switch p.Type {
+			case "text":
+				parts = append(parts, map[string]any{"type": "input_text", "text": p.Text})
+			case "image_url":
+				var u struct {
+					URL    string `json:"url"`
+					Detail string `json:"detail"`
+				}
+				if json.Unmarshal(p.ImageURL, &u) != nil {
+					_ = json.Unmarshal(p.ImageURL, &u.URL)
+				}
+				img := map[string]any{"type": "input_image", "image_url": u.URL, "detail": "auto"}
+				if u.Detail != "" {
+					img["detail"] = u.Detail
+				}
+				parts = append(parts, img)
+			default:
+				return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to a responses upstream here", wire.Clip(p.Type)), Unsupported: true}
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(map[string]any{"type": "message", "role": m.Role, "content": parts})
+}
+
+// replyText is a tool reply's text: a string, or its text parts joined.
+func replyText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var cps []chatPart
+	_ = json.Unmarshal(c, &cps)
+	var b strings.Builder
+	for _, p := range cps {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// assistantItems are an assistant turn's items: its text as an assistant
+// message, then its calls as function_call items; the reasoning items
+// remembered for the turn go back in front of the calls they preceded,
+// which then carry their item ids.
+func assistantItems(m wire.Message, i int, carriedMember string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	var text string
+	if json.Unmarshal(m.Content, &text) != nil && len(m.Content) > 0 && string(m.Content) != "null" {
+		text = replyText(m.Content)
+	}
+	if text != "" {
+		b, _ := json.Marshal(map[string]any{"type": "message", "role": "assistant", "content": []map[string]string{{"type": "output_text", "text": text}}})
+		out = append(out, b)
+	}
+	calls := map[string]wire.ToolCall{}
+	for _, c := range m.ToolCalls {
+		calls[c.ID] = c
+	}
+	sent := map[string]bool{}
+	for _, it := range restoredItems(m, carriedMember, calls) {
+		if it.Type == "reasoning" {
+			out = append(out, it.Reasoning)
+			continue
+		}
+		b, err := functionCallItem(calls[it.CallID], it.ID, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+		sent[it.CallID] = true
+	}
+	for _, c := range m.ToolCalls {
+		if sent[c.ID] {
+			continue
+		}
+		b, err := functionCallItem(c, "", i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// restoredItems are the turn's remembered items that can go back: each
+// reasoning item followed by the function calls it preceded, those the
+// turn still holds. A reasoning item none of whose calls is there is left
+// out, and so are calls that came before any reasoning.
+func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall) []carriedItem {
+	if m.Raw == nil || member == "" {
+		return nil
+	}
+	o, err := wire.ParseObject(m.Raw)
+	if err != nil {
+		return nil
+	}
+	v, ok := o.Get(member)
+	if !ok {
+		return nil
+	}
+	var stored string
+	var c Carried
+	if json.Unmarshal(v, &stored) != nil || json.Unmarshal([]byte(stored), &c) != nil {
+		return nil
+	}
+	var out []carriedItem
+	var pending *carriedItem
+	for _, it := range c.Items {
+		switch {
+		case it.Type == "reasoning":
+			it := it
+			pending = &it
+		case it.Type == "function_call" && pending != nil:
+			if _, ok := calls[it.CallID]; !ok {
+				pending = nil // its following item is gone: neither goes back
+				continue
+			}
+			if pending.Reasoning != nil {
+				out = append(out, *pending)
+				pending.Reasoning = nil // sent once, before its first call
+			}
+			out = append(out, it)
+		default:
+			pending = nil
+		}
+	}
+	return out
+}
+
+// functionCallItem is a function_call item for a chat call (with its item id when
+// its reasoning goes back with it).
+func functionCallItem(c wire.ToolCall, id string, i int) (json.RawMessage, error) {
+	args := c.Function.ArgumentsText()
+	if args == "" {
+		args = "{}"
+	}
+	item := map[string]any{"type": "function_call", "call_id": c.ID, "name": c.Function.Name, "arguments": args}
+	if id != "" {
+		item["id"] = id
+	}
+	if c.ID == "" {
+		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls", i), Msg: "a call without an id cannot be sent to a responses upstream"}
+	}
+	return json.Marshal(item)
+}
+
+// upstreamTools translates function tools (strict kept) and tool_choice.
+func upstreamTools(req *wire.ChatRequest, b map[string]any) error {
+	var tools []map[string]any
+	for _, t := range req.Tools {
+		var f struct {
+			Function struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+				Strict      *bool           `json:"strict"`
+			} `json:"function"`
+		}
+		_ = json.Unmarshal(t.Raw, &f)
+		tool := map[string]any{"type": "function", "name": t.Name}
+		if f.Function.Description != "" {
+			tool["description"] = f.Function.Description
+		}
+		if len(f.Function.Parameters) > 0 && string(f.Function.Parameters) != "null" {
+			tool["parameters"] = f.Function.Parameters
+		} else {
+			tool["parameters"] = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		tool["strict"] = f.Function.Strict != nil && *f.Function.Strict
+		tools = append(tools, tool)
+	}
+	if len(tools) > 0 {
+		b["tools"] = tools
+	}
+	raw := member(req, "tool_choice")
+	if raw == nil {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		b["tool_choice"] = s
+		return nil
+	}
+	var f struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(raw, &f) != nil || f.Function.Name == "" {
+		return &wire.ParamError{Param: "tool_choice", Msg: "must be auto, none, required or a function"}
+	}
+	b["tool_choice"] = map[string]string{"type": "function", "name": f.Function.Name}
+	return nil
+}
+
+// upstreamReasoning maps reasoning_effort (the client's, or the route's
+// level) onto reasoning.effort, with its summary asked for: it reaches the
+// client as reasoning.
+func upstreamReasoning(req *wire.ChatRequest, b map[string]any) error {
+	raw := member(req, "reasoning_effort")
+	if raw == nil {
+		return nil
+	}
+	var effort string
+	if json.Unmarshal(raw, &effort) != nil {
+		return &wire.ParamError{Param: "reasoning_effort", Msg: "must be a string"}
+	}
+	r := map[string]any{"effort": effort}
+	if effort != "none" {
+		r["summary"] = "auto"
+	}
+	b["reasoning"] = r
+	return nil
+}
+
+// upstreamFormat maps response_format onto text.format.
+func upstreamFormat(req *wire.ChatRequest, b map[string]any) error {
+	raw := member(req, "response_format")
+	if raw == nil {
+		return nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(raw, &rf) != nil {
+		return &wire.ParamError{Param: "response_format", Msg: "must be an object with a type"}
+	}
+	switch rf.Type {
+	case "text", "":
+	case "json_object":
+		b["text"] = map[string]any{"format": map[string]string{"type": "json_object"}}
+	case "json_schema":
+		f := map[string]any{"type": "json_schema", "name": rf.JSONSchema.Name, "schema": rf.JSONSchema.Schema}
+		if rf.JSONSchema.Strict != nil {
+			f["strict"] = *rf.JSONSchema.Strict
+		}
+		b["text"] = map[string]any{"format": f}
+	default:
+		return &wire.ParamError{Param: "response_format.type", Msg: fmt.Sprintf("%q has no counterpart for a responses upstream", wire.Clip(rf.Type)), Unsupported: true}
+	}
+	return nil
+}

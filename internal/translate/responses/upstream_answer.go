@@ -1,0 +1,288 @@
+package responses
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// upstreamEvent is the part of a Responses stream event the translator
+// reads.
+type upstreamEvent struct {
+	Type     string          `json:"type"`
+	Delta    string          `json:"delta"`
+	Item     json.RawMessage `json:"item"`
+	Response *upstreamObject `json:"response"`
+	Message  string          `json:"message"`
+	Code     string          `json:"code"`
+}
+
+// upstreamObject is the part of a response object the translator reads.
+type upstreamObject struct {
+	ID                string            `json:"id"`
+	Model             string            `json:"model"`
+	Status            string            `json:"status"`
+	Output            []json.RawMessage `json:"output"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Error *struct {
+		Message string `json:"message"`
+		Code    string `json:"code"`
+	} `json:"error"`
+	Usage *struct {
+		InputTokens        int64 `json:"input_tokens"`
+		OutputTokens       int64 `json:"output_tokens"`
+		InputTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokensDetails struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
+}
+
+// outputItem is the part of an output item the translator reads.
+type outputItem struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Summary   []struct {
+		Text string `json:"text"`
+	} `json:"summary"`
+	Content []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
+	} `json:"content"`
+}
+
+// chatUsageOf is a response's usage as chat completions report it.
+func (o *upstreamObject) chatUsage() json.RawMessage {
+	if o == nil || o.Usage == nil {
+		return nil
+	}
+	u := o.Usage
+	b, _ := json.Marshal(map[string]any{
+		"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens,
+		"prompt_tokens_details":     map[string]int64{"cached_tokens": u.InputTokensDetails.CachedTokens},
+		"completion_tokens_details": map[string]int64{"reasoning_tokens": u.OutputTokensDetails.ReasoningTokens},
+	})
+	return b
+}
+
+// finish maps how a response ended onto a chat finish reason; failed is
+// true for a response that failed.
+func (o *upstreamObject) finish(calls bool) (reason string, failed bool) {
+	switch {
+	case o.Status == "failed", o.Status == "cancelled", o.Status != "completed" && o.Status != "incomplete" && o.Error != nil:
+		return "", true
+	case o.Status == "incomplete":
+		if o.IncompleteDetails != nil && o.IncompleteDetails.Reason == "content_filter" {
+			return "content_filter", false
+		}
+		return "length", false
+	}
+	if calls {
+		return "tool_calls", false
+	}
+	return "stop", false
+}
+
+// failure is the message of a failed response.
+func (o *upstreamObject) failure() string {
+	if o != nil && o.Error != nil && o.Error.Message != "" {
+		return o.Error.Message
+	}
+	return "the response failed"
+}
+
+// UpstreamStream translates one streamed Responses answer into
+// chat.completion.chunk payloads: text deltas, reasoning summary deltas
+// (as reasoning), each function call whole once its item is done, the
+// finish and the usage at response.completed or response.incomplete (the
+// end marker); response.failed and error events end the stream with the
+// error. It is created per response and is not safe for concurrent use.
+type UpstreamStream struct {
+	id, model string
+	created   int64
+	calls     int
+	carried   Carried
+	ended     bool
+}
+
+// NewUpstreamStream returns an UpstreamStream.
+func NewUpstreamStream() *UpstreamStream { return &UpstreamStream{} }
+
+// Event returns the chunks one event becomes.
+func (s *UpstreamStream) Event(data []byte) ([][]byte, bool, error) {
+	var ev upstreamEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, false, &wire.ProtocolError{Index: -1, Msg: "a responses stream event is not a JSON object: " + wire.Clip(err.Error())}
+	}
+	switch ev.Type {
+	case "response.created":
+		if ev.Response != nil {
+			s.id, s.model = ev.Response.ID, ev.Response.Model
+		}
+		s.created = time.Now().Unix()
+		return [][]byte{s.chunk(`{"role":"assistant","content":""}`, "null")}, false, nil
+	case "response.output_text.delta":
+		return [][]byte{s.chunk(`{"content":`+quote(ev.Delta)+`}`, "null")}, false, nil
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		return [][]byte{s.chunk(`{"reasoning_content":`+quote(ev.Delta)+`}`, "null")}, false, nil
+	case "response.output_item.done":
+		return s.itemDone(ev.Item), false, nil
+	case "response.completed", "response.incomplete", "response.failed":
+		return s.end(ev.Response), ev.Type != "response.failed", nil
+	case "error":
+		return [][]byte{errorChunk(ev.Message, ev.Code)}, false, nil
+	}
+	return nil, false, nil
+}
+
+// itemDone keeps a finished item for Carried and sends a function call
+// whole.
+func (s *UpstreamStream) itemDone(raw json.RawMessage) [][]byte {
+	var it outputItem
+	if json.Unmarshal(raw, &it) != nil {
+		return nil
+	}
+	switch it.Type {
+	case "reasoning":
+		s.carried.Items = append(s.carried.Items, carriedItem{Type: "reasoning", Reasoning: append(json.RawMessage(nil), raw...)})
+	case "function_call":
+		s.carried.Items = append(s.carried.Items, carriedItem{Type: "function_call", ID: it.ID, CallID: it.CallID})
+		k := s.calls
+		s.calls++
+		args := it.Arguments
+		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+quote(it.CallID)+`,"type":"function","function":{"name":`+
+			quote(it.Name)+`,"arguments":`+quote(args)+`}}]}`, "null")}
+	default:
+		s.carried.Items = append(s.carried.Items, carriedItem{Type: it.Type, ID: it.ID})
+	}
+	return nil
+}
+
+// end sends the finish and the usage, or the error of a failed response.
+func (s *UpstreamStream) end(o *upstreamObject) [][]byte {
+	if o == nil {
+		o = &upstreamObject{Status: "completed"}
+	}
+	reason, failed := o.finish(s.calls > 0)
+	if failed {
+		return [][]byte{errorChunk(o.failure(), "response_failed")}
+	}
+	s.ended = true
+	out := [][]byte{s.chunk(`{}`, strconv.Quote(reason))}
+	if u := o.chatUsage(); u != nil {
+		out = append(out, []byte(`{"id":`+quote(s.id)+`,"object":"chat.completion.chunk","created":`+strconv.FormatInt(s.created, 10)+
+			`,"model":`+quote(s.model)+`,"choices":[],"usage":`+string(u)+`}`))
+	}
+	return out
+}
+
+// Ended reports whether response.completed or response.incomplete was
+// seen.
+func (s *UpstreamStream) Ended() bool { return s.ended }
+
+// Carried returns the answer's items for the next turn when it made calls
+// after reasoning (a JSON Carried), or nil.
+func (s *UpstreamStream) Carried() []byte { return s.carried.encode() }
+
+// Kinds names no normalization: the Responses API's calls come whole.
+func (s *UpstreamStream) Kinds() []string { return nil }
+
+func (c Carried) encode() []byte {
+	reasoning := false
+	for _, it := range c.Items {
+		if it.Type == "reasoning" {
+			reasoning = true
+		}
+		if it.Type == "function_call" && reasoning {
+			b, _ := json.Marshal(c)
+			return b
+		}
+	}
+	return nil
+}
+
+// chunk is one chat.completion.chunk of the response.
+func (s *UpstreamStream) chunk(delta, finish string) []byte {
+	return []byte(`{"id":` + quote(s.id) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(s.created, 10) +
+		`,"model":` + quote(s.model) + `,"choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`)
+}
+
+// errorChunk is a chunk holding an error object, which ends the stream.
+func errorChunk(message, code string) []byte {
+	if message == "" {
+		message = "an unspecified error"
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": message, "type": "upstream_error", "code": code}})
+	return b
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// UpstreamWhole translates a whole Responses answer (a response object)
+// into a chat.completion, its items for the next turn as Carried. A
+// failed response, an error body or a body that is no response is a
+// *wire.IncompleteError for upstream.
+func UpstreamWhole(b []byte, upstream string) (translate.Answer, error) {
+	var o upstreamObject
+	if err := json.Unmarshal(b, &o); err != nil || (o.Status == "" && o.Error == nil) {
+		return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: "the response is not a Responses API response object"}
+	}
+	s := UpstreamStream{id: o.ID, model: o.Model}
+	var text, reasoning strings.Builder
+	var calls []map[string]any
+	for _, raw := range o.Output {
+		var it outputItem
+		if json.Unmarshal(raw, &it) != nil {
+			continue
+		}
+		s.itemDone(raw)
+		switch it.Type {
+		case "message":
+			for _, c := range it.Content {
+				text.WriteString(c.Text + c.Refusal)
+			}
+		case "reasoning":
+			for _, sum := range it.Summary {
+				reasoning.WriteString(sum.Text)
+			}
+		case "function_call":
+			calls = append(calls, map[string]any{"id": it.CallID, "type": "function", "function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
+		}
+	}
+	reason, failed := o.finish(len(calls) > 0)
+	if failed {
+		return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: wire.Clip(o.failure())}
+	}
+	msg := map[string]any{"role": "assistant", "content": nil}
+	if text.Len() > 0 {
+		msg["content"] = text.String()
+	}
+	if reasoning.Len() > 0 {
+		msg["reasoning_content"] = reasoning.String()
+	}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	chat := map[string]any{"id": o.ID, "object": "chat.completion", "created": time.Now().Unix(), "model": o.Model,
+		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": reason}}}
+	if u := o.chatUsage(); u != nil {
+		chat["usage"] = u
+	}
+	out, _ := json.Marshal(chat)
+	return translate.Answer{Chat: out, Carried: s.Carried()}, nil
+}
