@@ -80,7 +80,7 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 		err = g.whole(x, t)
 	}
 	idle.stop()
-	resp.Body.Close()
+	upstream.Finish(idle.ReadCloser, finishWait) // the body under the idle watch
 	switch {
 	case err != nil:
 		t.record.Outcome = classify(err).attempt
@@ -91,6 +91,11 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	}
 	return err
 }
+
+// finishWait bounds the wait for the rest of an upstream body once its
+// answer has been relayed: the end of its chunked encoding, which lets its
+// connection be used again.
+const finishWait = 50 * time.Millisecond
 
 // noteAttempt appends an upstream attempt to the record, preceded by a
 // "reconnected" one when its request was resent on a fresh connection,

@@ -380,6 +380,22 @@ func (c *Client) capture(r io.ReadCloser, cancel context.CancelFunc) []byte {
 	return b
 }
 
+// Finish closes a body the caller is done with, once it has read what is
+// left of it — after an answer's end marker, usually nothing but the end
+// of the chunked encoding — so that its connection goes back to the pool
+// instead of being closed: an upstream connection (a TLS handshake, with
+// a real provider) saved per streamed answer. It reads at most 64 KB and
+// waits at most wait; an upstream that holds the body open after its end
+// marker has its connection closed then.
+func Finish(body io.ReadCloser, wait time.Duration) {
+	if cb, ok := body.(*callBody); ok {
+		t := time.AfterFunc(wait, cb.cancel)
+		_, _ = io.Copy(io.Discard, io.LimitReader(cb.ReadCloser, 64<<10))
+		t.Stop()
+	}
+	body.Close()
+}
+
 // callBody releases the call's context when the caller closes it.
 type callBody struct {
 	io.ReadCloser

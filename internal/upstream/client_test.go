@@ -263,3 +263,46 @@ func TestBodySentThenReleased(t *testing.T) {
 		t.Errorf("the request's body is %T, still holding its bytes: %v", resp.Request.Body, ok && ob.b != nil)
 	}
 }
+
+// eofBody records whether it was read to its end before it was closed:
+// net/http reuses a response's connection only then.
+type eofBody struct {
+	rest           io.Reader
+	eof, closedEOF bool
+	block          chan struct{} // non-nil: a read waits for it (a body held open)
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	if b.block != nil {
+		<-b.block
+		return 0, context.Canceled
+	}
+	n, err := b.rest.Read(p)
+	b.eof = b.eof || err == io.EOF
+	return n, err
+}
+
+func (b *eofBody) Close() error { b.closedEOF = b.eof; return nil }
+
+// Finish reads what is left of a body once its answer was relayed — the
+// end of the chunked encoding, which an upstream sends after its last
+// event — before closing it, so that its connection is used again; a body
+// held open past the wait is abandoned when the wait is over (the call's
+// context cancelled).
+func TestFinish(t *testing.T) {
+	b := &eofBody{rest: strings.NewReader("\r\n0\r\n\r\n")}
+	Finish(&callBody{ReadCloser: b, cancel: func() {}}, time.Minute)
+	if !b.closedEOF {
+		t.Error("the body was closed before its end")
+	}
+	held := &eofBody{block: make(chan struct{})}
+	var cancelled atomic.Bool
+	Finish(&callBody{ReadCloser: held, cancel: func() {
+		if cancelled.CompareAndSwap(false, true) {
+			close(held.block)
+		}
+	}}, 10*time.Millisecond)
+	if !cancelled.Load() {
+		t.Error("a held body was not abandoned")
+	}
+}
