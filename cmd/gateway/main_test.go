@@ -165,7 +165,8 @@ func TestDemo(t *testing.T) {
 	if err := run(context.Background(), []string{"demo"}, func(string) string { return "" }, &out, io.Discard); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"a streamed tool call", "name=get_weather", "X-Toolgate-Repair: sealed=1; dropped=0; moved=1", "call id=call_b", "reasoning_restored=1", "outcome=incomplete", "demo finished"} {
+	for _, want := range []string{"a streamed tool call", "name=get_weather", "X-Toolgate-Repair: sealed=1; dropped=0; moved=1", "call id=call_b", "reasoning_restored=1", "outcome=incomplete", "demo finished",
+		"message (stop_reason end_turn)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -37,9 +37,14 @@ type exchange struct {
 	// outputLimit is a forwarded body's max_tokens (0: none), for its
 	// reservation.
 	outputLimit int64
-	// resp is the Responses API call this exchange serves, nil for chat
-	// completions (the client's API: only the edges read it).
+	// resp is the Responses API call this exchange serves, msg the
+	// Messages API one; both nil for chat completions (the client's API:
+	// only the edges read them).
 	resp *responsesCall
+	msg  *messagesCall
+	// keepOwn: the chat body is the inbound translator's, which set the
+	// gateway's own members (it is decoded keeping them).
+	keepOwn bool
 	// released: a stream committed and let go of req; nothing may be
 	// tried again.
 	released bool
@@ -102,7 +107,11 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 			return nil, err
 		}
 	}
-	if x.req, err = wire.DecodeRequest(body); err != nil {
+	decode := wire.DecodeRequest
+	if x.keepOwn {
+		decode = wire.DecodeTranslated
+	}
+	if x.req, err = decode(body); err != nil {
 		return nil, err
 	}
 	if err := x.req.CheckNumbers(); err != nil {

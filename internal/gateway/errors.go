@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
+	"github.com/toolgate/toolgate/internal/translate/messages"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -186,8 +187,25 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if f.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(f.retryAfter)))
 	}
+	if isMessages(r) && messages.ErrorType(f.status, f.body) == "overloaded_error" {
+		f.status = 529 // Anthropic's overloaded status: its SDKs raise OverloadedError
+	}
 	end(rec, ending{status: f.status, outcome: f.outcome, kind: f.kind, err: err})
+	if isMessages(r) {
+		writeMessagesError(w, f.status, f.body)
+		return
+	}
 	writeErrorBody(w, f.status, f.body)
+}
+
+// writeMessagesError writes an error in the Messages API's shape, so that
+// Anthropic's SDKs raise their typed errors.
+func writeMessagesError(w http.ResponseWriter, status int, body wire.ErrorBody) {
+	b := messages.ErrorBody(status, body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
 }
 
 // internalError is the answer to a failure of the gateway's own.

@@ -231,6 +231,8 @@ func (g *Gateway) routes() http.Handler {
 	r.Use(observe.RequestID, g.checkPath)
 	r.Post("/v1/chat/completions", g.instrument(g.chat))
 	r.Post("/v1/responses", g.instrument(g.createResponse))
+	r.Post("/v1/messages", g.instrument(g.createMessage))
+	r.Post("/v1/messages/count_tokens", g.instrument(g.countTokens))
 	r.Get("/v1/responses/{id}", g.instrument(g.storedResponse))
 	r.Delete("/v1/responses/{id}", g.instrument(g.storedResponse))
 	// The rest of /v1, forwarded as it is on the routes that allow it.
@@ -247,7 +249,7 @@ func (g *Gateway) routes() http.Handler {
 // method on one of them is a 405, not a request to forward.
 func ownMethods(path string) (string, bool) {
 	switch {
-	case path == "/v1/chat/completions" || path == "/v1/responses":
+	case path == "/v1/chat/completions" || path == "/v1/responses" || path == "/v1/messages" || path == "/v1/messages/count_tokens":
 		return "POST", true
 	case path == "/v1/models":
 		return "GET", true

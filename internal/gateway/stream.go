@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/translate/messages"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -58,9 +59,12 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 		s.tr = tr.Stream()
 	}
 	var enc *responses.Stream
-	if x.resp != nil {
+	switch {
+	case x.resp != nil:
 		enc = responses.NewStream(x.resp.meta, sse)
 		s.out = responsesOut{w: sse, s: enc}
+	case x.msg != nil:
+		s.out = messagesOut{w: sse, s: messages.NewStream(x.msg.meta, sse)}
 	}
 	sawDone, readErr, chunkErr := s.pump(ctx)
 	err := g.endStream(s, sawDone, readErr, chunkErr)

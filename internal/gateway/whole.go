@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/translate/messages"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -60,7 +61,8 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		return nil
 	}
 	g.remember(x, t, res)
-	if x.resp != nil {
+	switch {
+	case x.resp != nil:
 		object, output, err := responses.Whole(b, x.resp.meta)
 		if err != nil {
 			g.fail(x.w, x.r, x.rec, err)
@@ -68,6 +70,11 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		}
 		b = object
 		defer g.storeResponse(x, object, output)
+	case x.msg != nil:
+		if b, err = messages.Whole(b, x.msg.meta); err != nil {
+			g.fail(x.w, x.r, x.rec, err)
+			return nil
+		}
 	}
 	h := x.w.Header()
 	upstream.CopyResponseHeaders(h, t.resp.Header)

@@ -230,6 +230,28 @@ func (s *Sim) anthropicStream(w http.ResponseWriter, r *http.Request, id string,
 	}
 }
 
+// countTokens answers count_tokens: a token per four bytes of the
+// request's messages, system and tools (max_tokens must not be sent).
+func (s *Sim) countTokens(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		MaxTokens *int            `json:"max_tokens"`
+		Messages  json.RawMessage `json:"messages"`
+		System    json.RawMessage `json:"system"`
+		Tools     json.RawMessage `json:"tools"`
+	}
+	if _, err := s.receiveJSON(r, &req); err != nil || len(req.Messages) == 0 {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "messages: Field required")
+		return
+	}
+	if req.MaxTokens != nil {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens: Extra inputs are not permitted")
+		return
+	}
+	n := (len(req.Messages) + len(req.System) + len(req.Tools)) / 4
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"input_tokens":%d}`, n)
+}
+
 func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
 	w.Header().Set("Content-Type", "application/json")

@@ -79,6 +79,7 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("POST /v1/moderations", s.moderations)
 	s.mux.HandleFunc("GET /v1/files", s.files)
 	s.mux.HandleFunc("POST /messages", s.messages)
+	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini)
 	s.mux.HandleFunc("POST /v1beta/openai/chat/completions", s.geminiCompat)
 	s.mux.HandleFunc("POST /v1/responses", s.responses)

@@ -145,6 +145,10 @@ type Call struct {
 	Header http.Header
 	Stream bool
 	Path   string
+	// Extra are headers sent as they are, besides the allowed ones of
+	// Header (a Messages API client's anthropic-beta, to an Anthropic
+	// upstream).
+	Extra http.Header
 }
 
 // Send posts a call to the upstream's endpoint. On a 2xx
@@ -319,6 +323,9 @@ func (c *Client) request(ctx context.Context, call Call) *http.Request {
 	}
 	req.ContentLength = int64(len(call.Body))
 	copyRequestHeaders(req.Header, call.Header, c.target.ForwardHeaders)
+	for k, v := range call.Extra {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	if call.Stream {
 		req.Header.Set("Accept", "text/event-stream")

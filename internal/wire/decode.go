@@ -36,6 +36,25 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 	return r, nil
 }
 
+// DecodeTranslated is DecodeRequest for a body the gateway itself made from
+// a request of another client API (the Messages API's thinking blocks,
+// which its translator puts in the gateway's own member): the members
+// named with OwnPrefix are kept. A body a client sent is never decoded
+// with it.
+func DecodeTranslated(b []byte) (*ChatRequest, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "the translated request is not a JSON object"}
+	}
+	d := &decoder{b: b}
+	r := &ChatRequest{raw: b}
+	haveMessages, err := d.members(r, i)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.typed(haveMessages)
+}
+
 // OwnPrefix starts the name of every member the gateway adds to a message
 // for its own use (the Anthropic thinking blocks it restores). A client
 // never sends one: DecodeRequest strips every such member from the

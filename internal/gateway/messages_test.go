@@ -1,0 +1,233 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+)
+
+// messagesEnv runs the gateway in front of the simulator: "claude-*" and
+// "think-*" go to its Anthropic mode (strict: Anthropic's own rules),
+// "think-*" with thinking on; every other model to its chat completions
+// mode (sim-deepseek with reasoning, sim-q-* with quirks). Clients use the
+// official Anthropic SDK for Go.
+func messagesEnv(t *testing.T, yaml ...string) (*gatewaytest.Env, *sim.Sim, anthropic.Client) {
+	cfg := `
+upstreams:
+  - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1", api_key: "${UPSTREAM_KEY}"}
+  - {name: sim, url: "UPSTREAM_URL/v1"}
+routes:
+  - {name: think, model: "think-*", upstream: claude, reasoning: {format: thinking-budget, level: low}}
+  - {name: claude, model: "claude-*", upstream: claude, retries: 1, retry_backoff: 1ms}
+  - {name: other, model: "*", upstream: sim}
+`
+	if len(yaml) > 0 {
+		cfg = yaml[0]
+	}
+	e, s := gatewaytest.StartSim(t, sim.Options{}, cfg)
+	c := anthropic.NewClient(aoption.WithBaseURL("http://"+e.Addr+"/"), aoption.WithAPIKey("client-key"), aoption.WithMaxRetries(0))
+	return e, s, c
+}
+
+var messagesTools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "get_weather",
+	InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}}}}
+
+// streamMessage streams one request and accumulates it with the SDK's own
+// accumulator (which checks the event sequence).
+func streamMessage(t *testing.T, c anthropic.Client, params anthropic.MessageNewParams, opts ...aoption.RequestOption) (anthropic.Message, error) {
+	t.Helper()
+	stream := c.Messages.NewStreaming(context.Background(), params, opts...)
+	var msg anthropic.Message
+	for stream.Next() {
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			return msg, err
+		}
+	}
+	return msg, stream.Err()
+}
+
+func userText(s string) []anthropic.MessageParam {
+	return []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(s))}
+}
+
+// blocksOf lists a message's content block types.
+func blocksOf(m anthropic.Message) string {
+	var types []string
+	for _, b := range m.Content {
+		types = append(types, b.Type)
+	}
+	return strings.Join(types, " ")
+}
+
+// Through an Anthropic upstream: text, a streamed tool use, parallel tool
+// uses, streamed and whole, the SDK's accumulator taking every event;
+// stop reasons and usage as Anthropic's.
+func TestMessagesAnthropicUpstream(t *testing.T) {
+	_, s, c := messagesEnv(t)
+	text, err := streamMessage(t, c, anthropic.MessageNewParams{Model: "claude-text", MaxTokens: 1024, Messages: userText("hi")})
+	if err != nil || blocksOf(text) != "text" || !strings.HasPrefix(text.Content[0].Text, "Hello") || text.StopReason != "end_turn" ||
+		text.Usage.InputTokens != 20 || text.Usage.CacheReadInputTokens != 5 || text.Usage.OutputTokens != 12 {
+		t.Fatalf("text: %v %s %+v", err, blocksOf(text), text.Usage)
+	}
+	tool, err := streamMessage(t, c, anthropic.MessageNewParams{Model: "claude-tool", MaxTokens: 1024, Messages: userText("weather?"), Tools: messagesTools})
+	if err != nil || blocksOf(tool) != "tool_use" || tool.StopReason != "tool_use" || tool.Content[0].Name != "get_weather" || string(tool.Content[0].Input) != `{"city":"Paris"}` {
+		t.Fatalf("tool: %v %s %+v", err, blocksOf(tool), tool.Content)
+	}
+	par, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-parallel", MaxTokens: 1024, Messages: userText("weather?"), Tools: messagesTools})
+	if err != nil || blocksOf(*par) != "text tool_use tool_use" || par.Content[1].ID == par.Content[2].ID {
+		t.Fatalf("parallel, whole: %v %+v", err, par)
+	}
+	if !strings.Contains(string(s.LastRequest()), `"tools":[{"name":"get_weather"`) {
+		t.Errorf("sent %s", s.LastRequest())
+	}
+}
+
+// A thinking tool loop: the client keeps each turn as the SDK accumulated
+// it (its thinking blocks included) and sends it back; Anthropic's rules
+// (the strict simulator: signatures, the final turn's thinking) accept
+// each step, the signed blocks going back from the gateway's store.
+func TestMessagesThinkingLoop(t *testing.T) {
+	_, s, c := messagesEnv(t)
+	history := userText("weather in Paris, then Rome?")
+	var last anthropic.Message
+	for step := 1; step <= 3; step++ {
+		var err error
+		last, err = streamMessage(t, c, anthropic.MessageNewParams{Model: "think-toolloop", MaxTokens: 4096, Messages: history, Tools: messagesTools})
+		if err != nil {
+			t.Fatalf("step %d: %v (sent %s)", step, err, s.LastRequest())
+		}
+		if !strings.HasPrefix(blocksOf(last), "thinking ") {
+			t.Fatalf("step %d: blocks %s", step, blocksOf(last))
+		}
+		if step == 3 {
+			break
+		}
+		history = append(history, last.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(last.Content[1].ID, "sunny", false)))
+	}
+	if blocksOf(last) != "thinking text" || last.StopReason != "end_turn" {
+		t.Fatalf("step 3: %s %s", blocksOf(last), last.StopReason)
+	}
+	if n := strings.Count(string(s.LastRequest()), `"signature":"`); n != 2 {
+		t.Errorf("%d signed thinking blocks sent back: %s", n, s.LastRequest())
+	}
+}
+
+// Claude Code-shaped broken transcripts, each refused by Anthropic's rules
+// as sent, are repaired before they leave and accepted: an interrupted
+// tool use followed by new user text, a result for an unknown tool_use
+// id, one tool_use id twice, a tool_result after text.
+func TestMessagesBrokenTranscripts(t *testing.T) {
+	e, s, _ := messagesEnv(t)
+	use := `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]}`
+	for name, msgs := range map[string]string{
+		"interrupted tool use": `{"role":"user","content":"weather?"},` + use + `,{"role":"user","content":"never mind, what time is it?"}`,
+		"unknown tool_use_id":  `{"role":"user","content":"weather?"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_gone","content":"x"}]},{"role":"user","content":"hi"}`,
+		"duplicate tool_use id": `{"role":"user","content":"weather?"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Rome"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"}]}`,
+		"tool_result after text": `{"role":"user","content":"weather?"},` + use + `,{"role":"user","content":[{"type":"text","text":"here:"},{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"}]}`,
+	} {
+		body := `{"model":"claude-text","max_tokens":1024,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[` + msgs + `]}`
+		resp, b := e.Do(t, http.MethodPost, "/v1/messages", body, "anthropic-version", "2023-06-01")
+		if resp.StatusCode != 200 || !strings.Contains(b, `"type":"message"`) {
+			t.Errorf("%s: %d %s (sent %s)", name, resp.StatusCode, b, s.LastRequest())
+		}
+		if name == "interrupted tool use" && !strings.Contains(resp.Header.Get("X-Toolgate-Repair"), "sealed=1") {
+			t.Errorf("%s: repair header %q", name, resp.Header.Get("X-Toolgate-Repair"))
+		}
+	}
+}
+
+// Failures reach the SDK as its typed errors: a cut stream raises; an
+// overloaded upstream (529) is retried, then an overloaded_error with
+// status 529; a bad key is an authentication_error; an Anthropic-only
+// beta on a route to another protocol is refused naming it, while Claude
+// Code's betas pass.
+func TestMessagesErrors(t *testing.T) {
+	_, s, c := messagesEnv(t)
+	if _, err := streamMessage(t, c, anthropic.MessageNewParams{Model: "claude-cut", MaxTokens: 1024, Messages: userText("hi")}); err == nil {
+		t.Error("a cut stream did not raise")
+	}
+	before := s.Requests()
+	_, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-error-529", MaxTokens: 1024, Messages: userText("hi")})
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 529 || string(ae.Type()) != "overloaded_error" || s.Requests()-before != 2 {
+		t.Errorf("529: %v after %d requests", err, s.Requests()-before)
+	}
+	_, err = c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "sim-text", MaxTokens: 1024, Messages: userText("hi")},
+		aoption.WithHeader("anthropic-beta", "computer-use-2025-01-24"))
+	if !errors.As(err, &ae) || ae.StatusCode != 400 || !strings.Contains(ae.Error(), "computer-use-2025-01-24") {
+		t.Errorf("beta: %v", err)
+	}
+	if _, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "sim-text", MaxTokens: 1024, Messages: userText("hi")},
+		aoption.WithHeader("anthropic-beta", "claude-code-20250219,fine-grained-tool-streaming-2025-05-14")); err != nil {
+		t.Errorf("Claude Code's betas: %v", err)
+	}
+	keyed, _, kc := messagesEnv(t, `
+keys: [{name: team, sha256: "`+gatewaytest.KeyHash("right-key")+`"}]
+upstreams: [{name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: claude}]
+`)
+	_, err = kc.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-text", MaxTokens: 1024, Messages: userText("hi")})
+	if !errors.As(err, &ae) || ae.StatusCode != 401 || string(ae.Type()) != "authentication_error" {
+		t.Errorf("bad key: %v", err)
+	}
+	good := anthropic.NewClient(aoption.WithBaseURL("http://"+keyed.Addr+"/"), aoption.WithAPIKey("right-key"), aoption.WithMaxRetries(0))
+	if _, err := good.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-text", MaxTokens: 1024, Messages: userText("hi")}); err != nil {
+		t.Errorf("x-api-key: %v", err)
+	}
+}
+
+// Through a chat completions upstream: text, a tool use, two parallel
+// calls the upstream sent both at index 0 arriving as two clean tool_use
+// blocks, reasoning as a thinking block; usage and stop reasons mapped.
+func TestMessagesOpenAIUpstream(t *testing.T) {
+	_, s, c := messagesEnv(t)
+	text, err := streamMessage(t, c, anthropic.MessageNewParams{Model: "sim-text", MaxTokens: 1024, Messages: userText("hi")})
+	if err != nil || blocksOf(text) != "text" || text.StopReason != "end_turn" || text.Usage.OutputTokens == 0 {
+		t.Fatalf("text: %v %s %+v", err, blocksOf(text), text.Usage)
+	}
+	if !strings.Contains(string(s.LastRequest()), `"max_tokens":1024`) || !strings.Contains(string(s.LastRequest()), `"messages":[{"content":[{"text":"hi","type":"text"}],"role":"user"}]`) {
+		t.Errorf("sent %s", s.LastRequest())
+	}
+	quirky, err := streamMessage(t, c, anthropic.MessageNewParams{Model: "sim-q-sameindex", MaxTokens: 1024, Messages: userText("weather?"), Tools: messagesTools})
+	if err != nil || blocksOf(quirky) != "tool_use tool_use" || quirky.StopReason != "tool_use" || quirky.Content[0].ID == quirky.Content[1].ID ||
+		string(quirky.Content[1].Input) != `{"city":"Rome"}` {
+		t.Fatalf("two calls at index 0: %v %s %+v", err, blocksOf(quirky), quirky.Content)
+	}
+	reasoning, err := streamMessage(t, c, anthropic.MessageNewParams{Model: "sim-deepseek", MaxTokens: 1024, Messages: userText("weather?"), Tools: messagesTools})
+	if err != nil || blocksOf(reasoning) != "thinking tool_use" || !strings.HasPrefix(reasoning.Content[0].Thinking, "Thinking") {
+		t.Fatalf("reasoning: %v %s %+v", err, blocksOf(reasoning), reasoning.Content)
+	}
+	whole, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "sim-tool", MaxTokens: 1024, Messages: userText("weather?"), Tools: messagesTools})
+	if err != nil || whole.StopReason != "tool_use" || blocksOf(*whole) != "tool_use" {
+		t.Fatalf("whole: %v %+v", err, whole)
+	}
+}
+
+// count_tokens: from the Anthropic upstream's own endpoint, else the
+// gateway's estimate.
+func TestMessagesCountTokens(t *testing.T) {
+	_, s, c := messagesEnv(t)
+	params := anthropic.MessageCountTokensParams{Model: "claude-text", Messages: userText("how many tokens is this?")}
+	n, err := c.Messages.CountTokens(context.Background(), params)
+	var sent map[string]any
+	_ = json.Unmarshal(s.LastRequest(), &sent)
+	if err != nil || n.InputTokens == 0 || sent["max_tokens"] != nil || sent["messages"] == nil {
+		t.Fatalf("anthropic: %v %+v (sent %s)", err, n, s.LastRequest())
+	}
+	before := s.Requests()
+	params.Model = "sim-text"
+	n, err = c.Messages.CountTokens(context.Background(), params)
+	if err != nil || n.InputTokens == 0 || s.Requests() != before {
+		t.Fatalf("estimate: %v %+v, %d requests upstream", err, n, s.Requests()-before)
+	}
+}

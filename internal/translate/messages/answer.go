@@ -1,0 +1,361 @@
+package messages
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Meta is what the answer repeats: its id and the model asked for, and the
+// chat member the normalized answer carries reasoning in.
+type Meta struct {
+	ID, Model      string
+	ReasoningField string
+}
+
+// NewID returns a message id.
+func NewID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "msg_" + hex.EncodeToString(b[:])
+}
+
+// EventSink is where a Stream's events go: one SSE event each, with its
+// event name.
+type EventSink interface {
+	SendEvent(event string, data []byte) error
+	Committed() bool
+}
+
+// chunk is the part of a normalized chat chunk the stream reads.
+type chunk struct {
+	Choices []struct {
+		Index        int                        `json:"index"`
+		Delta        map[string]json.RawMessage `json:"delta"`
+		FinishReason *string                    `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *chatUsage `json:"usage"`
+}
+
+type chatUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// anthropic is the usage as the Messages API reports it: input tokens
+// without the cached ones, which it reports apart.
+func (u *chatUsage) anthropic() map[string]int64 {
+	if u == nil {
+		return map[string]int64{"input_tokens": 0, "output_tokens": 0}
+	}
+	cached := u.PromptTokensDetails.CachedTokens
+	return map[string]int64{"input_tokens": u.PromptTokens - cached, "output_tokens": u.CompletionTokens, "cache_read_input_tokens": cached}
+}
+
+// stopReason maps a chat finish reason onto the Messages API's.
+func stopReason(finish string) string {
+	switch finish {
+	case "tool_calls":
+		return "tool_use"
+	case "length":
+		return "max_tokens"
+	case "content_filter":
+		return "refusal"
+	}
+	return "end_turn"
+}
+
+// textOf is a member's text when it is a JSON string ("" otherwise): each
+// member decoded into fresh state.
+func textOf(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// Stream turns a normalized, judged chat completion stream into the
+// Messages API's events: message_start and a ping, then per block its
+// content_block_start, deltas (thinking_delta, text_delta,
+// input_json_delta) and content_block_stop, then message_delta with the
+// stop reason and usage and message_stop — or, after a failure, one error
+// event and no message_stop. It is created per response and is not safe
+// for concurrent use.
+type Stream struct {
+	meta    Meta
+	sink    EventSink
+	started bool
+	index   int    // the open block's index, -1 when none is open
+	kind    string // the open block's type
+	calls   map[int]int
+	finish  string
+	usage   *chatUsage
+	ended   bool
+}
+
+// NewStream returns a Stream writing to sink.
+func NewStream(m Meta, sink EventSink) *Stream {
+	return &Stream{meta: m, sink: sink, index: -1, calls: map[int]int{}}
+}
+
+func (s *Stream) event(typ string, v map[string]any) error {
+	v["type"] = typ
+	b, _ := json.Marshal(v)
+	return s.sink.SendEvent(typ, b)
+}
+
+func (s *Stream) start() error {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	msg := map[string]any{"id": s.meta.ID, "type": "message", "role": "assistant", "model": s.meta.Model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 0, "output_tokens": 0}}
+	if err := s.event("message_start", map[string]any{"message": msg}); err != nil {
+		return err
+	}
+	return s.event("ping", map[string]any{})
+}
+
+// Send takes one chat chunk.
+func (s *Stream) Send(data []byte) error {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return &wire.ProtocolError{Index: -1, Msg: "a chunk to translate is not JSON"}
+	}
+	if err := s.start(); err != nil {
+		return err
+	}
+	if c.Usage != nil {
+		s.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.finish = *ch.FinishReason
+		}
+		if err := s.delta(ch.Delta); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Stream) delta(d map[string]json.RawMessage) error {
+	if text := textOf(d[s.meta.ReasoningField]); text != "" {
+		if err := s.open("thinking", map[string]any{"type": "thinking", "thinking": ""}); err != nil {
+			return err
+		}
+		if err := s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]string{"type": "thinking_delta", "thinking": text}}); err != nil {
+			return err
+		}
+	}
+	if text := textOf(d["content"]); text != "" {
+		if err := s.open("text", map[string]any{"type": "text", "text": ""}); err != nil {
+			return err
+		}
+		if err := s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]string{"type": "text_delta", "text": text}}); err != nil {
+			return err
+		}
+	}
+	var calls []struct {
+		Index    int    `json:"index"`
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(d["tool_calls"], &calls) != nil {
+		return nil
+	}
+	for _, c := range calls {
+		if err := s.call(c.Index, c.ID, c.Function.Name, c.Function.Arguments); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call writes one tool-call fragment: the first (with its id and name)
+// opens a tool_use block; arguments are input_json_delta.
+func (s *Stream) call(k int, id, name, args string) error {
+	if _, open := s.calls[k]; !open {
+		if id == "" || name == "" {
+			return &wire.ProtocolError{Index: k, Msg: "a tool call reached the Messages translation without its id and name"}
+		}
+		if err := s.open("tool_use", map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{}}); err != nil {
+			return err
+		}
+		s.calls[k] = s.index
+	} else if s.calls[k] != s.index {
+		return &wire.ProtocolError{Index: k, Msg: "a tool call's fragments were interleaved with another block's"}
+	}
+	if args == "" {
+		return nil
+	}
+	return s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]string{"type": "input_json_delta", "partial_json": args}})
+}
+
+// open starts a block of kind unless one is open already (a tool_use
+// block is always new).
+func (s *Stream) open(kind string, start map[string]any) error {
+	if s.index >= 0 && s.kind == kind && kind != "tool_use" {
+		return nil
+	}
+	if err := s.closeBlock(); err != nil {
+		return err
+	}
+	s.index++
+	s.kind = kind
+	return s.event("content_block_start", map[string]any{"index": s.index, "content_block": start})
+}
+
+func (s *Stream) closeBlock() error {
+	if s.kind == "" {
+		return nil
+	}
+	s.kind = ""
+	return s.event("content_block_stop", map[string]any{"index": s.index})
+}
+
+// Committed reports whether anything reached the client.
+func (s *Stream) Committed() bool { return s.sink.Committed() }
+
+// Done ends a response judged complete: the open block closed, then
+// message_delta with the stop reason and the usage, then message_stop.
+func (s *Stream) Done() error {
+	if s.ended {
+		return nil
+	}
+	s.ended = true
+	if err := s.start(); err != nil {
+		return err
+	}
+	if err := s.closeBlock(); err != nil {
+		return err
+	}
+	if err := s.event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(s.finish), "stop_sequence": nil}, "usage": s.usage.anthropic()}); err != nil {
+		return err
+	}
+	return s.event("message_stop", map[string]any{})
+}
+
+// Fail ends the stream with one error event, in the Messages API's shape;
+// no message_stop follows.
+func (s *Stream) Fail(body wire.ErrorBody) error {
+	if s.ended {
+		return nil
+	}
+	s.ended = true
+	return s.sink.SendEvent("error", ErrorBody(0, body))
+}
+
+// ErrorBody is an error in the Messages API's shape for an HTTP status
+// and the gateway's OpenAI-shaped body: {"type":"error","error":{"type",
+// "message"}}, the type Anthropic's SDKs raise their typed errors by.
+func ErrorBody(status int, body wire.ErrorBody) []byte {
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": ErrorType(status, body), "message": body.Error.Message}})
+	return b
+}
+
+// ErrorType is the Messages API's error type for a status (0 after a
+// stream started: the body's code says).
+func ErrorType(status int, body wire.ErrorBody) string {
+	code := ""
+	if body.Error.Code != nil {
+		code = *body.Error.Code
+	}
+	switch {
+	case code == "upstream_unavailable" || code == "deployments_cooling_down":
+		return "overloaded_error"
+	case code == "upstream_rate_limited" || code == "rate_limit_exceeded":
+		return "rate_limit_error"
+	case status == 401:
+		return "authentication_error"
+	case status == 403:
+		return "permission_error"
+	case status == 404:
+		return "not_found_error"
+	case status == 413:
+		return "request_too_large"
+	case status == 429:
+		return "rate_limit_error"
+	case status == 503 || status == 529:
+		return "overloaded_error"
+	case status >= 400 && status < 500:
+		return "invalid_request_error"
+	}
+	return "api_error"
+}
+
+// Whole turns a normalized, judged chat completion into a Messages API
+// message.
+func Whole(chat []byte, m Meta) ([]byte, error) {
+	var c struct {
+		Choices []struct {
+			Message      map[string]json.RawMessage `json:"message"`
+			FinishReason string                     `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *chatUsage `json:"usage"`
+	}
+	if err := json.Unmarshal(chat, &c); err != nil || len(c.Choices) == 0 {
+		return nil, &wire.ProtocolError{Index: -1, Msg: "the answer has no choice to make a message of"}
+	}
+	msg := c.Choices[0].Message
+	var content []map[string]any
+	if r := textOf(msg[m.ReasoningField]); r != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": r, "signature": ""})
+	}
+	if t := textOf(msg["content"]); t != "" {
+		content = append(content, map[string]any{"type": "text", "text": t})
+	}
+	var calls []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(msg["tool_calls"], &calls)
+	for _, tc := range calls {
+		input := json.RawMessage(strings.TrimSpace(tc.Function.Arguments))
+		if len(input) == 0 || !json.Valid(input) {
+			input = json.RawMessage("{}")
+		}
+		content = append(content, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Function.Name, "input": input})
+	}
+	if content == nil {
+		content = []map[string]any{}
+	}
+	return json.Marshal(map[string]any{"id": m.ID, "type": "message", "role": "assistant", "model": m.Model, "content": content,
+		"stop_reason": stopReason(c.Choices[0].FinishReason), "stop_sequence": nil, "usage": c.Usage.anthropic()})
+}
+
+// EstimateTokens is count_tokens' answer when the route's upstream has no
+// endpoint for it: the characters of the request's text, four to a token
+// (the rough rule for English and code), at least one. It is an estimate,
+// and documented as one.
+func EstimateTokens(chat []byte) int {
+	var c struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(chat, &c)
+	n := len(c.Tools)
+	for _, m := range c.Messages {
+		n += len(m.Content)
+	}
+	return max(1, n/4)
+}

@@ -1,0 +1,194 @@
+package messages
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+func asJSON(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return v
+}
+
+// Every request mapping: the Messages request in, the chat request out,
+// for an Anthropic upstream and for another protocol.
+func TestChat(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		p          translate.Protocol
+		want       string
+	}{
+		{"system blocks, text, an image, cache_control kept for Anthropic",
+			`{"model":"c","max_tokens":10,"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}}]}]}`,
+			translate.Anthropic,
+			`{"model":"c","max_tokens":10,"messages":[{"role":"system","content":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBOR"}}]}]}`},
+		{"tool_use and tool_result blocks, results first in their message; thinking as reasoning elsewhere; cache_control dropped",
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"s"},{"type":"text","text":"Checking."},{"type":"tool_use","id":"t1","name":"f","input":{"a":1}}]},` +
+				`{"role":"user","content":[{"type":"text","text":"and?","cache_control":{"type":"ephemeral"}},{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok"}],"is_error":true}]}]}`,
+			translate.OpenAI,
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":"Checking.","reasoning_content":"Hm.","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},` +
+				`{"role":"tool","tool_call_id":"t1","content":"Error: ok"},{"role":"user","content":[{"type":"text","text":"and?"}]}]}`},
+		{"signed thinking blocks in the carried member for Anthropic, unsigned ones left to the store",
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"s"},{"type":"thinking","thinking":"x","signature":""},{"type":"redacted_thinking","data":"d"},{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`,
+			translate.Anthropic,
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":null,"carried":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"s\"},{\"type\":\"redacted_thinking\",\"data\":\"d\"}]","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}]}`},
+		{"tools, tool_choice tool, parallel off, settings, thinking as it is for Anthropic",
+			`{"model":"c","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","description":"Does f.","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},` +
+				`"stop_sequences":["END"],"temperature":0.2,"top_p":0.9,"top_k":5,"metadata":{"user_id":"u"},"thinking":{"type":"enabled","budget_tokens":2048}}`,
+			translate.Anthropic,
+			`{"model":"c","max_tokens":10,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"type":"function","function":{"name":"f","description":"Does f.","parameters":{"type":"object"}}}],` +
+				`"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false,"stop":["END"],"temperature":0.2,"top_p":0.9,"top_k":5,"user":"u","thinking":{"type":"enabled","budget_tokens":2048}}`},
+		{"any, top_k and thinking elsewhere: required, dropped, a reasoning effort",
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"top_k":5,"thinking":{"type":"enabled","budget_tokens":4096}}`,
+			translate.OpenAI,
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required","reasoning_effort":"medium"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Decode([]byte(tc.body), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Chat(ChatOptions{Protocol: tc.p, ReasoningField: "reasoning_content", CarriedMember: "carried"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(asJSON(t, []byte(tc.want)), asJSON(t, got.Chat)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// What cannot be translated is refused, naming the parameter.
+func TestChatRefused(t *testing.T) {
+	for body, param := range map[string]string{
+		`{"max_tokens":1,"messages":[{"role":"user","content":"x"}]}`:                                                                             "model",
+		`{"model":"c","messages":[{"role":"user","content":"x"}]}`:                                                                                "max_tokens",
+		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`:    "tools.0.type",
+		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f"}],"tool_choice":{"type":"tool","name":"g"}}`: "tool_choice.name",
+		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`:                                   "messages.0.content.0.type",
+		`{"model":"c","max_tokens":1,"messages":[{"role":"system","content":"x"}]}`:                                                               "messages.0.role",
+		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}`:           "messages.0.content.0.source",
+	} {
+		r, err := Decode([]byte(body), false)
+		if err == nil {
+			_, err = r.Chat(ChatOptions{Protocol: translate.OpenAI})
+		}
+		var pe *wire.ParamError
+		if !errors.As(err, &pe) || pe.Param != param {
+			t.Errorf("%s: %v, want an error about %s", body, err, param)
+		}
+	}
+}
+
+// eventLog is an EventSink recording the events.
+type eventLog struct {
+	types []string
+	data  []map[string]any
+}
+
+func (l *eventLog) SendEvent(name string, data []byte) error {
+	var v map[string]any
+	_ = json.Unmarshal(data, &v)
+	l.types, l.data = append(l.types, name), append(l.data, v)
+	return nil
+}
+func (l *eventLog) Committed() bool { return len(l.types) > 0 }
+
+// A normalized chat stream becomes the Messages event sequence: a thinking
+// block, a text block, two tool_use blocks, the stop reason and usage.
+func TestStream(t *testing.T) {
+	var log eventLog
+	s := NewStream(Meta{ID: "msg_1", Model: "m", ReasoningField: "reasoning_content"}, &log)
+	for _, c := range []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"Hm.","content":null},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"Checking."},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\""}}]},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}}`,
+	} {
+		if err := s.Send([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Done(); err != nil {
+		t.Fatal(err)
+	}
+	want := "message_start ping content_block_start content_block_delta content_block_stop content_block_start content_block_delta content_block_stop " +
+		"content_block_start content_block_delta content_block_delta content_block_stop content_block_start content_block_delta content_block_stop message_delta message_stop"
+	if got := strings.Join(log.types, " "); got != want {
+		t.Fatalf("events:\n%s\nwant\n%s", got, want)
+	}
+	last := log.data[len(log.data)-2]
+	if d := last["delta"].(map[string]any); d["stop_reason"] != "tool_use" {
+		t.Errorf("message_delta %v", last)
+	}
+	if u := last["usage"].(map[string]any); u["input_tokens"] != 8.0 || u["cache_read_input_tokens"] != 2.0 || u["output_tokens"] != 5.0 {
+		t.Errorf("usage %v", u)
+	}
+	// A failure after the start: one error event, no message_stop.
+	var failed eventLog
+	f := NewStream(Meta{ID: "msg_2"}, &failed)
+	_ = f.Send([]byte(`{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}`))
+	_ = f.Fail(wire.NewError("upstream_error", "upstream_stream_incomplete", "", "cut"))
+	if got := failed.types[len(failed.types)-1]; got != "error" || strings.Contains(strings.Join(failed.types, " "), "message_stop") {
+		t.Errorf("events %v", failed.types)
+	}
+}
+
+// Every stop reason and error type.
+func TestMappings(t *testing.T) {
+	for finish, want := range map[string]string{"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"} {
+		if got := stopReason(finish); got != want {
+			t.Errorf("%s: %s", finish, got)
+		}
+	}
+	for status, want := range map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+		413: "request_too_large", 429: "rate_limit_error", 500: "api_error", 502: "api_error", 503: "overloaded_error"} {
+		if got := ErrorType(status, wire.NewError("x", "", "", "m")); got != want {
+			t.Errorf("%d: %s", status, got)
+		}
+	}
+	if got := ErrorType(0, wire.NewError("upstream_error", "upstream_unavailable", "", "m")); got != "overloaded_error" {
+		t.Errorf("by code: %s", got)
+	}
+}
+
+// FuzzMessagesRequest: any body is decoded and translated or refused with
+// a ParamError or DecodeError; nothing panics, and a translation is JSON.
+func FuzzMessagesRequest(f *testing.F) {
+	f.Add(`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"}]}]}]}`)
+	f.Add(`{"model":"c","max_tokens":10,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":null},{"type":"thinking"}]}],"tool_choice":{"type":"tool"}}`)
+	f.Add(`{"model":"c","max_tokens":10,"system":7,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"u"}}]}],"thinking":{"type":"enabled"}}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, p := range []translate.Protocol{translate.OpenAI, translate.Anthropic} {
+			r, err := Decode([]byte(body), false)
+			if err == nil {
+				var got Translated
+				got, err = r.Chat(ChatOptions{Protocol: p, ReasoningField: "reasoning_content", CarriedMember: "carried"})
+				if err == nil && !json.Valid(got.Chat) {
+					t.Fatalf("%q translated to %q", body, got.Chat)
+				}
+			}
+			var pe *wire.ParamError
+			var de *wire.DecodeError
+			if err != nil && !errors.As(err, &pe) && !errors.As(err, &de) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,454 @@
+package messages
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// Request is a decoded POST /v1/messages (or count_tokens) body.
+type Request struct {
+	Model     string          `json:"model"`
+	Stream    bool            `json:"stream"`
+	MaxTokens *int            `json:"max_tokens"`
+	System    json.RawMessage `json:"system"`
+	Messages  []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Tools         []json.RawMessage `json:"tools"`
+	ToolChoice    json.RawMessage   `json:"tool_choice"`
+	StopSequences json.RawMessage   `json:"stop_sequences"`
+	Temperature   json.RawMessage   `json:"temperature"`
+	TopP          json.RawMessage   `json:"top_p"`
+	TopK          json.RawMessage   `json:"top_k"`
+	Thinking      json.RawMessage   `json:"thinking"`
+	Metadata      *struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
+}
+
+// block is one content block of a message.
+type block struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	Source       json.RawMessage `json:"source"`
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	ToolUseID    string          `json:"tool_use_id"`
+	Content      json.RawMessage `json:"content"`
+	IsError      bool            `json:"is_error"`
+	Thinking     string          `json:"thinking"`
+	Signature    string          `json:"signature"`
+	Data         string          `json:"data"`
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+// thought is a thinking block as Anthropic takes it back.
+type thought struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// Decode reads a Messages request. A member repeated in its top level
+// (or two whose names differ only in case) is refused, as for chat.
+func Decode(body []byte, countTokens bool) (*Request, error) {
+	if _, err := wire.ParseTop(body); err != nil {
+		if de, ok := err.(*wire.DecodeError); ok && de.Kind == wire.KindDuplicate {
+			return nil, err
+		}
+	}
+	var r Request
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, &wire.ParamError{Param: "body", Msg: "must be a Messages API request (a JSON object): " + wire.Clip(err.Error())}
+	}
+	switch {
+	case r.Model == "":
+		return nil, &wire.ParamError{Param: "model", Msg: "Field required"}
+	case len(r.Messages) == 0:
+		return nil, &wire.ParamError{Param: "messages", Msg: "Field required: at least one message"}
+	case r.MaxTokens == nil && !countTokens:
+		return nil, &wire.ParamError{Param: "max_tokens", Msg: "Field required"}
+	}
+	return &r, nil
+}
+
+// ChatOptions are what Chat needs besides the request.
+type ChatOptions struct {
+	// Protocol is the route's upstream protocol: an anthropic upstream
+	// gets the client's thinking blocks, cache_control and top_k as they
+	// are; the others get the thinking text as reasoning and neither of
+	// the others.
+	Protocol translate.Protocol
+	// ReasoningField is the chat member a turn's thinking text goes in
+	// for the other protocols.
+	ReasoningField string
+	// CarriedMember is the member an assistant turn's thinking blocks go
+	// in for an anthropic upstream (the translator there reads it).
+	CarriedMember string
+}
+
+// Translated is a Messages request as the chat path takes it.
+type Translated struct {
+	Chat []byte
+	// DroppedCacheControl counts cache_control marks left out (an
+	// upstream of another protocol has no such thing).
+	DroppedCacheControl int
+}
+
+// Chat translates the request into a chat completions request (see the
+// package doc for what maps to what).
+func (r *Request) Chat(o ChatOptions) (Translated, error) {
+	t := translator{o: o}
+	chat := map[string]any{"model": r.Model}
+	var msgs []json.RawMessage
+	if len(r.System) > 0 && string(r.System) != "null" {
+		sys, err := t.system(r.System)
+		if err != nil {
+			return Translated{}, err
+		}
+		msgs = append(msgs, sys...)
+	}
+	for i, m := range r.Messages {
+		out, err := t.message(i, m.Role, m.Content)
+		if err != nil {
+			return Translated{}, err
+		}
+		msgs = append(msgs, out...)
+	}
+	chat["messages"] = msgs
+	if r.Stream {
+		chat["stream"] = true
+		chat["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	if r.MaxTokens != nil {
+		chat["max_tokens"] = *r.MaxTokens
+	}
+	if err := r.tools(chat); err != nil {
+		return Translated{}, err
+	}
+	if err := r.settings(chat, o.Protocol); err != nil {
+		return Translated{}, err
+	}
+	b, err := json.Marshal(chat)
+	return Translated{Chat: b, DroppedCacheControl: t.droppedCache}, err
+}
+
+// settings maps the sampling, stop and thinking settings.
+func (r *Request) settings(chat map[string]any, p translate.Protocol) error {
+	for key, v := range map[string]json.RawMessage{"stop": r.StopSequences, "temperature": r.Temperature, "top_p": r.TopP} {
+		if len(v) > 0 && string(v) != "null" {
+			chat[key] = v
+		}
+	}
+	if p == translate.Anthropic && len(r.TopK) > 0 && string(r.TopK) != "null" {
+		chat["top_k"] = r.TopK
+	}
+	if r.Metadata != nil && r.Metadata.UserID != "" {
+		chat["user"] = r.Metadata.UserID
+	}
+	if len(r.Thinking) == 0 || string(r.Thinking) == "null" {
+		return nil
+	}
+	var th struct {
+		Type   string `json:"type"`
+		Budget int    `json:"budget_tokens"`
+	}
+	if json.Unmarshal(r.Thinking, &th) != nil {
+		return &wire.ParamError{Param: "thinking", Msg: `must be {"type":"enabled","budget_tokens":N} or {"type":"disabled"}`}
+	}
+	if p == translate.Anthropic {
+		chat["thinking"] = r.Thinking
+		return nil
+	}
+	// Another protocol: the budget as a reasoning effort.
+	effort := "none"
+	switch {
+	case th.Type != "enabled" && th.Type != "adaptive":
+	case th.Budget > 0 && th.Budget < 2048:
+		effort = "low"
+	case th.Budget > 0 && th.Budget < 8192:
+		effort = "medium"
+	default:
+		effort = "high"
+	}
+	chat["reasoning_effort"] = effort
+	return nil
+}
+
+// tools maps the client tools and tool_choice; server tools are refused.
+func (r *Request) tools(chat map[string]any) error {
+	names := map[string]bool{}
+	var tools []map[string]any
+	for i, raw := range r.Tools {
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}
+		if json.Unmarshal(raw, &t) != nil {
+			return &wire.ParamError{Param: fmt.Sprintf("tools.%d", i), Msg: "must be a tool object"}
+		}
+		if t.Type != "" && t.Type != "custom" {
+			return &wire.ParamError{Param: fmt.Sprintf("tools.%d.type", i), Msg: fmt.Sprintf("the server tool %q runs at Anthropic, and this gateway serves client tools only", wire.Clip(t.Type)), Unsupported: true}
+		}
+		if t.Name == "" {
+			return &wire.ParamError{Param: fmt.Sprintf("tools.%d.name", i), Msg: "Field required"}
+		}
+		names[t.Name] = true
+		fn := map[string]any{"name": t.Name}
+		if t.Description != "" {
+			fn["description"] = t.Description
+		}
+		if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
+			fn["parameters"] = t.InputSchema
+		}
+		tools = append(tools, map[string]any{"type": "function", "function": fn})
+	}
+	if len(tools) > 0 {
+		chat["tools"] = tools
+	}
+	return toolChoice(r.ToolChoice, names, chat)
+}
+
+// toolChoice maps tool_choice: auto, any (required), tool (a function
+// that must be among the tools), none; disable_parallel_tool_use.
+func toolChoice(raw json.RawMessage, names map[string]bool, chat map[string]any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var c struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return &wire.ParamError{Param: "tool_choice", Msg: "must be an object with a type"}
+	}
+	switch c.Type {
+	case "auto", "none":
+		chat["tool_choice"] = c.Type
+	case "any":
+		chat["tool_choice"] = "required"
+	case "tool":
+		if !names[c.Name] {
+			return &wire.ParamError{Param: "tool_choice.name", Msg: fmt.Sprintf("%q is not the name of a tool in tools", wire.Clip(c.Name))}
+		}
+		chat["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}
+	default:
+		return &wire.ParamError{Param: "tool_choice.type", Msg: "must be auto, any, tool or none"}
+	}
+	if c.DisableParallelToolUse {
+		chat["parallel_tool_calls"] = false
+	}
+	return nil
+}
+
+// translator turns the transcript into chat messages.
+type translator struct {
+	o            ChatOptions
+	droppedCache int
+}
+
+// blocks reads a message's content: a string is one text block.
+func blocks(c json.RawMessage, param string) ([]block, error) {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return []block{{Type: "text", Text: s}}, nil
+	}
+	var bs []block
+	if err := json.Unmarshal(c, &bs); err != nil {
+		return nil, &wire.ParamError{Param: param, Msg: "must be a string or a list of content blocks"}
+	}
+	return bs, nil
+}
+
+// system turns the system prompt into a system message.
+func (t *translator) system(raw json.RawMessage) ([]json.RawMessage, error) {
+	bs, err := blocks(raw, "system")
+	if err != nil {
+		return nil, err
+	}
+	parts, err := t.parts(bs, "system", false)
+	if err != nil || len(parts) == 0 {
+		return nil, err
+	}
+	m, _ := json.Marshal(map[string]any{"role": "system", "content": parts})
+	return []json.RawMessage{m}, nil
+}
+
+// message translates message i: a user message's tool_result blocks
+// become tool messages, first, then its other blocks one user message;
+// an assistant message's text, thinking and tool_use blocks one
+// assistant message.
+func (t *translator) message(i int, role string, content json.RawMessage) ([]json.RawMessage, error) {
+	param := fmt.Sprintf("messages.%d.content", i)
+	bs, err := blocks(content, param)
+	if err != nil {
+		return nil, err
+	}
+	switch role {
+	case "user":
+		return t.user(bs, param)
+	case "assistant":
+		m, err := t.assistant(bs, param)
+		if err != nil || m == nil {
+			return nil, err
+		}
+		return []json.RawMessage{m}, nil
+	}
+	return nil, &wire.ParamError{Param: fmt.Sprintf("messages.%d.role", i), Msg: "must be user or assistant"}
+}
+
+func (t *translator) user(bs []block, param string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	var rest []block
+	for k, b := range bs {
+		if b.Type != "tool_result" {
+			rest = append(rest, b)
+			continue
+		}
+		text, err := resultText(b, fmt.Sprintf("%s.%d.content", param, k))
+		if err != nil {
+			return nil, err
+		}
+		m, _ := json.Marshal(map[string]any{"role": "tool", "tool_call_id": b.ToolUseID, "content": text})
+		out = append(out, m)
+	}
+	parts, err := t.parts(rest, param, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) > 0 {
+		m, _ := json.Marshal(map[string]any{"role": "user", "content": parts})
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// resultText is a tool_result's content as text (an error marked so).
+func resultText(b block, param string) (string, error) {
+	text := ""
+	if len(b.Content) > 0 && string(b.Content) != "null" {
+		bs, err := blocks(b.Content, param)
+		if err != nil {
+			return "", err
+		}
+		var sb strings.Builder
+		for _, c := range bs {
+			if c.Type == "text" {
+				sb.WriteString(c.Text)
+			}
+		}
+		text = sb.String()
+	}
+	if b.IsError {
+		text = "Error: " + text
+	}
+	return text, nil
+}
+
+// parts turns text and image blocks into chat content parts.
+func (t *translator) parts(bs []block, param string, images bool) ([]map[string]any, error) {
+	var out []map[string]any
+	for k, b := range bs {
+		var p map[string]any
+		switch {
+		case b.Type == "text":
+			if b.Text == "" {
+				continue
+			}
+			p = map[string]any{"type": "text", "text": b.Text}
+		case b.Type == "image" && images:
+			url, err := imageURL(b.Source, fmt.Sprintf("%s.%d.source", param, k))
+			if err != nil {
+				return nil, err
+			}
+			p = map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}}
+		default:
+			return nil, &wire.ParamError{Param: fmt.Sprintf("%s.%d.type", param, k), Msg: fmt.Sprintf("a %q block cannot be sent here", wire.Clip(b.Type)), Unsupported: true}
+		}
+		if len(b.CacheControl) > 0 && string(b.CacheControl) != "null" {
+			if t.o.Protocol == translate.Anthropic {
+				p["cache_control"] = b.CacheControl
+			} else {
+				t.droppedCache++
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// imageURL turns an image source into a URL: base64 data as a data: URL.
+func imageURL(raw json.RawMessage, param string) (string, error) {
+	var s struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	}
+	_ = json.Unmarshal(raw, &s)
+	switch s.Type {
+	case "base64":
+		return "data:" + s.MediaType + ";base64," + s.Data, nil
+	case "url":
+		return s.URL, nil
+	}
+	return "", &wire.ParamError{Param: param, Msg: "must be a base64 or url image source", Unsupported: true}
+}
+
+func (t *translator) assistant(bs []block, param string) (json.RawMessage, error) {
+	var text, reasoning strings.Builder
+	var thoughts []thought
+	var calls []map[string]any
+	for k, b := range bs {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+			if len(b.CacheControl) > 0 && t.o.Protocol != translate.Anthropic {
+				t.droppedCache++
+			}
+		case "thinking":
+			reasoning.WriteString(b.Thinking)
+			if b.Signature != "" { // unsigned, it is no use to Anthropic: the gateway's store restores the signed one
+				thoughts = append(thoughts, thought{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
+			}
+		case "redacted_thinking":
+			thoughts = append(thoughts, thought{Type: b.Type, Data: b.Data})
+		case "tool_use":
+			input := strings.TrimSpace(string(b.Input))
+			if input == "" || input == "null" {
+				input = "{}"
+			}
+			calls = append(calls, map[string]any{"id": b.ID, "type": "function", "function": map[string]string{"name": b.Name, "arguments": input}})
+		default:
+			return nil, &wire.ParamError{Param: fmt.Sprintf("%s.%d.type", param, k), Msg: fmt.Sprintf("a %q block cannot be sent here", wire.Clip(b.Type)), Unsupported: true}
+		}
+	}
+	m := map[string]any{"role": "assistant", "content": nil}
+	if text.Len() > 0 {
+		m["content"] = text.String()
+	}
+	if len(calls) > 0 {
+		m["tool_calls"] = calls
+	}
+	switch {
+	case t.o.Protocol == translate.Anthropic && len(thoughts) > 0 && t.o.CarriedMember != "":
+		enc, _ := json.Marshal(thoughts)
+		m[t.o.CarriedMember] = string(enc)
+	case t.o.Protocol != translate.Anthropic && reasoning.Len() > 0 && t.o.ReasoningField != "":
+		m[t.o.ReasoningField] = reasoning.String()
+	}
+	if m["content"] == nil && len(calls) == 0 && m[t.o.CarriedMember] == nil {
+		return nil, nil // an empty turn: nothing to send
+	}
+	return json.Marshal(m)
+}
