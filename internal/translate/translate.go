@@ -119,3 +119,18 @@ type Answer struct {
 	// Kinds names the normalizations the translation made.
 	Kinds []string
 }
+
+// Functions is the Outbound of a translator's three functions.
+type Functions struct {
+	RequestFunc func(*wire.ChatRequest, Options) (Request, error)
+	StreamFunc  func() Events
+	WholeFunc   func(body []byte, upstream string) (Answer, error)
+}
+
+func (f Functions) Request(req *wire.ChatRequest, o Options) (Request, error) {
+	return f.RequestFunc(req, o)
+}
+func (f Functions) Stream() Events { return f.StreamFunc() }
+func (f Functions) Whole(body []byte, upstream string) (Answer, error) {
+	return f.WholeFunc(body, upstream)
+}

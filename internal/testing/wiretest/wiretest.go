@@ -2,6 +2,8 @@
 package wiretest
 
 import (
+	"encoding/json"
+	"errors"
 	"iter"
 	"strings"
 
@@ -49,6 +51,37 @@ func Data(body string) iter.Seq[string] {
 			}
 			if !yield(data) {
 				return
+			}
+		}
+	}
+}
+
+// JSON decodes b for a comparison that ignores member order, failing the
+// test when it is not JSON.
+func JSON(t TB, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return v
+}
+
+// Normalize feeds a translator's chunks to n, failing the test when a
+// chunk is not JSON or the normalizer refuses it with anything but its
+// own protocol and incomplete errors (what a fuzzed translator may make
+// it say; a panic or another error is a bug).
+func Normalize(t TB, n *wire.Normalizer, chunks [][]byte) {
+	t.Helper()
+	for _, ch := range chunks {
+		if !json.Valid(ch) {
+			t.Fatalf("chunk %q is not JSON", ch)
+		}
+		if _, _, err := n.Chunk(ch); err != nil {
+			_, protocol := errors.AsType[*wire.ProtocolError](err)
+			_, incomplete := errors.AsType[*wire.IncompleteError](err)
+			if !protocol && !incomplete {
+				t.Fatalf("normalizer error of type %T", err)
 			}
 		}
 	}

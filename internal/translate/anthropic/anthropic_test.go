@@ -13,16 +13,6 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// asJSON decodes b for a comparison that ignores member order.
-func asJSON(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return v
-}
-
 // Every request mapping: the chat request's members in, the Messages
 // request out.
 func TestRequest(t *testing.T) {
@@ -66,7 +56,7 @@ func TestRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(asJSON(t, []byte(tc.want)), asJSON(t, got)); diff != "" {
+			if diff := cmp.Diff(wiretest.JSON(t, []byte(tc.want)), wiretest.JSON(t, got)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -227,9 +217,9 @@ func TestWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := asJSON(t, a.Chat).(map[string]any)
+	got := wiretest.JSON(t, a.Chat).(map[string]any)
 	delete(got, "created")
-	want := asJSON(t, []byte(`{"id":"msg_1","object":"chat.completion","model":"claude-x","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Checking.","reasoning_content":"Hm.",`+
+	want := wiretest.JSON(t, []byte(`{"id":"msg_1","object":"chat.completion","model":"claude-x","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Checking.","reasoning_content":"Hm.",`+
 		`"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}}],`+
 		`"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":2}}}`))
 	if diff := cmp.Diff(want, any(got)); diff != "" {
@@ -258,18 +248,7 @@ func FuzzAnthropicEvents(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			for _, ch := range chunks {
-				if !json.Valid(ch) {
-					t.Fatalf("chunk %q from %q is not JSON", ch, e)
-				}
-				if _, _, err := n.Chunk(ch); err != nil {
-					var pe *wire.ProtocolError
-					var ie *wire.IncompleteError
-					if !errors.As(err, &pe) && !errors.As(err, &ie) {
-						t.Fatalf("normalizer error of type %T", err)
-					}
-				}
-			}
+			wiretest.Normalize(t, n, chunks)
 		}
 		if th := s.Carried(); th != nil && !json.Valid(th) {
 			t.Fatalf("thinking %q", th)

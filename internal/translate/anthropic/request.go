@@ -3,7 +3,6 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/translate"
@@ -11,17 +10,8 @@ import (
 )
 
 // Translator is the Messages API's translate.Outbound.
-var Translator translate.Outbound = outbound{}
-
-type outbound struct{}
-
-func (outbound) Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
-	return Request(req, o)
-}
-func (outbound) Stream() translate.Events { return NewStream() }
-func (outbound) Whole(b []byte, upstream string) (translate.Answer, error) {
-	return Whole(b, upstream)
-}
+var Translator translate.Outbound = translate.Functions{RequestFunc: Request, WholeFunc: Whole,
+	StreamFunc: func() translate.Events { return NewStream() }}
 
 type message struct {
 	Role    string            `json:"role"`
@@ -63,7 +53,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 		return rep, err
 	}
 	b := body{Model: o.Model, Stream: req.Stream, MaxTokens: o.DefaultMaxTokens}
-	if n, ok := intMember(req, "max_tokens", "max_completion_tokens"); ok {
+	if n, ok := translate.IntMember(req, "max_tokens", "max_completion_tokens"); ok {
 		b.MaxTokens = n
 	}
 	var err error
@@ -86,7 +76,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 		}
 		b.StopSequences = stop
 	}
-	b.Temperature, b.TopP, b.TopK = member(req, "temperature"), member(req, "top_p"), member(req, "top_k")
+	b.Temperature, b.TopP, b.TopK = translate.Member(req, "temperature"), translate.Member(req, "top_p"), translate.Member(req, "top_k")
 	if user, ok := req.Get("user"); ok && len(user) > 0 && user[0] == '"' {
 		b.Metadata = json.RawMessage(`{"user_id":` + string(user) + `}`)
 	}
@@ -102,7 +92,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 
 // unsupported refuses what the Messages API cannot do.
 func unsupported(req *wire.ChatRequest) error {
-	if n, ok := intMember(req, "n"); ok && n != 1 {
+	if n, ok := translate.IntMember(req, "n"); ok && n != 1 {
 		return &wire.ParamError{Param: "n", Msg: "an anthropic upstream answers one choice; send n: 1 or leave it out", Unsupported: true}
 	}
 	if rf, ok := req.Get("response_format"); ok && string(rf) != "null" && !strings.Contains(string(rf), `"text"`) {
@@ -115,26 +105,6 @@ func unsupported(req *wire.ChatRequest) error {
 		return &wire.ParamError{Param: "audio", Msg: "an anthropic upstream answers no audio", Unsupported: true}
 	}
 	return nil
-}
-
-// member returns a member's raw value, nil when absent or null.
-func member(req *wire.ChatRequest, key string) json.RawMessage {
-	if v, ok := req.Get(key); ok && string(v) != "null" {
-		return v
-	}
-	return nil
-}
-
-// intMember returns the first of keys that holds an integer.
-func intMember(req *wire.ChatRequest, keys ...string) (int, bool) {
-	for _, k := range keys {
-		if v := member(req, k); v != nil {
-			if n, err := strconv.Atoi(string(v)); err == nil {
-				return n, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // toolDescription is a declared tool's function.description.
@@ -152,7 +122,7 @@ func toolDescription(raw json.RawMessage) string {
 // tool_choice.
 func toolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) {
 	choice := map[string]any{}
-	raw := member(req, "tool_choice")
+	raw := translate.Member(req, "tool_choice")
 	var s string
 	switch {
 	case raw == nil:
@@ -179,7 +149,7 @@ func toolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) 
 		}
 		choice["type"], choice["name"] = "tool", f.Function.Name
 	}
-	if p := member(req, "parallel_tool_calls"); string(p) == "false" && choice["type"] != "none" {
+	if p := translate.Member(req, "parallel_tool_calls"); string(p) == "false" && choice["type"] != "none" {
 		choice["disable_parallel_tool_use"] = true
 	}
 	if !haveTools || raw == nil && len(choice) == 1 {
@@ -192,7 +162,7 @@ func toolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) 
 // and turns it off when the final assistant message made calls and does
 // not start with its thinking block.
 func thinking(req *wire.ChatRequest, maxTokens int, msgs []message) (json.RawMessage, bool, error) {
-	raw := member(req, "thinking")
+	raw := translate.Member(req, "thinking")
 	if raw == nil {
 		return nil, false, nil
 	}

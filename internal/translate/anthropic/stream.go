@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -132,8 +133,7 @@ func (s *Stream) Event(data []byte) (chunks [][]byte, done bool, err error) {
 		if ev.Error != nil {
 			msg, typ = ev.Error.Message, ev.Error.Type
 		}
-		b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": msg, "type": typ}})
-		return [][]byte{b}, false, nil
+		return [][]byte{translate.ErrorChunk(msg, typ)}, false, nil
 	}
 	return nil, false, nil // ping, content_block_stop, and events of later API versions
 }
@@ -146,7 +146,7 @@ func (s *Stream) blockStart(ev event) [][]byte {
 	switch b.Type {
 	case "text":
 		if b.Text != "" {
-			return [][]byte{s.chunk(`{"content":`+quote(b.Text)+`}`, "null")}
+			return [][]byte{s.chunk(`{"content":`+translate.Quote(b.Text)+`}`, "null")}
 		}
 	case "tool_use":
 		k := len(s.calls)
@@ -155,12 +155,12 @@ func (s *Stream) blockStart(ev event) [][]byte {
 		if len(b.Input) > 0 && string(b.Input) != "{}" {
 			args = string(b.Input)
 		}
-		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+quote(b.ID)+`,"type":"function","function":{"name":`+quote(b.Name)+`,"arguments":`+quote(args)+`}}]}`, "null")}
+		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+translate.Quote(b.ID)+`,"type":"function","function":{"name":`+translate.Quote(b.Name)+`,"arguments":`+translate.Quote(args)+`}}]}`, "null")}
 	case "thinking":
 		s.thoughts = append(s.thoughts, thought{Type: "thinking", Thinking: b.Thinking})
 		s.current = len(s.thoughts) - 1
 		if b.Thinking != "" {
-			return [][]byte{s.chunk(`{"reasoning_content":`+quote(b.Thinking)+`}`, "null")}
+			return [][]byte{s.chunk(`{"reasoning_content":`+translate.Quote(b.Thinking)+`}`, "null")}
 		}
 	case "redacted_thinking":
 		s.thoughts = append(s.thoughts, thought{Type: "redacted_thinking", Data: b.Data})
@@ -176,18 +176,18 @@ func (s *Stream) blockDelta(ev event) [][]byte {
 	}
 	switch d.Type {
 	case "text_delta":
-		return [][]byte{s.chunk(`{"content":`+quote(d.Text)+`}`, "null")}
+		return [][]byte{s.chunk(`{"content":`+translate.Quote(d.Text)+`}`, "null")}
 	case "input_json_delta":
 		k, ok := s.calls[ev.Index]
 		if !ok || d.PartialJSON == "" {
 			return nil
 		}
-		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"function":{"arguments":`+quote(d.PartialJSON)+`}}]}`, "null")}
+		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"function":{"arguments":`+translate.Quote(d.PartialJSON)+`}}]}`, "null")}
 	case "thinking_delta":
 		if s.current >= 0 {
 			s.thoughts[s.current].Thinking += d.Thinking
 		}
-		return [][]byte{s.chunk(`{"reasoning_content":`+quote(d.Thinking)+`}`, "null")}
+		return [][]byte{s.chunk(`{"reasoning_content":`+translate.Quote(d.Thinking)+`}`, "null")}
 	case "signature_delta":
 		if s.current >= 0 {
 			s.thoughts[s.current].Signature += d.Signature
@@ -213,14 +213,12 @@ func (s *Stream) finishReason(stop string) string {
 
 // chunk is one chat.completion.chunk of the response.
 func (s *Stream) chunk(delta, finish string) []byte {
-	return []byte(`{"id":` + quote(s.id) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(s.created, 10) +
-		`,"model":` + quote(s.model) + `,"choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`)
+	return translate.Chunks{ID: s.id, Model: s.model, Created: s.created}.Delta(delta, finish)
 }
 
 // usageChunk is the response's usage, in a chunk without choices.
 func (s *Stream) usageChunk() []byte {
-	return []byte(`{"id":` + quote(s.id) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(s.created, 10) +
-		`,"model":` + quote(s.model) + `,"choices":[],"usage":` + string(s.usage.openAI()) + `}`)
+	return translate.Chunks{ID: s.id, Model: s.model, Created: s.created}.Usage(s.usage.openAI())
 }
 
 // Ended reports whether message_stop was seen.
@@ -243,9 +241,4 @@ func (s *Stream) Kinds() []string {
 		return []string{"pause_turn"}
 	}
 	return nil
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

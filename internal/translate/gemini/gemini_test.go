@@ -13,16 +13,6 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// asJSON decodes b for a comparison that ignores member order.
-func asJSON(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return v
-}
-
 const restoredMember = "restored_signatures" // the gateway uses its own member, which only its store fills
 
 // Every request mapping: the chat request's members in, the Gemini
@@ -83,7 +73,7 @@ func TestRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(asJSON(t, []byte(tc.want)), asJSON(t, r.Body)); diff != "" {
+			if diff := cmp.Diff(wiretest.JSON(t, []byte(tc.want)), wiretest.JSON(t, r.Body)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -150,7 +140,7 @@ func TestSchema(t *testing.T) {
 		case tc.err == "" && err != nil:
 			t.Errorf("%s: %v", tc.in, err)
 		case tc.err == "":
-			if diff := cmp.Diff(asJSON(t, []byte(tc.want)), asJSON(t, got)); diff != "" {
+			if diff := cmp.Diff(wiretest.JSON(t, []byte(tc.want)), wiretest.JSON(t, got)); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.in, diff)
 			}
 		}
@@ -281,10 +271,10 @@ func TestWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := asJSON(t, a.Chat).(map[string]any)
+	got := wiretest.JSON(t, a.Chat).(map[string]any)
 	delete(got, "created")
 	id := callID("r1", 0, "get_weather")
-	want := asJSON(t, []byte(`{"id":"chatcmpl-r1","object":"chat.completion","model":"gemini-3-pro","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Checking.","reasoning_content":"Hm.",`+
+	want := wiretest.JSON(t, []byte(`{"id":"chatcmpl-r1","object":"chat.completion","model":"gemini-3-pro","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Checking.","reasoning_content":"Hm.",`+
 		`"tool_calls":[{"id":"`+id+`","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"},"extra_content":{"google":{"thought_signature":"c2ln"}}}]}}],`+
 		`"usage":{"prompt_tokens":10,"completion_tokens":8,"total_tokens":18,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":3}}}`))
 	if diff := cmp.Diff(want, any(got)); diff != "" {
@@ -325,18 +315,7 @@ func FuzzGeminiEvents(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			for _, ch := range chunks {
-				if !json.Valid(ch) {
-					t.Fatalf("chunk %q from %q is not JSON", ch, e)
-				}
-				if _, _, err := n.Chunk(ch); err != nil {
-					var pe *wire.ProtocolError
-					var ie *wire.IncompleteError
-					if !errors.As(err, &pe) && !errors.As(err, &ie) {
-						t.Fatalf("normalizer error of type %T", err)
-					}
-				}
-			}
+			wiretest.Normalize(t, n, chunks)
 		}
 		if sig := s.Carried(); sig != nil && !json.Valid(sig) {
 			t.Fatalf("carried %q", sig)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/translate"
@@ -12,17 +11,8 @@ import (
 )
 
 // Translator is the Gemini API's translate.Outbound.
-var Translator translate.Outbound = outbound{}
-
-type outbound struct{}
-
-func (outbound) Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
-	return Request(req, o)
-}
-func (outbound) Stream() translate.Events { return NewStream() }
-func (outbound) Whole(b []byte, upstream string) (translate.Answer, error) {
-	return Whole(b, upstream)
-}
+var Translator translate.Outbound = translate.Functions{RequestFunc: Request, WholeFunc: Whole,
+	StreamFunc: func() translate.Events { return NewStream() }}
 
 // SkipSignature is the value Gemini documents for a function call whose
 // thought signature is not known (a call from another model, one a
@@ -114,7 +104,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 
 // unsupported refuses what the Gemini API cannot do here.
 func unsupported(req *wire.ChatRequest) error {
-	if n, ok := intMember(req, "n"); ok && n != 1 {
+	if n, ok := translate.IntMember(req, "n"); ok && n != 1 {
 		return &wire.ParamError{Param: "n", Msg: "a gemini upstream answers one choice here; send n: 1 or leave it out", Unsupported: true}
 	}
 	if lp, ok := req.Get("logprobs"); ok && string(lp) == "true" {
@@ -124,26 +114,6 @@ func unsupported(req *wire.ChatRequest) error {
 		return &wire.ParamError{Param: "audio", Msg: "a gemini upstream answers no audio here", Unsupported: true}
 	}
 	return nil
-}
-
-// member returns a member's raw value, nil when absent or null.
-func member(req *wire.ChatRequest, key string) json.RawMessage {
-	if v, ok := req.Get(key); ok && string(v) != "null" {
-		return v
-	}
-	return nil
-}
-
-// intMember returns the first of keys that holds an integer.
-func intMember(req *wire.ChatRequest, keys ...string) (int, bool) {
-	for _, k := range keys {
-		if v := member(req, k); v != nil {
-			if n, err := strconv.Atoi(string(v)); err == nil {
-				return n, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // declarations turns the function tools into one functionDeclarations
@@ -181,7 +151,7 @@ func description(raw json.RawMessage) string {
 // toolConfig maps tool_choice onto functionCallingConfig: auto → AUTO,
 // none → NONE, required → ANY, a function → ANY with that name allowed.
 func toolConfig(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) {
-	raw := member(req, "tool_choice")
+	raw := translate.Member(req, "tool_choice")
 	if raw == nil || !haveTools {
 		return nil, nil
 	}
@@ -216,16 +186,16 @@ func toolConfig(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) 
 // sequences, the response format, the thinking configuration.
 func generation(req *wire.ChatRequest) (map[string]any, error) {
 	g := map[string]any{}
-	if n, ok := intMember(req, "max_completion_tokens", "max_tokens"); ok {
+	if n, ok := translate.IntMember(req, "max_completion_tokens", "max_tokens"); ok {
 		g["maxOutputTokens"] = n
 	}
 	for chat, gem := range map[string]string{"temperature": "temperature", "top_p": "topP", "seed": "seed",
 		"presence_penalty": "presencePenalty", "frequency_penalty": "frequencyPenalty"} {
-		if v := member(req, chat); v != nil {
+		if v := translate.Member(req, chat); v != nil {
 			g[gem] = v
 		}
 	}
-	if stop := member(req, "stop"); stop != nil {
+	if stop := translate.Member(req, "stop"); stop != nil {
 		if stop[0] == '"' {
 			stop = append(append([]byte{'['}, stop...), ']')
 		}
@@ -246,7 +216,7 @@ func generation(req *wire.ChatRequest) (map[string]any, error) {
 // responseFormat maps response_format: json_schema → JSON with its
 // schema, json_object → JSON.
 func responseFormat(req *wire.ChatRequest, g map[string]any) error {
-	raw := member(req, "response_format")
+	raw := translate.Member(req, "response_format")
 	if raw == nil {
 		return nil
 	}
@@ -281,7 +251,7 @@ func responseFormat(req *wire.ChatRequest, g map[string]any) error {
 // reach the client as its reasoning.
 func thinking(req *wire.ChatRequest, g map[string]any) error {
 	cfg := map[string]any{}
-	if raw := member(req, "reasoning_effort"); raw != nil {
+	if raw := translate.Member(req, "reasoning_effort"); raw != nil {
 		var effort string
 		if json.Unmarshal(raw, &effort) != nil {
 			return &wire.ParamError{Param: "reasoning_effort", Msg: "must be a string"}
@@ -293,7 +263,7 @@ func thinking(req *wire.ChatRequest, g map[string]any) error {
 		cfg["thinkingLevel"] = level
 		cfg["includeThoughts"] = level != "minimal"
 	}
-	if raw := member(req, "thinking"); raw != nil {
+	if raw := translate.Member(req, "thinking"); raw != nil {
 		var t struct {
 			Type   string `json:"type"`
 			Budget int    `json:"budget_tokens"`

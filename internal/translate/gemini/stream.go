@@ -96,7 +96,7 @@ func (s *Stream) Event(data []byte) ([][]byte, bool, error) {
 		return nil, false, &wire.ProtocolError{Index: -1, Msg: "a gemini stream event is not a GenerateContentResponse: " + wire.Clip(err.Error())}
 	}
 	if a.Error != nil {
-		return [][]byte{errorChunk(a.Error.Message, a.Error.Status)}, false, nil
+		return [][]byte{translate.ErrorChunk(a.Error.Message, a.Error.Status)}, false, nil
 	}
 	var out [][]byte
 	if !s.started {
@@ -122,7 +122,7 @@ func (s *Stream) Event(data []byte) ([][]byte, bool, error) {
 		s.finished = true
 		reason, failed := finishReason(c.FinishReason, s.calls > 0)
 		if failed {
-			return append(out, errorChunk(finishError(c.FinishReason, c.FinishMessage), c.FinishReason)), false, nil
+			return append(out, translate.ErrorChunk(finishError(c.FinishReason, c.FinishMessage), c.FinishReason)), false, nil
 		}
 		out = append(out, s.chunk(`{}`, strconv.Quote(reason)))
 	}
@@ -151,22 +151,22 @@ func (s *Stream) part(p answerPart) [][]byte {
 				s.sigs.Calls = map[string]string{}
 			}
 			s.sigs.Calls[id] = p.ThoughtSignature
-			extra = `,"extra_content":{"google":{"thought_signature":` + quote(p.ThoughtSignature) + `}}`
+			extra = `,"extra_content":{"google":{"thought_signature":` + translate.Quote(p.ThoughtSignature) + `}}`
 		}
 		k := s.calls
 		s.calls++
-		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+quote(id)+`,"type":"function","function":{"name":`+
-			quote(p.FunctionCall.Name)+`,"arguments":`+quote(args)+`}`+extra+`}]}`, "null")}
+		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+translate.Quote(id)+`,"type":"function","function":{"name":`+
+			translate.Quote(p.FunctionCall.Name)+`,"arguments":`+translate.Quote(args)+`}`+extra+`}]}`, "null")}
 	case p.Thought:
 		if p.Text != "" {
-			return [][]byte{s.chunk(`{"reasoning_content":`+quote(p.Text)+`}`, "null")}
+			return [][]byte{s.chunk(`{"reasoning_content":`+translate.Quote(p.Text)+`}`, "null")}
 		}
 	default:
 		if p.ThoughtSignature != "" {
 			s.sigs.Text = p.ThoughtSignature
 		}
 		if p.Text != "" {
-			return [][]byte{s.chunk(`{"content":`+quote(p.Text)+`}`, "null")}
+			return [][]byte{s.chunk(`{"content":`+translate.Quote(p.Text)+`}`, "null")}
 		}
 	}
 	return nil
@@ -177,8 +177,7 @@ func (s *Stream) part(p answerPart) [][]byte {
 func (s *Stream) withUsage(out [][]byte) [][]byte {
 	if s.finished && s.usage != nil && !s.usageSent {
 		s.usageSent = true
-		out = append(out, []byte(`{"id":`+quote(s.id)+`,"object":"chat.completion.chunk","created":`+strconv.FormatInt(s.created, 10)+
-			`,"model":`+quote(s.model)+`,"choices":[],"usage":`+string(s.usage.openAI())+`}`))
+		out = append(out, translate.Chunks{ID: s.id, Model: s.model, Created: s.created}.Usage(s.usage.openAI()))
 	}
 	return out
 }
@@ -205,8 +204,7 @@ func (g Signatures) encode() []byte {
 
 // chunk is one chat.completion.chunk of the response.
 func (s *Stream) chunk(delta, finish string) []byte {
-	return []byte(`{"id":` + quote(s.id) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(s.created, 10) +
-		`,"model":` + quote(s.model) + `,"choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`)
+	return translate.Chunks{ID: s.id, Model: s.model, Created: s.created}.Delta(delta, finish)
 }
 
 // finishReason maps Gemini's finishReason onto chat completions': failed
@@ -238,15 +236,6 @@ func finishError(reason, message string) string {
 	return "the model's answer failed (" + reason + ")"
 }
 
-// errorChunk is a chunk holding an error object, which ends the stream.
-func errorChunk(message, status string) []byte {
-	if message == "" {
-		message = "an unspecified error"
-	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": message, "type": status}})
-	return b
-}
-
 // seed is what a response's synthesized call ids derive from: its id, or
 // random bytes when it has none (ids must not repeat across answers: the
 // gateway remembers each call's signature by its id).
@@ -273,10 +262,5 @@ func callID(seed string, k int, name string) string {
 }
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
 
 var _ translate.Events = (*Stream)(nil)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -201,7 +202,7 @@ func responsePart(m wire.Message, i int, names map[string]string) ([]part, error
 	if !ok {
 		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_call_id", i), Msg: "answers no call of an earlier assistant message"}
 	}
-	text := replyText(m.Content)
+	text := translate.ReplyText(m.Content)
 	resp := json.RawMessage(nil)
 	trimmed := strings.TrimSpace(text)
 	switch {
@@ -214,19 +215,4 @@ func responsePart(m wire.Message, i int, names map[string]string) ([]part, error
 		resp = b
 	}
 	return []part{{FunctionResponse: &response{ID: m.ToolCallID, Name: name, Response: resp}}}, nil
-}
-
-// replyText is a tool reply's text: a string, or its text parts joined.
-func replyText(c json.RawMessage) string {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
-		return s
-	}
-	var cps []contentPart
-	_ = json.Unmarshal(c, &cps)
-	var b strings.Builder
-	for _, p := range cps {
-		b.WriteString(p.Text)
-	}
-	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -69,16 +70,6 @@ func stopReason(finish string) string {
 		return "refusal"
 	}
 	return "end_turn"
-}
-
-// textOf is a member's text when it is a JSON string ("" otherwise): each
-// member decoded into fresh state.
-func textOf(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
 }
 
 // Stream turns a normalized, judged chat completion stream into the
@@ -151,7 +142,8 @@ func (s *Stream) Send(data []byte) error {
 }
 
 func (s *Stream) delta(d map[string]json.RawMessage) error {
-	if text := textOf(d[s.meta.ReasoningField]); text != "" {
+	said := translate.ReadDelta(d, s.meta.ReasoningField)
+	if text := said.Reasoning; text != "" {
 		if err := s.open("thinking", map[string]any{"type": "thinking", "thinking": ""}); err != nil {
 			return err
 		}
@@ -159,7 +151,7 @@ func (s *Stream) delta(d map[string]json.RawMessage) error {
 			return err
 		}
 	}
-	if text := textOf(d["content"]); text != "" {
+	if text := said.Text; text != "" {
 		if err := s.open("text", map[string]any{"type": "text", "text": ""}); err != nil {
 			return err
 		}
@@ -167,18 +159,7 @@ func (s *Stream) delta(d map[string]json.RawMessage) error {
 			return err
 		}
 	}
-	var calls []struct {
-		Index    int    `json:"index"`
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-	if json.Unmarshal(d["tool_calls"], &calls) != nil {
-		return nil
-	}
-	for _, c := range calls {
+	for _, c := range said.Calls {
 		if err := s.call(c.Index, c.ID, c.Function.Name, c.Function.Arguments); err != nil {
 			return err
 		}
@@ -311,23 +292,15 @@ func Whole(chat []byte, m Meta) ([]byte, error) {
 	if err := json.Unmarshal(chat, &c); err != nil || len(c.Choices) == 0 {
 		return nil, &wire.ProtocolError{Index: -1, Msg: "the answer has no choice to make a message of"}
 	}
-	msg := c.Choices[0].Message
+	said := translate.ReadDelta(c.Choices[0].Message, m.ReasoningField)
 	var content []map[string]any
-	if r := textOf(msg[m.ReasoningField]); r != "" {
-		content = append(content, map[string]any{"type": "thinking", "thinking": r, "signature": ""})
+	if said.Reasoning != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": said.Reasoning, "signature": ""})
 	}
-	if t := textOf(msg["content"]); t != "" {
-		content = append(content, map[string]any{"type": "text", "text": t})
+	if said.Text != "" {
+		content = append(content, map[string]any{"type": "text", "text": said.Text})
 	}
-	var calls []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-	_ = json.Unmarshal(msg["tool_calls"], &calls)
-	for _, tc := range calls {
+	for _, tc := range said.Calls {
 		input := json.RawMessage(strings.TrimSpace(tc.Function.Arguments))
 		if len(input) == 0 || !json.Valid(input) {
 			input = json.RawMessage("{}")

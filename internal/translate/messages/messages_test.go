@@ -8,18 +8,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
-
-func asJSON(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return v
-}
 
 // Every request mapping: the Messages request in, the chat request out,
 // for an Anthropic upstream and for another protocol.
@@ -63,7 +55,7 @@ func TestChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(asJSON(t, []byte(tc.want)), asJSON(t, got.Chat)); diff != "" {
+			if diff := cmp.Diff(wiretest.JSON(t, []byte(tc.want)), wiretest.JSON(t, got.Chat)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -129,41 +130,19 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 	if err := json.Unmarshal(chat, &c); err != nil || len(c.Choices) == 0 {
 		return nil, nil, &wire.ProtocolError{Index: -1, Msg: "the answer has no choice to make a response of"}
 	}
-	msg := c.Choices[0].Message
-	reasoning, text := textOf(msg[m.ReasoningField]), textOf(msg["content"])
-	if reasoning != "" {
-		output = append(output, reasoningItem(NewID("rs"), reasoning))
+	said := translate.ReadDelta(c.Choices[0].Message, m.ReasoningField)
+	if said.Reasoning != "" {
+		output = append(output, reasoningItem(NewID("rs"), said.Reasoning))
 	}
-	if text != "" {
-		output = append(output, messageItem(NewID("msg"), "completed", text))
+	if said.Text != "" {
+		output = append(output, messageItem(NewID("msg"), "completed", said.Text))
 	}
-	var calls []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-	_ = json.Unmarshal(msg["tool_calls"], &calls)
-	for _, tc := range calls {
+	for _, tc := range said.Calls {
 		output = append(output, callItem(NewID("fc"), tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
 	}
 	status, extra := finish(c.Choices[0].FinishReason)
 	object, err = json.Marshal(m.object(status, output, usage(c.Usage), extra))
 	return object, output, err
-}
-
-// textOf is a member's text when it is a JSON string, and "" when it is
-// absent, null or anything else. It decodes into fresh state on every
-// call: decoding null into a variable that already holds text leaves the
-// text there (encoding/json's rule), which once made a reasoning delta
-// followed by "content": null repeat the reasoning as answer text.
-func textOf(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
 }
 
 // ErrorObject is the response object of a failed response.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -104,31 +105,21 @@ func (s *Stream) Chunk(data []byte) error {
 }
 
 // delta sends the events of one choice's delta. Each member is decoded on
-// its own (textOf): a member absent, null or "" says nothing, and never
-// repeats what another member said.
+// its own (translate.ReadDelta): a member absent, null or "" says nothing,
+// and never repeats what another member said.
 func (s *Stream) delta(d map[string]json.RawMessage) error {
-	if text := textOf(d[s.meta.ReasoningField]); text != "" {
-		if err := s.textDelta("reasoning", text); err != nil {
+	said := translate.ReadDelta(d, s.meta.ReasoningField)
+	if said.Reasoning != "" {
+		if err := s.textDelta("reasoning", said.Reasoning); err != nil {
 			return err
 		}
 	}
-	if text := textOf(d["content"]); text != "" {
-		if err := s.textDelta("message", text); err != nil {
+	if said.Text != "" {
+		if err := s.textDelta("message", said.Text); err != nil {
 			return err
 		}
 	}
-	var calls []struct {
-		Index    int    `json:"index"`
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-	if json.Unmarshal(d["tool_calls"], &calls) != nil {
-		return nil
-	}
-	for _, tc := range calls {
+	for _, tc := range said.Calls {
 		if err := s.callDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments); err != nil {
 			return err
 		}

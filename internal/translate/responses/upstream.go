@@ -3,8 +3,6 @@ package responses
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -18,17 +16,8 @@ import (
 // is Carried.
 
 // Translator is the Responses API's translate.Outbound, for an upstream.
-var Translator translate.Outbound = outbound{}
-
-type outbound struct{}
-
-func (outbound) Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
-	return UpstreamRequest(req, o)
-}
-func (outbound) Stream() translate.Events { return NewUpstreamStream() }
-func (outbound) Whole(b []byte, upstream string) (translate.Answer, error) {
-	return UpstreamWhole(b, upstream)
-}
+var Translator translate.Outbound = translate.Functions{RequestFunc: UpstreamRequest, WholeFunc: UpstreamWhole,
+	StreamFunc: func() translate.Events { return NewUpstreamStream() }}
 
 // Carried is what a turn leaves for the next: its output items in order,
 // the reasoning items whole (their encrypted_content included) and each
@@ -72,11 +61,11 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	}
 	for chat, resp := range map[string]string{"parallel_tool_calls": "parallel_tool_calls", "temperature": "temperature", "top_p": "top_p",
 		"metadata": "metadata", "user": "user", "safety_identifier": "safety_identifier"} {
-		if v := member(req, chat); v != nil {
+		if v := translate.Member(req, chat); v != nil {
 			b[resp] = v
 		}
 	}
-	if n, ok := intMember(req, "max_completion_tokens", "max_tokens"); ok {
+	if n, ok := translate.IntMember(req, "max_completion_tokens", "max_tokens"); ok {
 		b["max_output_tokens"] = n
 	}
 	if err := upstreamReasoning(req, b); err != nil {
@@ -91,35 +80,15 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 
 // upstreamUnsupported refuses what the Responses API cannot do here.
 func upstreamUnsupported(req *wire.ChatRequest) error {
-	if n, ok := intMember(req, "n"); ok && n != 1 {
+	if n, ok := translate.IntMember(req, "n"); ok && n != 1 {
 		return &wire.ParamError{Param: "n", Msg: "a responses upstream answers one choice; send n: 1 or leave it out", Unsupported: true}
 	}
 	for _, k := range []string{"logprobs", "audio"} {
-		if v := member(req, k); v != nil && string(v) != "false" {
+		if v := translate.Member(req, k); v != nil && string(v) != "false" {
 			return &wire.ParamError{Param: k, Msg: "cannot be sent to a responses upstream here", Unsupported: true}
 		}
 	}
 	return nil
-}
-
-// member returns a member's raw value, nil when absent or null.
-func member(req *wire.ChatRequest, key string) json.RawMessage {
-	if v, ok := req.Get(key); ok && string(v) != "null" {
-		return v
-	}
-	return nil
-}
-
-// intMember returns the first of keys that holds an integer.
-func intMember(req *wire.ChatRequest, keys ...string) (int, bool) {
-	for _, k := range keys {
-		if v := member(req, k); v != nil {
-			if n, err := strconv.Atoi(string(v)); err == nil {
-				return n, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // inputItems turns the messages into input items: messages (system and
@@ -145,7 +114,7 @@ func inputItems(msgs []wire.Message, carriedMember string) ([]json.RawMessage, e
 			}
 			out = append(out, items...)
 		case "tool":
-			b, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": m.ToolCallID, "output": replyText(m.Content)})
+			b, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": m.ToolCallID, "output": translate.ReplyText(m.Content)})
 			out = append(out, b)
 		default:
 			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Responses API", wire.Clip(m.Role)), Unsupported: true}
@@ -204,21 +173,6 @@ func upstreamMessage(m wire.Message, i int) (json.RawMessage, error) {
 	return json.Marshal(map[string]any{"type": "message", "role": m.Role, "content": parts})
 }
 
-// replyText is a tool reply's text: a string, or its text parts joined.
-func replyText(c json.RawMessage) string {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
-		return s
-	}
-	var cps []chatPart
-	_ = json.Unmarshal(c, &cps)
-	var b strings.Builder
-	for _, p := range cps {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
 // assistantItems are an assistant turn's items: its text as an assistant
 // message, then its calls as function_call items; the reasoning items
 // remembered for the turn go back in front of the calls they preceded,
@@ -227,7 +181,7 @@ func assistantItems(m wire.Message, i int, carriedMember string) ([]json.RawMess
 	var out []json.RawMessage
 	var text string
 	if json.Unmarshal(m.Content, &text) != nil && len(m.Content) > 0 && string(m.Content) != "null" {
-		text = replyText(m.Content)
+		text = translate.ReplyText(m.Content)
 	}
 	if text != "" {
 		b, _ := json.Marshal(map[string]any{"type": "message", "role": "assistant", "content": []map[string]string{{"type": "output_text", "text": text}}})
@@ -353,7 +307,7 @@ func upstreamTools(req *wire.ChatRequest, b map[string]any) error {
 	if len(tools) > 0 {
 		b["tools"] = tools
 	}
-	raw := member(req, "tool_choice")
+	raw := translate.Member(req, "tool_choice")
 	if raw == nil {
 		return nil
 	}
@@ -378,7 +332,7 @@ func upstreamTools(req *wire.ChatRequest, b map[string]any) error {
 // level) onto reasoning.effort, with its summary asked for: it reaches the
 // client as reasoning.
 func upstreamReasoning(req *wire.ChatRequest, b map[string]any) error {
-	raw := member(req, "reasoning_effort")
+	raw := translate.Member(req, "reasoning_effort")
 	if raw == nil {
 		return nil
 	}
@@ -396,7 +350,7 @@ func upstreamReasoning(req *wire.ChatRequest, b map[string]any) error {
 
 // upstreamFormat maps response_format onto text.format.
 func upstreamFormat(req *wire.ChatRequest, b map[string]any) error {
-	raw := member(req, "response_format")
+	raw := translate.Member(req, "response_format")
 	if raw == nil {
 		return nil
 	}

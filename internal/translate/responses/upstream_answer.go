@@ -134,15 +134,15 @@ func (s *UpstreamStream) Event(data []byte) ([][]byte, bool, error) {
 		s.created = time.Now().Unix()
 		return [][]byte{s.chunk(`{"role":"assistant","content":""}`, "null")}, false, nil
 	case "response.output_text.delta":
-		return [][]byte{s.chunk(`{"content":`+quote(ev.Delta)+`}`, "null")}, false, nil
+		return [][]byte{s.chunk(`{"content":`+translate.Quote(ev.Delta)+`}`, "null")}, false, nil
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		return [][]byte{s.chunk(`{"reasoning_content":`+quote(ev.Delta)+`}`, "null")}, false, nil
+		return [][]byte{s.chunk(`{"reasoning_content":`+translate.Quote(ev.Delta)+`}`, "null")}, false, nil
 	case "response.output_item.done":
 		return s.itemDone(ev.Item), false, nil
 	case "response.completed", "response.incomplete", "response.failed":
 		return s.end(ev.Response), ev.Type != "response.failed", nil
 	case "error":
-		return [][]byte{errorChunk(ev.Message, ev.Code)}, false, nil
+		return [][]byte{translate.ErrorChunk(ev.Message, ev.Code)}, false, nil
 	}
 	return nil, false, nil
 }
@@ -162,8 +162,8 @@ func (s *UpstreamStream) itemDone(raw json.RawMessage) [][]byte {
 		k := s.calls
 		s.calls++
 		args := it.Arguments
-		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+quote(it.CallID)+`,"type":"function","function":{"name":`+
-			quote(it.Name)+`,"arguments":`+quote(args)+`}}]}`, "null")}
+		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+translate.Quote(it.CallID)+`,"type":"function","function":{"name":`+
+			translate.Quote(it.Name)+`,"arguments":`+translate.Quote(args)+`}}]}`, "null")}
 	default:
 		s.carried.Items = append(s.carried.Items, carriedItem{Type: it.Type, ID: it.ID})
 	}
@@ -177,13 +177,12 @@ func (s *UpstreamStream) end(o *upstreamObject) [][]byte {
 	}
 	reason, failed := o.finish(s.calls > 0)
 	if failed {
-		return [][]byte{errorChunk(o.failure(), "response_failed")}
+		return [][]byte{translate.ErrorChunk(o.failure(), "response_failed")}
 	}
 	s.ended = true
 	out := [][]byte{s.chunk(`{}`, strconv.Quote(reason))}
 	if u := o.chatUsage(); u != nil {
-		out = append(out, []byte(`{"id":`+quote(s.id)+`,"object":"chat.completion.chunk","created":`+strconv.FormatInt(s.created, 10)+
-			`,"model":`+quote(s.model)+`,"choices":[],"usage":`+string(u)+`}`))
+		out = append(out, translate.Chunks{ID: s.id, Model: s.model, Created: s.created}.Usage(u))
 	}
 	return out
 }
@@ -215,22 +214,7 @@ func (c Carried) encode() []byte {
 
 // chunk is one chat.completion.chunk of the response.
 func (s *UpstreamStream) chunk(delta, finish string) []byte {
-	return []byte(`{"id":` + quote(s.id) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(s.created, 10) +
-		`,"model":` + quote(s.model) + `,"choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`)
-}
-
-// errorChunk is a chunk holding an error object, which ends the stream.
-func errorChunk(message, code string) []byte {
-	if message == "" {
-		message = "an unspecified error"
-	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": message, "type": "upstream_error", "code": code}})
-	return b
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return translate.Chunks{ID: s.id, Model: s.model, Created: s.created}.Delta(delta, finish)
 }
 
 // UpstreamWhole translates a whole Responses answer (a response object)

@@ -13,15 +13,6 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-func asJSON(t *testing.T, b []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return v
-}
-
 const restoredMember = "restored_items" // the gateway uses its own member, which only its store fills
 
 // Every request mapping for a Responses upstream: the chat request's
@@ -55,7 +46,7 @@ func TestUpstreamRequest(t *testing.T) {
 			if err != nil || r.Path != "/responses" {
 				t.Fatalf("%v %q", err, r.Path)
 			}
-			if diff := cmp.Diff(asJSON(t, []byte(tc.want)), asJSON(t, r.Body)); diff != "" {
+			if diff := cmp.Diff(wiretest.JSON(t, []byte(tc.want)), wiretest.JSON(t, r.Body)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -160,9 +151,9 @@ func TestUpstreamWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := asJSON(t, a.Chat).(map[string]any)
+	got := wiretest.JSON(t, a.Chat).(map[string]any)
 	delete(got, "created")
-	want := asJSON(t, []byte(`{"id":"resp_1","object":"chat.completion","model":"o4","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Checking.","reasoning_content":"Hm.",`+
+	want := wiretest.JSON(t, []byte(`{"id":"resp_1","object":"chat.completion","model":"o4","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Checking.","reasoning_content":"Hm.",`+
 		`"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}}],`+
 		`"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":3}}}`))
 	if diff := cmp.Diff(want, any(got)); diff != "" {
@@ -199,18 +190,7 @@ func FuzzResponsesEvents(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			for _, ch := range chunks {
-				if !json.Valid(ch) {
-					t.Fatalf("chunk %q from %q is not JSON", ch, e)
-				}
-				if _, _, err := n.Chunk(ch); err != nil {
-					var pe *wire.ProtocolError
-					var ie *wire.IncompleteError
-					if !errors.As(err, &pe) && !errors.As(err, &ie) {
-						t.Fatalf("normalizer error of type %T", err)
-					}
-				}
-			}
+			wiretest.Normalize(t, n, chunks)
 		}
 		if c := s.Carried(); c != nil && !json.Valid(c) {
 			t.Fatalf("carried %q", c)

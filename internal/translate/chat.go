@@ -1,0 +1,125 @@
+package translate
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// The pieces of the chat completions wire every translator reads or
+// writes, written once.
+
+// Member returns a request member's raw value, nil when absent or null.
+func Member(req *wire.ChatRequest, key string) json.RawMessage {
+	if v, ok := req.Get(key); ok && string(v) != "null" {
+		return v
+	}
+	return nil
+}
+
+// IntMember returns the first of keys that holds an integer.
+func IntMember(req *wire.ChatRequest, keys ...string) (int, bool) {
+	for _, k := range keys {
+		if v := Member(req, k); v != nil {
+			if n, err := strconv.Atoi(string(v)); err == nil {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Quote is s as a JSON string.
+func Quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TextOf is a member's text when it is a JSON string, and "" when it is
+// absent, null or anything else. It decodes into fresh state on every
+// call: decoding null into a variable that already holds text leaves the
+// text there (encoding/json's rule), which once made a reasoning delta
+// followed by "content": null repeat the reasoning as answer text.
+func TextOf(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// ReplyText is a tool reply's content as text: a string, or its text
+// parts joined.
+func ReplyText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(c, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// Chunks writes the chat.completion.chunk payloads of one response, all
+// with its id, creation time and model.
+type Chunks struct {
+	ID, Model string
+	Created   int64
+}
+
+// Delta is a chunk whose choice 0 has delta (a JSON object) and finish (a
+// JSON value: null, or a quoted reason).
+func (c Chunks) Delta(delta, finish string) []byte {
+	return []byte(`{"id":` + Quote(c.ID) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(c.Created, 10) +
+		`,"model":` + Quote(c.Model) + `,"choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`)
+}
+
+// Usage is the chunk without choices that carries the response's usage.
+func (c Chunks) Usage(usage json.RawMessage) []byte {
+	return []byte(`{"id":` + Quote(c.ID) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(c.Created, 10) +
+		`,"model":` + Quote(c.Model) + `,"choices":[],"usage":` + string(usage) + `}`)
+}
+
+// ErrorChunk is a chunk holding an error object, with which the
+// normalizer ends the stream.
+func ErrorChunk(message, typ string) []byte {
+	if message == "" {
+		message = "an unspecified error"
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": message, "type": typ}})
+	return b
+}
+
+// Call is a tool call of a chat answer, or one of its fragments.
+type Call struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// Said is what a normalized chat delta (or a whole message) says, each
+// member decoded on its own: reasoning (in field), text, tool calls.
+type Said struct {
+	Reasoning, Text string
+	Calls           []Call
+}
+
+// ReadDelta reads a delta's (or a message's) members.
+func ReadDelta(d map[string]json.RawMessage, field string) Said {
+	s := Said{Reasoning: TextOf(d[field]), Text: TextOf(d["content"])}
+	if json.Unmarshal(d["tool_calls"], &s.Calls) != nil {
+		s.Calls = nil
+	}
+	return s
+}
