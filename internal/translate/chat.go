@@ -123,3 +123,29 @@ func ReadDelta(d map[string]json.RawMessage, field string) Said {
 	}
 	return s
 }
+
+// ToolDescription is a declared tool's function.description.
+func ToolDescription(raw json.RawMessage) string {
+	var t struct {
+		Function struct {
+			Description string `json:"description"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	return t.Function.Description
+}
+
+// Unsupported refuses, before anything is sent, what no translated
+// upstream does here: several choices (n > 1), logprobs, audio; upstream
+// names the protocol in the message.
+func Unsupported(req *wire.ChatRequest, upstream string) error {
+	if n, ok := IntMember(req, "n"); ok && n != 1 {
+		return &wire.ParamError{Param: "n", Msg: "a " + upstream + " upstream answers one choice here; send n: 1 or leave it out", Unsupported: true}
+	}
+	for _, k := range []string{"logprobs", "audio"} {
+		if v := Member(req, k); v != nil && string(v) != "false" {
+			return &wire.ParamError{Param: k, Msg: "cannot be sent to a " + upstream + " upstream here", Unsupported: true}
+		}
+	}
+	return nil
+}

@@ -65,7 +65,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		b.Tools = append(b.Tools, tool{Name: t.Name, Description: toolDescription(t.Raw), InputSchema: schema})
+		b.Tools = append(b.Tools, tool{Name: t.Name, Description: translate.ToolDescription(t.Raw), InputSchema: schema})
 	}
 	if b.ToolChoice, err = toolChoice(req, len(b.Tools) > 0); err != nil {
 		return rep, err
@@ -92,30 +92,10 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 
 // unsupported refuses what the Messages API cannot do.
 func unsupported(req *wire.ChatRequest) error {
-	if n, ok := translate.IntMember(req, "n"); ok && n != 1 {
-		return &wire.ParamError{Param: "n", Msg: "an anthropic upstream answers one choice; send n: 1 or leave it out", Unsupported: true}
-	}
 	if rf, ok := req.Get("response_format"); ok && string(rf) != "null" && !strings.Contains(string(rf), `"text"`) {
 		return &wire.ParamError{Param: "response_format", Msg: "an anthropic upstream has no response_format; ask for the shape in the prompt or declare a tool", Unsupported: true}
 	}
-	if lp, ok := req.Get("logprobs"); ok && string(lp) == "true" {
-		return &wire.ParamError{Param: "logprobs", Msg: "an anthropic upstream returns no logprobs", Unsupported: true}
-	}
-	if a, ok := req.Get("audio"); ok && string(a) != "null" {
-		return &wire.ParamError{Param: "audio", Msg: "an anthropic upstream answers no audio", Unsupported: true}
-	}
-	return nil
-}
-
-// toolDescription is a declared tool's function.description.
-func toolDescription(raw json.RawMessage) string {
-	var t struct {
-		Function struct {
-			Description string `json:"description"`
-		} `json:"function"`
-	}
-	_ = json.Unmarshal(raw, &t)
-	return t.Function.Description
+	return translate.Unsupported(req, "anthropic")
 }
 
 // toolChoice maps tool_choice and parallel_tool_calls onto Anthropic's

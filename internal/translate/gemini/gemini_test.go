@@ -97,7 +97,7 @@ func TestRequestPath(t *testing.T) {
 func TestRequestRefused(t *testing.T) {
 	for _, tc := range []struct{ members, param, msg string }{
 		{`"messages":[{"role":"user","content":"x"}],"n":2`, "n", "one choice"},
-		{`"messages":[{"role":"user","content":"x"}],"logprobs":true`, "logprobs", "no logprobs"},
+		{`"messages":[{"role":"user","content":"x"}],"logprobs":true`, "logprobs", "cannot be sent"},
 		{`"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]`, "messages[0].content[0].image_url", "data: URL"},
 		{`"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]`, "messages[0].content[0].type", "cannot be sent"},
 		{`"messages":[{"role":"user","content":"x"}],"reasoning_effort":"extreme"`, "reasoning_effort", "no gemini thinking level"},

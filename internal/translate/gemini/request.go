@@ -76,7 +76,7 @@ type declaration struct {
 // sent with SkipSignature.
 func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
 	var r translate.Request
-	if err := unsupported(req); err != nil {
+	if err := translate.Unsupported(req, "gemini"); err != nil {
 		return r, err
 	}
 	t, err := transcript(req.Messages, o.CarriedMember)
@@ -102,20 +102,6 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	return r, err
 }
 
-// unsupported refuses what the Gemini API cannot do here.
-func unsupported(req *wire.ChatRequest) error {
-	if n, ok := translate.IntMember(req, "n"); ok && n != 1 {
-		return &wire.ParamError{Param: "n", Msg: "a gemini upstream answers one choice here; send n: 1 or leave it out", Unsupported: true}
-	}
-	if lp, ok := req.Get("logprobs"); ok && string(lp) == "true" {
-		return &wire.ParamError{Param: "logprobs", Msg: "a gemini upstream returns no logprobs here", Unsupported: true}
-	}
-	if a, ok := req.Get("audio"); ok && string(a) != "null" {
-		return &wire.ParamError{Param: "audio", Msg: "a gemini upstream answers no audio here", Unsupported: true}
-	}
-	return nil
-}
-
 // declarations turns the function tools into one functionDeclarations
 // tool, each schema mapped onto the subset Gemini takes.
 func declarations(ts []wire.Tool) ([]tools, error) {
@@ -124,7 +110,7 @@ func declarations(ts []wire.Tool) ([]tools, error) {
 	}
 	var out tools
 	for i, t := range ts {
-		d := declaration{Name: t.Name, Description: description(t.Raw)}
+		d := declaration{Name: t.Name, Description: translate.ToolDescription(t.Raw)}
 		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
 			p, err := Schema(t.Parameters, fmt.Sprintf("tools[%d].function.parameters", i))
 			if err != nil {
@@ -135,17 +121,6 @@ func declarations(ts []wire.Tool) ([]tools, error) {
 		out.FunctionDeclarations = append(out.FunctionDeclarations, d)
 	}
 	return []tools{out}, nil
-}
-
-// description reads a tool's function description.
-func description(raw json.RawMessage) string {
-	var t struct {
-		Function struct {
-			Description string `json:"description"`
-		} `json:"function"`
-	}
-	_ = json.Unmarshal(raw, &t)
-	return t.Function.Description
 }
 
 // toolConfig maps tool_choice onto functionCallingConfig: auto → AUTO,

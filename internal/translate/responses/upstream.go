@@ -41,7 +41,7 @@ type carriedItem struct {
 // their item ids — never a reasoning item without its following item.
 func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
 	r := translate.Request{Path: "/responses"}
-	if err := upstreamUnsupported(req); err != nil {
+	if err := translate.Unsupported(req, "responses"); err != nil {
 		return r, err
 	}
 	b := map[string]any{"model": o.Model, "store": o.UpstreamStore}
@@ -76,19 +76,6 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	}
 	r.Body, err = json.Marshal(b)
 	return r, err
-}
-
-// upstreamUnsupported refuses what the Responses API cannot do here.
-func upstreamUnsupported(req *wire.ChatRequest) error {
-	if n, ok := translate.IntMember(req, "n"); ok && n != 1 {
-		return &wire.ParamError{Param: "n", Msg: "a responses upstream answers one choice; send n: 1 or leave it out", Unsupported: true}
-	}
-	for _, k := range []string{"logprobs", "audio"} {
-		if v := translate.Member(req, k); v != nil && string(v) != "false" {
-			return &wire.ParamError{Param: k, Msg: "cannot be sent to a responses upstream here", Unsupported: true}
-		}
-	}
-	return nil
 }
 
 // inputItems turns the messages into input items: messages (system and
