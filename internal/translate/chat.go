@@ -149,3 +149,79 @@ func Unsupported(req *wire.ChatRequest, upstream string) error {
 	}
 	return nil
 }
+
+// Usage is a chat completion's usage, as an inbound translator reports it
+// in its own API's terms.
+type Usage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// Chunk is the part of a normalized chat chunk an inbound translator
+// reads.
+type Chunk struct {
+	Choices []struct {
+		Index        int                        `json:"index"`
+		Delta        map[string]json.RawMessage `json:"delta"`
+		FinishReason *string                    `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *Usage `json:"usage"`
+}
+
+// ReadChunk decodes one normalized chat chunk.
+func ReadChunk(data []byte) (Chunk, error) {
+	var c Chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return c, &wire.ProtocolError{Index: -1, Msg: "a chunk to translate is not JSON"}
+	}
+	return c, nil
+}
+
+// Deltas calls fn with each delta of choice 0, in order (a translated
+// answer has one choice), after setting *finish to its finish reason when
+// it has one.
+func (c *Chunk) Deltas(finish *string, fn func(delta map[string]json.RawMessage) error) error {
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			*finish = *ch.FinishReason
+		}
+		if err := fn(ch.Delta); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Completion is the part of a normalized chat.completion an inbound
+// translator reads: its first choice and its usage.
+type Completion struct {
+	Message      map[string]json.RawMessage
+	FinishReason string
+	Usage        *Usage
+}
+
+// ReadCompletion decodes a normalized chat.completion; what names what the
+// caller makes of it, for the error when it has no choice.
+func ReadCompletion(chat []byte, what string) (Completion, error) {
+	var c struct {
+		Choices []struct {
+			Message      map[string]json.RawMessage `json:"message"`
+			FinishReason string                     `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *Usage `json:"usage"`
+	}
+	if err := json.Unmarshal(chat, &c); err != nil || len(c.Choices) == 0 {
+		return Completion{}, &wire.ProtocolError{Index: -1, Msg: "the answer has no choice to make " + what + " of"}
+	}
+	return Completion{Message: c.Choices[0].Message, FinishReason: c.Choices[0].FinishReason, Usage: c.Usage}, nil
+}

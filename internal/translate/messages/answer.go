@@ -31,27 +31,9 @@ type EventSink interface {
 	Committed() bool
 }
 
-// chunk is the part of a normalized chat chunk the stream reads.
-type chunk struct {
-	Choices []struct {
-		Index        int                        `json:"index"`
-		Delta        map[string]json.RawMessage `json:"delta"`
-		FinishReason *string                    `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
-}
-
-type chatUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-// anthropic is the usage as the Messages API reports it: input tokens
+// usage is the usage as the Messages API reports it: input tokens
 // without the cached ones, which it reports apart.
-func (u *chatUsage) anthropic() map[string]int64 {
+func usage(u *translate.Usage) map[string]int64 {
 	if u == nil {
 		return map[string]int64{"input_tokens": 0, "output_tokens": 0}
 	}
@@ -87,7 +69,7 @@ type Stream struct {
 	kind    string // the open block's type
 	calls   map[int]int
 	finish  string
-	usage   *chatUsage
+	usage   *translate.Usage
 	ended   bool
 }
 
@@ -117,9 +99,9 @@ func (s *Stream) start() error {
 
 // Send takes one chat chunk.
 func (s *Stream) Send(data []byte) error {
-	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return &wire.ProtocolError{Index: -1, Msg: "a chunk to translate is not JSON"}
+	c, err := translate.ReadChunk(data)
+	if err != nil {
+		return err
 	}
 	if err := s.start(); err != nil {
 		return err
@@ -127,18 +109,7 @@ func (s *Stream) Send(data []byte) error {
 	if c.Usage != nil {
 		s.usage = c.Usage
 	}
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
-			continue
-		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			s.finish = *ch.FinishReason
-		}
-		if err := s.delta(ch.Delta); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.Deltas(&s.finish, s.delta)
 }
 
 func (s *Stream) delta(d map[string]json.RawMessage) error {
@@ -225,7 +196,7 @@ func (s *Stream) Done() error {
 	if err := s.closeBlock(); err != nil {
 		return err
 	}
-	if err := s.event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(s.finish), "stop_sequence": nil}, "usage": s.usage.anthropic()}); err != nil {
+	if err := s.event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(s.finish), "stop_sequence": nil}, "usage": usage(s.usage)}); err != nil {
 		return err
 	}
 	return s.event("message_stop", map[string]any{})
@@ -282,17 +253,11 @@ func ErrorType(status int, body wire.ErrorBody) string {
 // Whole turns a normalized, judged chat completion into a Messages API
 // message.
 func Whole(chat []byte, m Meta) ([]byte, error) {
-	var c struct {
-		Choices []struct {
-			Message      map[string]json.RawMessage `json:"message"`
-			FinishReason string                     `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *chatUsage `json:"usage"`
+	c, err := translate.ReadCompletion(chat, "a message")
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(chat, &c); err != nil || len(c.Choices) == 0 {
-		return nil, &wire.ProtocolError{Index: -1, Msg: "the answer has no choice to make a message of"}
-	}
-	said := translate.ReadDelta(c.Choices[0].Message, m.ReasoningField)
+	said := translate.ReadDelta(c.Message, m.ReasoningField)
 	var content []map[string]any
 	if said.Reasoning != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": said.Reasoning, "signature": ""})
@@ -311,7 +276,7 @@ func Whole(chat []byte, m Meta) ([]byte, error) {
 		content = []map[string]any{}
 	}
 	return json.Marshal(map[string]any{"id": m.ID, "type": "message", "role": "assistant", "model": m.Model, "content": content,
-		"stop_reason": stopReason(c.Choices[0].FinishReason), "stop_sequence": nil, "usage": c.Usage.anthropic()})
+		"stop_reason": stopReason(c.FinishReason), "stop_sequence": nil, "usage": usage(c.Usage)})
 }
 
 // EstimateTokens is count_tokens' answer when the route's upstream has no

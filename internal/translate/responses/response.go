@@ -53,21 +53,8 @@ func (m Meta) object(status string, output []json.RawMessage, usage json.RawMess
 	return o
 }
 
-// chatUsage is the usage of a chat completion.
-type chatUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
 // usage translates chat usage (nil: none reported).
-func usage(u *chatUsage) json.RawMessage {
+func usage(u *translate.Usage) json.RawMessage {
 	if u == nil {
 		return nil
 	}
@@ -120,17 +107,11 @@ func callItem(id, callID, name, args, status string) json.RawMessage {
 // Whole turns a normalized chat.completion body into the response object;
 // output is its output items, for a response store.
 func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err error) {
-	var c struct {
-		Choices []struct {
-			Message      map[string]json.RawMessage `json:"message"`
-			FinishReason string                     `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *chatUsage `json:"usage"`
+	c, err := translate.ReadCompletion(chat, "a response")
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := json.Unmarshal(chat, &c); err != nil || len(c.Choices) == 0 {
-		return nil, nil, &wire.ProtocolError{Index: -1, Msg: "the answer has no choice to make a response of"}
-	}
-	said := translate.ReadDelta(c.Choices[0].Message, m.ReasoningField)
+	said := translate.ReadDelta(c.Message, m.ReasoningField)
 	if said.Reasoning != "" {
 		output = append(output, reasoningItem(NewID("rs"), said.Reasoning))
 	}
@@ -140,7 +121,7 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 	for _, tc := range said.Calls {
 		output = append(output, callItem(NewID("fc"), tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
 	}
-	status, extra := finish(c.Choices[0].FinishReason)
+	status, extra := finish(c.FinishReason)
 	object, err = json.Marshal(m.object(status, output, usage(c.Usage), extra))
 	return object, output, err
 }

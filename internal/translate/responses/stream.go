@@ -27,7 +27,7 @@ type Stream struct {
 	cur     *openItem   // the message or reasoning item being written
 	calls   map[int]*openItem
 	finish  string
-	usage   *chatUsage
+	usage   *translate.Usage
 	ended   bool
 	// completed: the response ended as completed or incomplete (not
 	// failed); final is then its response object.
@@ -68,21 +68,11 @@ func (s *Stream) start() error {
 	return s.event("response.in_progress", map[string]any{"response": s.meta.object("in_progress", nil, nil, nil)})
 }
 
-// chunk is the part of a normalized chat chunk the stream reads.
-type chunk struct {
-	Choices []struct {
-		Index        int                        `json:"index"`
-		Delta        map[string]json.RawMessage `json:"delta"`
-		FinishReason *string                    `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
-}
-
 // Chunk sends the events one chat chunk makes.
 func (s *Stream) Chunk(data []byte) error {
-	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return &wire.ProtocolError{Index: -1, Msg: "a chunk to translate is not JSON"}
+	c, err := translate.ReadChunk(data)
+	if err != nil {
+		return err
 	}
 	if err := s.start(); err != nil {
 		return err
@@ -90,18 +80,7 @@ func (s *Stream) Chunk(data []byte) error {
 	if c.Usage != nil {
 		s.usage = c.Usage
 	}
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
-			continue // a response has one choice
-		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			s.finish = *ch.FinishReason
-		}
-		if err := s.delta(ch.Delta); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.Deltas(&s.finish, s.delta)
 }
 
 // delta sends the events of one choice's delta. Each member is decoded on
