@@ -74,6 +74,31 @@ func accumulate(t *testing.T, e *gatewaytest.Env, params openai.ChatCompletionNe
 	return s
 }
 
+// chatToolLoop runs a three-step tool loop on model through openai-go's
+// accumulator, the client rebuilding each assistant turn with ToParam
+// (which keeps no provider extras) and answering each call "sunny": the
+// first two steps must end in one call, the third in text starting
+// "Hello". sent is the upstream's last request, shown on failure.
+func chatToolLoop(t *testing.T, e *gatewaytest.Env, model string, sent func() []byte) {
+	t.Helper()
+	history := gatewaytest.UserMsg("weather in Paris, then Rome?")
+	for step := 1; ; step++ {
+		r := accumulate(t, e, openai.ChatCompletionNewParams{Model: model, Messages: history, Tools: weatherTool})
+		switch {
+		case r.err != nil:
+			t.Fatalf("step %d: %v (sent %s)", step, r.err, sent())
+		case step == 3:
+			if r.finish != "stop" || !strings.HasPrefix(r.msg.Content, "Hello") {
+				t.Fatalf("step 3: finish %q, content %q", r.finish, r.msg.Content)
+			}
+			return
+		case r.finish != "tool_calls" || len(r.msg.ToolCalls) != 1:
+			t.Fatalf("step %d: finish %q, %d calls", step, r.finish, len(r.msg.ToolCalls))
+		}
+		history = append(history, r.msg.ToParam(), openai.ToolMessage("sunny", r.msg.ToolCalls[0].ID))
+	}
+}
+
 // deltaField concatenates choice 0's delta member name over the chunks.
 func deltaField(t *testing.T, raw []string, name string) string {
 	var out strings.Builder

@@ -106,24 +106,7 @@ func TestGeminiStreams(t *testing.T) {
 // has it passed unchanged.
 func TestGeminiSignaturesRestored(t *testing.T) {
 	e, s := geminiEnv(t)
-	history := gatewaytest.UserMsg("weather in Paris, then Rome?")
-	var last streamed
-	for step := 1; step <= 3; step++ {
-		last = accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool})
-		if last.err != nil {
-			t.Fatalf("step %d: %v (sent %s)", step, last.err, s.LastRequest())
-		}
-		if step == 3 {
-			break
-		}
-		if last.finish != "tool_calls" || len(last.msg.ToolCalls) != 1 {
-			t.Fatalf("step %d: finish %q, %d calls", step, last.finish, len(last.msg.ToolCalls))
-		}
-		history = append(history, last.msg.ToParam(), openai.ToolMessage("sunny", last.msg.ToolCalls[0].ID))
-	}
-	if last.finish != "stop" || !strings.HasPrefix(last.msg.Content, "Hello") {
-		t.Fatalf("step 3: finish %q, content %q", last.finish, last.msg.Content)
-	}
+	chatToolLoop(t, e, "think-toolloop", s.LastRequest)
 	signed := 0
 	for _, c := range lastGemini(t, s).Contents {
 		for _, p := range c.Parts {
@@ -281,23 +264,7 @@ func TestGeminiResponsesLoop(t *testing.T) {
 // the dialect's checks accept the loop.
 func TestGeminiCompatSignatures(t *testing.T) {
 	e, s := geminiEnv(t)
-	history := gatewaytest.UserMsg("weather in Paris, then Rome?")
-	for step := 1; step <= 3; step++ {
-		r := accumulate(t, e, openai.ChatCompletionNewParams{Model: "compat-toolloop", Messages: history, Tools: weatherTool})
-		if r.err != nil {
-			t.Fatalf("step %d: %v (sent %s)", step, r.err, s.LastRequest())
-		}
-		if step == 3 {
-			if r.finish != "stop" || !strings.HasPrefix(r.msg.Content, "Hello") {
-				t.Fatalf("step 3: finish %q, content %q", r.finish, r.msg.Content)
-			}
-			break
-		}
-		if r.finish != "tool_calls" || len(r.msg.ToolCalls) != 1 {
-			t.Fatalf("step %d: finish %q, %d calls", step, r.finish, len(r.msg.ToolCalls))
-		}
-		history = append(history, r.msg.ToParam(), openai.ToolMessage("sunny", r.msg.ToolCalls[0].ID))
-	}
+	chatToolLoop(t, e, "compat-toolloop", s.LastRequest)
 	if n := strings.Count(string(s.LastRequest()), `"thought_signature"`); n != 2 {
 		t.Errorf("%d signatures sent back: %s", n, s.LastRequest())
 	}

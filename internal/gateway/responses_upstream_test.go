@@ -91,21 +91,7 @@ func TestResponsesUpstreamStreams(t *testing.T) {
 // reasoning) accept each step.
 func TestResponsesUpstreamReasoningRestored(t *testing.T) {
 	e, s := openaiResponsesEnv(t)
-	history := gatewaytest.UserMsg("weather in Paris, then Rome?")
-	var last streamed
-	for step := 1; step <= 3; step++ {
-		last = accumulate(t, e, openai.ChatCompletionNewParams{Model: "think-toolloop", Messages: history, Tools: weatherTool})
-		if last.err != nil {
-			t.Fatalf("step %d: %v (sent %s)", step, last.err, s.LastRequest())
-		}
-		if step == 3 {
-			break
-		}
-		history = append(history, last.msg.ToParam(), openai.ToolMessage("sunny", last.msg.ToolCalls[0].ID))
-	}
-	if last.finish != "stop" || !strings.HasPrefix(last.msg.Content, "Hello") {
-		t.Fatalf("step 3: finish %q, content %q", last.finish, last.msg.Content)
-	}
+	chatToolLoop(t, e, "think-toolloop", s.LastRequest)
 	input := lastInput(t, s)
 	pairs := 0
 	for i, it := range input {
