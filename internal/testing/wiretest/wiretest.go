@@ -86,3 +86,26 @@ func Normalize(t TB, n *wire.Normalizer, chunks [][]byte) {
 		}
 	}
 }
+
+// Translate feeds events to s, an upstream protocol's stream translator
+// (translate.Events), skipping those it refuses, and the chunks it makes
+// to one normalizer for upstream, as Normalize does; it fails the test
+// when what s carries at the end is not JSON. Fuzz tests of translators
+// call it with their inputs.
+func Translate(t TB, s interface {
+	Event(data []byte) ([][]byte, bool, error)
+	Carried() []byte
+}, upstream string, events ...string) {
+	t.Helper()
+	n := wire.NewNormalizer(wire.Options{Upstream: upstream, Quirks: wire.AllQuirks(), SingleChoice: true})
+	for _, e := range events {
+		chunks, _, err := s.Event([]byte(e))
+		if err != nil {
+			continue
+		}
+		Normalize(t, n, chunks)
+	}
+	if c := s.Carried(); c != nil && !json.Valid(c) {
+		t.Fatalf("carried %q is not JSON", c)
+	}
+}

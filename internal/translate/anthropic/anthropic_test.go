@@ -241,17 +241,6 @@ func FuzzAnthropicEvents(f *testing.F) {
 	f.Add(`{"type":"content_block_delta","index":7,"delta":{"type":"thinking_delta","thinking":"x"}}`, `{"type":"message_delta","delta":{"stop_reason":"pause_turn"}}`, `{"type":"error","error":null}`)
 	f.Add(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"a":[1,{"b":null}]}}}`, `[]`, `{"type":null}`)
 	f.Fuzz(func(t *testing.T, a, b, c string) {
-		s := NewStream()
-		n := wire.NewNormalizer(wire.Options{Upstream: "claude", Quirks: wire.AllQuirks(), SingleChoice: true})
-		for _, e := range []string{a, b, c} {
-			chunks, _, err := s.Event([]byte(e))
-			if err != nil {
-				continue
-			}
-			wiretest.Normalize(t, n, chunks)
-		}
-		if th := s.Carried(); th != nil && !json.Valid(th) {
-			t.Fatalf("thinking %q", th)
-		}
+		wiretest.Translate(t, NewStream(), "claude", a, b, c)
 	})
 }
