@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The simulator's Anthropic mode: POST /v1/messages speaks the Messages
@@ -173,7 +172,6 @@ func (s *Sim) anthropicStream(w http.ResponseWriter, r *http.Request, id string,
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
 	var events []string
 	ev := func(typ string, v map[string]any) {
 		v["type"] = typ
@@ -215,18 +213,9 @@ func (s *Sim) anthropicStream(w http.ResponseWriter, r *http.Request, id string,
 			io.WriteString(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
 			return
 		}
-		if i > 0 && s.opts.ChunkDelay > 0 {
-			select {
-			case <-r.Context().Done():
-				s.cancellations.Add(1)
-				return
-			case <-time.After(s.opts.ChunkDelay):
-			}
-		}
-		if _, err := io.WriteString(w, e); err != nil {
+		if !s.send(w, r, i, s.opts.ChunkDelay, []byte(e)) {
 			return
 		}
-		rc.Flush()
 	}
 }
 

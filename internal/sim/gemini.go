@@ -351,7 +351,6 @@ func (a geminiAnswer) response(parts []map[string]any, finish string, usage bool
 func (s *Sim) geminiStream(w http.ResponseWriter, r *http.Request, a geminiAnswer) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
 	var events []map[string]any
 	for _, p := range a.parts {
 		text, isText := p["text"].(string)
@@ -373,19 +372,10 @@ func (s *Sim) geminiStream(w http.ResponseWriter, r *http.Request, a geminiAnswe
 		if strings.Contains(a.model, "cut") && i == len(events)-1 {
 			panic(http.ErrAbortHandler) // the connection drops before the finishReason
 		}
-		if i > 0 && s.opts.ChunkDelay > 0 {
-			select {
-			case <-r.Context().Done():
-				s.cancellations.Add(1)
-				return
-			case <-time.After(s.opts.ChunkDelay):
-			}
-		}
 		b, _ := json.Marshal(e)
-		if _, err := io.WriteString(w, "data: "+string(b)+"\r\n\r\n"); err != nil {
+		if !s.send(w, r, i, s.opts.ChunkDelay, []byte("data: "+string(b)+"\r\n\r\n")) {
 			return
 		}
-		rc.Flush()
 	}
 }
 

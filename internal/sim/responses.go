@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -253,7 +252,6 @@ func (a responsesAnswer) object(status string) map[string]any {
 func (s *Sim) responsesStream(w http.ResponseWriter, r *http.Request, a responsesAnswer) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
 	var events []map[string]any
 	ev := func(typ string, v map[string]any) {
 		v["type"] = typ
@@ -269,20 +267,11 @@ func (s *Sim) responsesStream(w http.ResponseWriter, r *http.Request, a response
 		if a.cut && k == len(events)-1 {
 			panic(http.ErrAbortHandler) // the connection drops before the response completes
 		}
-		if k > 0 && s.opts.ChunkDelay > 0 {
-			select {
-			case <-r.Context().Done():
-				s.cancellations.Add(1)
-				return
-			case <-time.After(s.opts.ChunkDelay):
-			}
-		}
 		e["sequence_number"] = k
 		b, _ := json.Marshal(e)
-		if _, err := io.WriteString(w, "event: "+e["type"].(string)+"\ndata: "+string(b)+"\n\n"); err != nil {
+		if !s.send(w, r, k, s.opts.ChunkDelay, []byte("event: "+e["type"].(string)+"\ndata: "+string(b)+"\n\n")) {
 			return
 		}
-		rc.Flush()
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -211,12 +210,10 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 	if evs, ok := quirkFor(req.Model); ok && req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
-		rc := http.NewResponseController(w)
-		for _, ev := range evs {
-			if _, err := io.WriteString(w, ev); err != nil {
+		for i, ev := range evs {
+			if !s.send(w, r, i, 0, []byte(ev)) {
 				return
 			}
-			rc.Flush()
 		}
 		return
 	}
@@ -281,7 +278,6 @@ func (s *Sim) stream(w http.ResponseWriter, r *http.Request, p plan) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
 	delay := s.opts.ChunkDelay
 	if p.script == scriptSlow {
 		delay = s.opts.SlowDelay
@@ -291,25 +287,36 @@ func (s *Sim) stream(w http.ResponseWriter, r *http.Request, p plan) {
 		if p.script == scriptCut && i == len(events)/2 {
 			panic(http.ErrAbortHandler) // the connection drops mid-stream
 		}
-		if i > 0 && delay > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-r.Context().Done():
-				t.Stop()
-				s.cancellations.Add(1)
-				return
-			case <-t.C:
-			}
-		}
-		if _, err := w.Write(ev); err != nil {
-			s.cancellations.Add(1)
-			return
-		}
-		if err := rc.Flush(); err != nil {
-			s.cancellations.Add(1)
+		if !s.send(w, r, i, delay, ev) {
 			return
 		}
 	}
+}
+
+// send writes a stream's event i, after the pause when it is not the
+// first, and flushes it; false when the client has gone (counted as a
+// cancellation), which ends the stream. Every protocol's stream writes
+// through it.
+func (s *Sim) send(w http.ResponseWriter, r *http.Request, i int, delay time.Duration, ev []byte) bool {
+	if i > 0 && delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			s.cancellations.Add(1)
+			return false
+		case <-t.C:
+		}
+	}
+	if _, err := w.Write(ev); err != nil {
+		s.cancellations.Add(1)
+		return false
+	}
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		s.cancellations.Add(1)
+		return false
+	}
+	return true
 }
 
 func (s *Sim) models(w http.ResponseWriter, _ *http.Request) {
