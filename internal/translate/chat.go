@@ -68,8 +68,9 @@ func ReplyText(c json.RawMessage) string {
 	return b.String()
 }
 
-// Chunks writes the chat.completion.chunk payloads of one response, all
-// with its id, creation time and model.
+// Chunks writes the chat completion payloads of one response (its
+// chat.completion.chunk payloads, or the whole chat.completion), all with
+// its id, creation time and model.
 type Chunks struct {
 	ID, Model string
 	Created   int64
@@ -86,6 +87,35 @@ func (c Chunks) Delta(delta, finish string) []byte {
 func (c Chunks) Usage(usage json.RawMessage) []byte {
 	return []byte(`{"id":` + Quote(c.ID) + `,"object":"chat.completion.chunk","created":` + strconv.FormatInt(c.Created, 10) +
 		`,"model":` + Quote(c.Model) + `,"choices":[],"usage":` + string(usage) + `}`)
+}
+
+// Completion is the whole chat.completion whose one choice's message says
+// text, reasoning (in reasoning_content) and calls (tool call objects),
+// ending with finish; usage is left out when nil.
+func (c Chunks) Completion(text, reasoning string, calls []json.RawMessage, finish string, usage json.RawMessage) []byte {
+	msg := map[string]any{"role": "assistant", "content": nil}
+	if text != "" {
+		msg["content"] = text
+	}
+	if reasoning != "" {
+		msg["reasoning_content"] = reasoning
+	}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	o := map[string]any{"id": c.ID, "object": "chat.completion", "created": c.Created, "model": c.Model,
+		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": finish}}}
+	if usage != nil {
+		o["usage"] = usage
+	}
+	b, _ := json.Marshal(o)
+	return b
+}
+
+// ToolCall is a whole answer's tool call object.
+func ToolCall(id, name, arguments string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"id": id, "type": "function", "function": map[string]string{"name": name, "arguments": arguments}})
+	return b
 }
 
 // ErrorChunk is a chunk holding an error object, with which the

@@ -43,7 +43,7 @@ func Whole(b []byte, upstream string) (translate.Answer, error) {
 	}
 	var text, reasoning strings.Builder
 	var thoughts []thought
-	var calls []map[string]any
+	var calls []json.RawMessage
 	for _, c := range m.Content {
 		switch c.Type {
 		case "text":
@@ -58,26 +58,12 @@ func Whole(b []byte, upstream string) (translate.Answer, error) {
 			if len(c.Input) > 0 {
 				args = string(c.Input)
 			}
-			calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Name, "arguments": args}})
+			calls = append(calls, translate.ToolCall(c.ID, c.Name, args))
 		}
 	}
-	msg := map[string]any{"role": "assistant", "content": nil}
-	if text.Len() > 0 {
-		msg["content"] = text.String()
-	}
-	if reasoning.Len() > 0 {
-		msg["reasoning_content"] = reasoning.String()
-	}
-	if len(calls) > 0 {
-		msg["tool_calls"] = calls
-	}
 	s := Stream{}
-	var a translate.Answer
-	a.Chat, _ = json.Marshal(map[string]any{
-		"id": m.ID, "object": "chat.completion", "created": time.Now().Unix(), "model": m.Model,
-		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": s.finishReason(m.StopReason)}},
-		"usage":   m.Usage.openAI(),
-	})
+	a := translate.Answer{Chat: translate.Chunks{ID: m.ID, Model: m.Model, Created: time.Now().Unix()}.
+		Completion(text.String(), reasoning.String(), calls, s.finishReason(m.StopReason), m.Usage.openAI())}
 	if len(thoughts) > 0 {
 		a.Carried, _ = json.Marshal(thoughts)
 	}

@@ -50,25 +50,12 @@ func Whole(b []byte, upstream string) (translate.Answer, error) {
 			return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: finishError(c.FinishReason, c.FinishMessage)}
 		}
 	}
-	msg := map[string]any{"role": "assistant", "content": nil}
-	if text.Len() > 0 {
-		msg["content"] = text.String()
-	}
-	if reasoning.Len() > 0 {
-		msg["reasoning_content"] = reasoning.String()
-	}
-	if len(calls) > 0 {
-		msg["tool_calls"] = calls
-	}
 	u := usage{}
 	if a.UsageMetadata != nil {
 		u = *a.UsageMetadata
 	}
-	chat, _ := json.Marshal(map[string]any{
-		"id": "chatcmpl-" + a.ResponseID, "object": "chat.completion", "created": time.Now().Unix(), "model": a.ModelVersion,
-		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": reason}},
-		"usage":   u.openAI(),
-	})
+	chat := translate.Chunks{ID: "chatcmpl-" + a.ResponseID, Model: a.ModelVersion, Created: time.Now().Unix()}.
+		Completion(text.String(), reasoning.String(), calls, reason, u.openAI())
 	return translate.Answer{Chat: chat, Carried: s.Carried(), Kinds: s.Kinds()}, nil
 }
 

@@ -228,7 +228,7 @@ func UpstreamWhole(b []byte, upstream string) (translate.Answer, error) {
 	}
 	s := UpstreamStream{id: o.ID, model: o.Model}
 	var text, reasoning strings.Builder
-	var calls []map[string]any
+	var calls []json.RawMessage
 	for _, raw := range o.Output {
 		var it outputItem
 		if json.Unmarshal(raw, &it) != nil {
@@ -245,28 +245,14 @@ func UpstreamWhole(b []byte, upstream string) (translate.Answer, error) {
 				reasoning.WriteString(sum.Text)
 			}
 		case "function_call":
-			calls = append(calls, map[string]any{"id": it.CallID, "type": "function", "function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
+			calls = append(calls, translate.ToolCall(it.CallID, it.Name, it.Arguments))
 		}
 	}
 	reason, failed := o.finish(len(calls) > 0)
 	if failed {
 		return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: wire.Clip(o.failure())}
 	}
-	msg := map[string]any{"role": "assistant", "content": nil}
-	if text.Len() > 0 {
-		msg["content"] = text.String()
-	}
-	if reasoning.Len() > 0 {
-		msg["reasoning_content"] = reasoning.String()
-	}
-	if len(calls) > 0 {
-		msg["tool_calls"] = calls
-	}
-	chat := map[string]any{"id": o.ID, "object": "chat.completion", "created": time.Now().Unix(), "model": o.Model,
-		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": reason}}}
-	if u := o.chatUsage(); u != nil {
-		chat["usage"] = u
-	}
-	out, _ := json.Marshal(chat)
-	return translate.Answer{Chat: out, Carried: s.Carried()}, nil
+	chat := translate.Chunks{ID: o.ID, Model: o.Model, Created: time.Now().Unix()}.
+		Completion(text.String(), reasoning.String(), calls, reason, o.chatUsage())
+	return translate.Answer{Chat: chat, Carried: s.Carried()}, nil
 }
