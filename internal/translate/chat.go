@@ -194,9 +194,9 @@ type Usage struct {
 	} `json:"completion_tokens_details"`
 }
 
-// Chunk is the part of a normalized chat chunk an inbound translator
+// chunk is the part of a normalized chat chunk an inbound translator
 // reads.
-type Chunk struct {
+type chunk struct {
 	Choices []struct {
 		Index        int                        `json:"index"`
 		Delta        map[string]json.RawMessage `json:"delta"`
@@ -205,27 +205,35 @@ type Chunk struct {
 	Usage *Usage `json:"usage"`
 }
 
-// ReadChunk decodes one normalized chat chunk.
-func ReadChunk(data []byte) (Chunk, error) {
-	var c Chunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return c, &wire.ProtocolError{Index: -1, Msg: "a chunk to translate is not JSON"}
-	}
-	return c, nil
+// Tally is what an inbound translator's stream keeps of the chat chunks
+// it has read, for its last events: the finish reason and the usage.
+type Tally struct {
+	Finish string
+	Usage  *Usage
 }
 
-// Deltas calls fn with each delta of choice 0, in order (a translated
-// answer has one choice), after setting *finish to its finish reason when
-// it has one.
-func (c *Chunk) Deltas(finish *string, fn func(delta map[string]json.RawMessage) error) error {
+// Chunk reads one normalized chat chunk: start runs once it decodes (the
+// stream's opening events), then delta with each delta of choice 0, in
+// order (a translated answer has one choice).
+func (t *Tally) Chunk(data []byte, start func() error, delta func(map[string]json.RawMessage) error) error {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return &wire.ProtocolError{Index: -1, Msg: "a chunk to translate is not JSON"}
+	}
+	if err := start(); err != nil {
+		return err
+	}
+	if c.Usage != nil {
+		t.Usage = c.Usage
+	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			*finish = *ch.FinishReason
+			t.Finish = *ch.FinishReason
 		}
-		if err := fn(ch.Delta); err != nil {
+		if err := delta(ch.Delta); err != nil {
 			return err
 		}
 	}

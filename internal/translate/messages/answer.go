@@ -68,8 +68,7 @@ type Stream struct {
 	index   int    // the open block's index, -1 when none is open
 	kind    string // the open block's type
 	calls   map[int]int
-	finish  string
-	usage   *translate.Usage
+	tally   translate.Tally
 	ended   bool
 }
 
@@ -99,17 +98,7 @@ func (s *Stream) start() error {
 
 // Send takes one chat chunk.
 func (s *Stream) Send(data []byte) error {
-	c, err := translate.ReadChunk(data)
-	if err != nil {
-		return err
-	}
-	if err := s.start(); err != nil {
-		return err
-	}
-	if c.Usage != nil {
-		s.usage = c.Usage
-	}
-	return c.Deltas(&s.finish, s.delta)
+	return s.tally.Chunk(data, s.start, s.delta)
 }
 
 func (s *Stream) delta(d map[string]json.RawMessage) error {
@@ -196,7 +185,7 @@ func (s *Stream) Done() error {
 	if err := s.closeBlock(); err != nil {
 		return err
 	}
-	if err := s.event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(s.finish), "stop_sequence": nil}, "usage": usage(s.usage)}); err != nil {
+	if err := s.event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stopReason(s.tally.Finish), "stop_sequence": nil}, "usage": usage(s.tally.Usage)}); err != nil {
 		return err
 	}
 	return s.event("message_stop", map[string]any{})

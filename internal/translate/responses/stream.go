@@ -26,8 +26,7 @@ type Stream struct {
 	items   []*openItem // every item, by output index
 	cur     *openItem   // the message or reasoning item being written
 	calls   map[int]*openItem
-	finish  string
-	usage   *translate.Usage
+	tally   translate.Tally
 	ended   bool
 	// completed: the response ended as completed or incomplete (not
 	// failed); final is then its response object.
@@ -70,17 +69,7 @@ func (s *Stream) start() error {
 
 // Chunk sends the events one chat chunk makes.
 func (s *Stream) Chunk(data []byte) error {
-	c, err := translate.ReadChunk(data)
-	if err != nil {
-		return err
-	}
-	if err := s.start(); err != nil {
-		return err
-	}
-	if c.Usage != nil {
-		s.usage = c.Usage
-	}
-	return c.Deltas(&s.finish, s.delta)
+	return s.tally.Chunk(data, s.start, s.delta)
 }
 
 // delta sends the events of one choice's delta. Each member is decoded on
@@ -241,9 +230,9 @@ func (s *Stream) Done() error {
 			return err
 		}
 	}
-	status, extra := finish(s.finish)
+	status, extra := finish(s.tally.Finish)
 	s.completed = true
-	s.final, _ = json.Marshal(s.meta.object(status, s.Output(), usage(s.usage), extra))
+	s.final, _ = json.Marshal(s.meta.object(status, s.Output(), usage(s.tally.Usage), extra))
 	return s.event("response."+status, map[string]any{"response": json.RawMessage(s.final)})
 }
 
