@@ -167,8 +167,9 @@ func TestStreamEnds(t *testing.T) {
 	}
 }
 
-// FuzzResponsesRequest: any body is refused with a *wire.ParamError or
-// becomes a chat request that the chat decoder reads.
+// FuzzResponsesRequest: any body is refused with a client error (a
+// *wire.ParamError, or a *wire.DecodeError for a repeated member) or becomes a
+// chat request that the chat decoder reads.
 func FuzzResponsesRequest(f *testing.F) {
 	f.Add(`{"model":"m","input":"hi"}`)
 	f.Add(`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]},{"type":"reasoning","summary":[{"text":"r"}]}],"tools":[{"type":"function","name":"f"}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`)
@@ -188,7 +189,8 @@ func FuzzResponsesRequest(f *testing.F) {
 			}
 		}
 		var re *wire.ParamError
-		if !errors.As(err, &re) {
+		var de *wire.DecodeError
+		if !errors.As(err, &re) && !errors.As(err, &de) {
 			t.Fatalf("error of type %T: %v", err, err)
 		}
 	})
