@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -21,7 +22,16 @@ import (
 // mode (sim-deepseek with reasoning, sim-q-* with quirks). Clients use the
 // official Anthropic SDK for Go.
 func messagesEnv(t *testing.T, yaml ...string) (*gatewaytest.Env, *sim.Sim, anthropic.Client) {
-	cfg := `
+	cfg := messagesConfig
+	if len(yaml) > 0 {
+		cfg = yaml[0]
+	}
+	e, s := gatewaytest.StartSim(t, sim.Options{}, cfg)
+	c := anthropic.NewClient(aoption.WithBaseURL("http://"+e.Addr+"/"), aoption.WithAPIKey("client-key"), aoption.WithMaxRetries(0))
+	return e, s, c
+}
+
+const messagesConfig = `
 upstreams:
   - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1", api_key: "${UPSTREAM_KEY}"}
   - {name: sim, url: "UPSTREAM_URL/v1"}
@@ -30,13 +40,6 @@ routes:
   - {name: claude, model: "claude-*", upstream: claude, retries: 1, retry_backoff: 1ms}
   - {name: other, model: "*", upstream: sim}
 `
-	if len(yaml) > 0 {
-		cfg = yaml[0]
-	}
-	e, s := gatewaytest.StartSim(t, sim.Options{}, cfg)
-	c := anthropic.NewClient(aoption.WithBaseURL("http://"+e.Addr+"/"), aoption.WithAPIKey("client-key"), aoption.WithMaxRetries(0))
-	return e, s, c
-}
 
 var messagesTools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "get_weather",
 	InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}}}}
@@ -91,33 +94,76 @@ func TestMessagesAnthropicUpstream(t *testing.T) {
 	}
 }
 
-// A thinking tool loop: the client keeps each turn as the SDK accumulated
-// it (its thinking blocks included) and sends it back; Anthropic's rules
-// (the strict simulator: signatures, the final turn's thinking) accept
-// each step, the signed blocks going back from the gateway's store.
+// A thinking tool loop, by Anthropic's rules (the strict simulator:
+// signatures, the final turn's thinking), streamed and whole. "keeps": the
+// client sends each turn back as the SDK accumulated it, and each step
+// goes through a new gateway, whose store is empty: only the signed blocks
+// the client was handed (signature_delta, byte for byte) can be accepted.
+// "drops": the client leaves its thinking blocks out, and the gateway's
+// store puts the signed ones back.
 func TestMessagesThinkingLoop(t *testing.T) {
-	_, s, c := messagesEnv(t)
-	history := userText("weather in Paris, then Rome?")
-	var last anthropic.Message
-	for step := 1; step <= 3; step++ {
-		var err error
-		last, err = streamMessage(t, c, anthropic.MessageNewParams{Model: "think-toolloop", MaxTokens: 4096, Messages: history, Tools: messagesTools})
-		if err != nil {
-			t.Fatalf("step %d: %v (sent %s)", step, err, s.LastRequest())
-		}
-		if !strings.HasPrefix(blocksOf(last), "thinking ") {
-			t.Fatalf("step %d: blocks %s", step, blocksOf(last))
-		}
-		if step == 3 {
-			break
-		}
-		history = append(history, last.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(last.Content[1].ID, "sunny", false)))
-	}
-	if blocksOf(last) != "thinking text" || last.StopReason != "end_turn" {
-		t.Fatalf("step 3: %s %s", blocksOf(last), last.StopReason)
-	}
-	if n := strings.Count(string(s.LastRequest()), `"signature":"`); n != 2 {
-		t.Errorf("%d signed thinking blocks sent back: %s", n, s.LastRequest())
+	for _, tc := range []struct {
+		name         string
+		keep, stream bool
+	}{{"keeps, streamed", true, true}, {"keeps, whole", true, false}, {"drops, streamed", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sim.New(sim.Options{})
+			up := httptest.NewServer(s)
+			defer up.Close()
+			client := func() anthropic.Client {
+				e := gatewaytest.Start(t, up.URL, messagesConfig)
+				return anthropic.NewClient(aoption.WithBaseURL("http://"+e.Addr+"/"), aoption.WithAPIKey("client-key"), aoption.WithMaxRetries(0))
+			}
+			c := client()
+			history := userText("weather in Paris, then Rome?")
+			var signatures []string
+			for step := 1; step <= 3; step++ {
+				if tc.keep {
+					c = client() // nothing of the earlier steps in its store
+				}
+				params := anthropic.MessageNewParams{Model: "think-toolloop", MaxTokens: 4096, Messages: history, Tools: messagesTools}
+				var last anthropic.Message
+				var err error
+				if tc.stream {
+					last, err = streamMessage(t, c, params)
+				} else {
+					var m *anthropic.Message
+					if m, err = c.Messages.New(context.Background(), params); err == nil {
+						last = *m
+					}
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v (sent %s)", step, err, s.LastRequest())
+				}
+				if !strings.HasPrefix(blocksOf(last), "thinking ") {
+					t.Fatalf("step %d: blocks %s", step, blocksOf(last))
+				}
+				if step == 3 {
+					if blocksOf(last) != "thinking text" || last.StopReason != "end_turn" {
+						t.Fatalf("step 3: %s %s", blocksOf(last), last.StopReason)
+					}
+					break
+				}
+				if tc.keep && last.Content[0].Signature == "" {
+					t.Fatalf("step %d: the client was handed no signature", step)
+				}
+				signatures = append(signatures, last.Content[0].Signature)
+				turn := last.ToParam()
+				if !tc.keep {
+					turn.Content = turn.Content[1:]
+				}
+				history = append(history, turn, anthropic.NewUserMessage(anthropic.NewToolResultBlock(last.Content[1].ID, "sunny", false)))
+			}
+			sent := string(s.LastRequest())
+			if n := strings.Count(sent, `"signature":"`); n != 2 {
+				t.Errorf("%d signed thinking blocks sent back: %s", n, sent)
+			}
+			for _, sig := range signatures {
+				if tc.keep && !strings.Contains(sent, `"signature":"`+sig+`"`) {
+					t.Errorf("the signature %q the client kept was not sent back as it is: %s", sig, sent)
+				}
+			}
+		})
 	}
 }
 

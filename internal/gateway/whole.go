@@ -71,7 +71,11 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		b = object
 		defer g.storeResponse(x, object, output)
 	case x.msg != nil:
-		if b, err = messages.Whole(b, x.msg.meta); err != nil {
+		meta := x.msg.meta
+		if up.protocol == translate.Anthropic {
+			meta.Thoughts = answer.Carried // the signed blocks, for the client to send back as they are
+		}
+		if b, err = messages.Whole(b, meta); err != nil {
 			g.fail(x.w, x.r, x.rec, err)
 			return nil
 		}

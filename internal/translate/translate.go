@@ -52,7 +52,7 @@ type Outbound interface {
 	// level written in the request's reasoning members).
 	Request(req *wire.ChatRequest, o Options) (Request, error)
 	// Stream returns the translator of one streamed answer.
-	Stream() Events
+	Stream(o StreamOptions) Events
 	// Whole translates one whole answer.
 	Whole(body []byte, upstream string) (Answer, error)
 }
@@ -73,6 +73,23 @@ type Options struct {
 	// its reasoning back encrypted.
 	UpstreamStore bool
 }
+
+// StreamOptions are what a stream's translator needs to know of the
+// client it serves.
+type StreamOptions struct {
+	// Thoughts hands the client's translator, in the delta members
+	// SignatureMember and RedactedMember, what a thinking block needs to
+	// go back to the upstream byte for byte: for a client whose API has a
+	// slot for it (the Messages API), never for a chat client.
+	Thoughts bool
+}
+
+// The delta members of [StreamOptions.Thoughts]: a thinking block's
+// signature (after its text), and a redacted thinking block's data.
+const (
+	SignatureMember = wire.OwnPrefix + "signature"
+	RedactedMember  = wire.OwnPrefix + "redacted"
+)
 
 // Request is a translated request and what the translation changed
 // beyond the mapping itself.
@@ -123,14 +140,14 @@ type Answer struct {
 // Functions is the Outbound of a translator's three functions.
 type Functions struct {
 	RequestFunc func(*wire.ChatRequest, Options) (Request, error)
-	StreamFunc  func() Events
+	StreamFunc  func(StreamOptions) Events
 	WholeFunc   func(body []byte, upstream string) (Answer, error)
 }
 
 func (f Functions) Request(req *wire.ChatRequest, o Options) (Request, error) {
 	return f.RequestFunc(req, o)
 }
-func (f Functions) Stream() Events { return f.StreamFunc() }
+func (f Functions) Stream(o StreamOptions) Events { return f.StreamFunc(o) }
 func (f Functions) Whole(body []byte, upstream string) (Answer, error) {
 	return f.WholeFunc(body, upstream)
 }

@@ -109,7 +109,12 @@ func TestRequestRefusals(t *testing.T) {
 // streamOf translates a Messages stream's data payloads.
 func streamOf(t *testing.T, events ...string) (chunks []string, done bool, s *Stream) {
 	t.Helper()
-	s = NewStream()
+	return streamWith(t, translate.StreamOptions{}, events...)
+}
+
+func streamWith(t *testing.T, o translate.StreamOptions, events ...string) (chunks []string, done bool, s *Stream) {
+	t.Helper()
+	s = NewStream(o)
 	for _, e := range events {
 		cs, d, err := s.Event([]byte(e))
 		if err != nil {
@@ -186,6 +191,31 @@ func TestStream(t *testing.T) {
 	}
 }
 
+// For a client with a slot for them (StreamOptions.Thoughts), a
+// signature and a redacted block are handed on in the gateway's own delta
+// members, where Anthropic sent them; a chat client gets neither.
+func TestStreamThoughts(t *testing.T) {
+	events := []string{
+		`{"type":"message_start","message":{"id":"msg_1","model":"claude-x","usage":{}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Hm."}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"U2ln"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"cmVk"}}`,
+		`{"type":"content_block_stop","index":1}`,
+	}
+	chunks, _, _ := streamWith(t, translate.StreamOptions{Thoughts: true}, events...)
+	got := strings.Join(chunks, "\n")
+	if len(chunks) != 4 || !strings.Contains(chunks[2], `"delta":{"`+translate.SignatureMember+`":"U2ln"}`) ||
+		!strings.Contains(chunks[3], `"delta":{"`+translate.RedactedMember+`":"cmVk"}`) {
+		t.Errorf("handed on:\n%s", got)
+	}
+	chunks, _, _ = streamOf(t, events...)
+	if got := strings.Join(chunks, "\n"); len(chunks) != 2 || strings.Contains(got, "toolgate_") {
+		t.Errorf("to a chat client:\n%s", got)
+	}
+}
+
 // Stop reasons map onto finish reasons; pause_turn is reported; an error
 // event becomes an error object, which ends the stream.
 func TestStreamStopsAndErrors(t *testing.T) {
@@ -202,7 +232,7 @@ func TestStreamStopsAndErrors(t *testing.T) {
 	if _, _, err := n.Chunk([]byte(chunks[0])); err == nil || !strings.Contains(err.Error(), "Overloaded") {
 		t.Errorf("error event: %s → %v", chunks[0], err)
 	}
-	if _, _, err := NewStream().Event([]byte(`not json`)); err == nil {
+	if _, _, err := NewStream(translate.StreamOptions{}).Event([]byte(`not json`)); err == nil {
 		t.Error("a payload that is not JSON was taken")
 	}
 }
@@ -241,6 +271,6 @@ func FuzzAnthropicEvents(f *testing.F) {
 	f.Add(`{"type":"content_block_delta","index":7,"delta":{"type":"thinking_delta","thinking":"x"}}`, `{"type":"message_delta","delta":{"stop_reason":"pause_turn"}}`, `{"type":"error","error":null}`)
 	f.Add(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"a":[1,{"b":null}]}}}`, `[]`, `{"type":null}`)
 	f.Fuzz(func(t *testing.T, a, b, c string) {
-		wiretest.Translate(t, NewStream(), "claude", a, b, c)
+		wiretest.Translate(t, NewStream(translate.StreamOptions{}), "claude", a, b, c)
 	})
 }

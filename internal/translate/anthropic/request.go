@@ -11,7 +11,7 @@ import (
 
 // Translator is the Messages API's translate.Outbound.
 var Translator translate.Outbound = translate.Functions{RequestFunc: Request, WholeFunc: Whole,
-	StreamFunc: func() translate.Events { return NewStream() }}
+	StreamFunc: func(o translate.StreamOptions) translate.Events { return NewStream(o) }}
 
 type message struct {
 	Role    string            `json:"role"`

@@ -90,10 +90,13 @@ type Stream struct {
 	usage     usage
 	paused    bool
 	stopped   bool // message_stop was seen
+	opts      translate.StreamOptions
 }
 
 // NewStream returns a Stream.
-func NewStream() *Stream { return &Stream{calls: map[int]int{}, current: -1} }
+func NewStream(o translate.StreamOptions) *Stream {
+	return &Stream{calls: map[int]int{}, current: -1, opts: o}
+}
 
 // Event returns the chunks one event of the stream becomes (none for
 // most), and done at message_stop. An error event becomes a chunk with an
@@ -165,6 +168,9 @@ func (s *Stream) blockStart(ev event) [][]byte {
 	case "redacted_thinking":
 		s.thoughts = append(s.thoughts, thought{Type: "redacted_thinking", Data: b.Data})
 		s.current = -1
+		if s.opts.Thoughts {
+			return [][]byte{s.chunk(`{"`+translate.RedactedMember+`":`+translate.Quote(b.Data)+`}`, "null")}
+		}
 	}
 	return nil
 }
@@ -191,6 +197,9 @@ func (s *Stream) blockDelta(ev event) [][]byte {
 	case "signature_delta":
 		if s.current >= 0 {
 			s.thoughts[s.current].Signature += d.Signature
+		}
+		if s.opts.Thoughts && d.Signature != "" {
+			return [][]byte{s.chunk(`{"`+translate.SignatureMember+`":`+translate.Quote(d.Signature)+`}`, "null")}
 		}
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 
 // Translator is the Gemini API's translate.Outbound.
 var Translator translate.Outbound = translate.Functions{RequestFunc: Request, WholeFunc: Whole,
-	StreamFunc: func() translate.Events { return NewStream() }}
+	StreamFunc: func(translate.StreamOptions) translate.Events { return NewStream() }}
 
 // SkipSignature is the value Gemini documents for a function call whose
 // thought signature is not known (a call from another model, one a

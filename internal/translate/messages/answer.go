@@ -15,6 +15,11 @@ import (
 type Meta struct {
 	ID, Model      string
 	ReasoningField string
+	// Thoughts are a whole answer's thinking blocks as an Anthropic
+	// upstream sent them (a JSON array, signatures and redacted data
+	// unchanged), or nil: Whole then writes them instead of the
+	// reasoning, so that the client can send them back as they are.
+	Thoughts []byte
 }
 
 // NewID returns a message id.
@@ -104,12 +109,15 @@ func (s *Stream) Send(data []byte) error {
 func (s *Stream) delta(d map[string]json.RawMessage) error {
 	said := translate.ReadDelta(d, s.meta.ReasoningField)
 	if text := said.Reasoning; text != "" {
-		if err := s.open("thinking", map[string]any{"type": "thinking", "thinking": ""}); err != nil {
+		if err := s.open("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
 			return err
 		}
 		if err := s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]string{"type": "thinking_delta", "thinking": text}}); err != nil {
 			return err
 		}
+	}
+	if err := s.thought(d); err != nil {
+		return err
 	}
 	if text := said.Text; text != "" {
 		if err := s.open("text", map[string]any{"type": "text", "text": ""}); err != nil {
@@ -123,6 +131,33 @@ func (s *Stream) delta(d map[string]json.RawMessage) error {
 		if err := s.call(c.Index, c.ID, c.Function.Name, c.Function.Arguments); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// thought writes what an Anthropic upstream signed: a thinking block's
+// signature, which ends the block (the next thinking is a new one), or a
+// redacted thinking block, whole.
+func (s *Stream) thought(d map[string]json.RawMessage) error {
+	if raw, ok := d[translate.SignatureMember]; ok {
+		var sig string
+		if json.Unmarshal(raw, &sig) != nil || sig == "" || s.kind != "thinking" {
+			return nil
+		}
+		if err := s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]string{"type": "signature_delta", "signature": sig}}); err != nil {
+			return err
+		}
+		return s.closeBlock()
+	}
+	if raw, ok := d[translate.RedactedMember]; ok {
+		var data string
+		if json.Unmarshal(raw, &data) != nil {
+			return nil
+		}
+		if err := s.open("redacted_thinking", map[string]any{"type": "redacted_thinking", "data": data}); err != nil {
+			return err
+		}
+		return s.closeBlock()
 	}
 	return nil
 }
@@ -247,8 +282,14 @@ func Whole(chat []byte, m Meta) ([]byte, error) {
 		return nil, err
 	}
 	said := translate.ReadDelta(c.Message, m.ReasoningField)
-	var content []map[string]any
-	if said.Reasoning != "" {
+	var content []any
+	var thoughts []json.RawMessage
+	switch {
+	case len(m.Thoughts) > 0 && json.Unmarshal(m.Thoughts, &thoughts) == nil:
+		for _, t := range thoughts {
+			content = append(content, t)
+		}
+	case said.Reasoning != "":
 		content = append(content, map[string]any{"type": "thinking", "thinking": said.Reasoning, "signature": ""})
 	}
 	if said.Text != "" {
@@ -262,7 +303,7 @@ func Whole(chat []byte, m Meta) ([]byte, error) {
 		content = append(content, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Function.Name, "input": input})
 	}
 	if content == nil {
-		content = []map[string]any{}
+		content = []any{}
 	}
 	return json.Marshal(map[string]any{"id": m.ID, "type": "message", "role": "assistant", "model": m.Model, "content": content,
 		"stop_reason": stopReason(c.FinishReason), "stop_sequence": nil, "usage": usage(c.Usage)})

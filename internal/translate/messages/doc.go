@@ -45,7 +45,11 @@
 // cache_read_input_tokens, output_tokens), and message_stop. A failure
 // after the start is one error event and no message_stop; before it, an
 // error in Anthropic's shape with the status its SDKs map to their typed
-// errors (an overloaded upstream is 529). Thinking blocks reach the
-// client without their signatures: the gateway keeps the signed blocks
-// and puts them back when the client replays the turn.
+// errors (an overloaded upstream is 529). From an Anthropic upstream,
+// thinking blocks reach the client with their signatures (signature_delta,
+// handed on by the upstream's translator in the delta member
+// translate.SignatureMember, which ends the block) and redacted ones whole
+// (translate.RedactedMember); a whole message gets the signed blocks from
+// Meta.Thoughts. A client that keeps them sends them back as they are; one
+// that drops them gets the gateway's remembered blocks.
 package messages

@@ -3,6 +3,7 @@ package messages
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -139,6 +140,63 @@ func TestStream(t *testing.T) {
 	_ = f.Fail(wire.NewError("upstream_error", "upstream_stream_incomplete", "", "cut"))
 	if got := failed.types[len(failed.types)-1]; got != "error" || strings.Contains(strings.Join(failed.types, " "), "message_stop") {
 		t.Errorf("events %v", failed.types)
+	}
+}
+
+// What an Anthropic upstream signed reaches the client as Anthropic sent
+// it: a thinking block's signature as signature_delta, ending the block (a
+// second thinking block is a new one); a redacted block whole, with its
+// data. Whole answers carry the blocks Meta.Thoughts holds instead of the
+// unsigned reasoning.
+func TestThoughts(t *testing.T) {
+	var log eventLog
+	s := NewStream(Meta{ID: "msg_1", Model: "m", ReasoningField: "reasoning_content"}, &log)
+	for _, c := range []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"Hm."},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"` + translate.SignatureMember + `":"c2ln"},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"` + translate.RedactedMember + `":"eyJ"},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"More."},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"` + translate.SignatureMember + `":"bW9y"},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"Done."},"finish_reason":"stop"}]}`,
+	} {
+		if err := s.Send([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Done(); err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	for i, typ := range log.types {
+		switch d := log.data[i]; typ {
+		case "content_block_start":
+			b, _ := json.Marshal(d["content_block"])
+			blocks = append(blocks, fmt.Sprintf("%v:%s", d["index"], b))
+		case "content_block_delta":
+			b, _ := json.Marshal(d["delta"])
+			blocks = append(blocks, fmt.Sprintf("%v+%s", d["index"], b))
+		case "content_block_stop":
+			blocks = append(blocks, fmt.Sprintf("%v.", d["index"]))
+		}
+	}
+	want := `0:{"signature":"","thinking":"","type":"thinking"} 0+{"thinking":"Hm.","type":"thinking_delta"} 0+{"signature":"c2ln","type":"signature_delta"} 0. ` +
+		`1:{"data":"eyJ","type":"redacted_thinking"} 1. ` +
+		`2:{"signature":"","thinking":"","type":"thinking"} 2+{"thinking":"More.","type":"thinking_delta"} 2+{"signature":"bW9y","type":"signature_delta"} 2. ` +
+		`3:{"text":"","type":"text"} 3+{"text":"Done.","type":"text_delta"} 3.`
+	if got := strings.Join(blocks, " "); got != want {
+		t.Errorf("blocks:\n%s\nwant\n%s", got, want)
+	}
+	chat := `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Done.","reasoning_content":"Hm."},"finish_reason":"stop"}]}`
+	signed := `[{"type":"thinking","thinking":"Hm.","signature":"c2ln"},{"type":"redacted_thinking","data":"eyJ"}]`
+	for thoughts, want := range map[string]string{
+		"":     `"content":[{"signature":"","thinking":"Hm.","type":"thinking"},{"text":"Done.","type":"text"}]`,
+		signed: `"content":[{"type":"thinking","thinking":"Hm.","signature":"c2ln"},{"type":"redacted_thinking","data":"eyJ"},{"text":"Done.","type":"text"}]`,
+	} {
+		b, err := Whole([]byte(chat), Meta{ID: "msg_1", Model: "m", ReasoningField: "reasoning_content", Thoughts: []byte(thoughts)})
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("whole with %q: %v %s", thoughts, err, b)
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 
 // Translator is the Responses API's translate.Outbound, for an upstream.
 var Translator translate.Outbound = translate.Functions{RequestFunc: UpstreamRequest, WholeFunc: UpstreamWhole,
-	StreamFunc: func() translate.Events { return NewUpstreamStream() }}
+	StreamFunc: func(translate.StreamOptions) translate.Events { return NewUpstreamStream() }}
 
 // Carried is what a turn leaves for the next: its output items in order,
 // the reasoning items whole (their encrypted_content included) and each
