@@ -29,10 +29,13 @@ type prepared struct {
 	// would refuse, left out; placeholders the turns sent with the
 	// upstream's placeholder for state the gateway does not have.
 	droppedEmpty, placeholders int
-	report                     repair.Report
-	fixes                      repair.ToolCallFixes
-	restored                   policy.Restored
-	level                      policy.Level
+	// droppedReasoning counts reasoning items the client sent back that
+	// another upstream issued, left out.
+	droppedReasoning int
+	report           repair.Report
+	fixes            repair.ToolCallFixes
+	restored         policy.Restored
+	level            policy.Level
 }
 
 // prepare derives the request to send on route p from the client's:
@@ -74,11 +77,11 @@ func (pr *prepared) encode(model string) error {
 		return err
 	}
 	r, err := up.translator.Request(pr.req, translate.Options{Model: model, DefaultMaxTokens: up.defaultMaxTokens, CarriedMember: carriedMember,
-		UpstreamStore: pr.plan.upstreamStore})
+		UpstreamStore: pr.plan.upstreamStore, Upstream: up.name})
 	if err != nil {
 		return err
 	}
-	pr.body, pr.path, pr.droppedEmpty, pr.placeholders = r.Body, r.Path, r.DroppedEmpty, r.Placeholders
+	pr.body, pr.path, pr.droppedEmpty, pr.placeholders, pr.droppedReasoning = r.Body, r.Path, r.DroppedEmpty, r.Placeholders, r.DroppedReasoning
 	if r.ThinkingOff {
 		pr.level = policy.Off // the last tool turn's thinking was not found
 	}
@@ -209,6 +212,9 @@ func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 		h.Set(RepairHeader, rec.Repair)
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "sealed", N: len(pr.report.Sealed)},
 			observe.Count{Name: "dropped", N: len(pr.report.Dropped)}, observe.Count{Name: "moved", N: len(pr.report.Moved)})
+	}
+	if pr.droppedReasoning > 0 {
+		rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_foreign_reasoning", N: pr.droppedReasoning})
 	}
 	if pr.droppedEmpty > 0 {
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_empty_turn", N: pr.droppedEmpty})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -92,7 +93,13 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 	if strings.HasPrefix(back, wire.OwnPrefix) {
 		back = ""
 	}
-	chat, err := req.Chat(items, responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: back})
+	o := responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: back}
+	if p.upstream.protocol == translate.Responses {
+		// The encrypted reasoning items the client sends back go to the
+		// upstream as they are, in the carried member.
+		o.CarriedMember, x.keepOwn = carriedMember, true
+	}
+	chat, err := req.Chat(items, o)
 	if err == nil && int64(len(chat)) > g.cfg.Server.MaxBodyBytes {
 		// Each request is within the limit, but a chain of previous
 		// responses grows the conversation: it is held to the same bound.

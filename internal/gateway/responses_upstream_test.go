@@ -234,3 +234,87 @@ func TestResponsesClientOnResponsesUpstream(t *testing.T) {
 		t.Errorf("sent %s", s.LastRequest())
 	}
 }
+
+// A Responses client that keeps the items it was given and sends them
+// back itself (no previous_response_id, nothing stored): the reasoning
+// items reach it with their encrypted content sealed by the gateway for
+// the upstream that issued it, the function calls with the upstream's
+// item ids. Each step goes through a new gateway, whose stores are empty,
+// so only what the client kept can satisfy the simulator's checks (the
+// seal, the following item, the required reasoning); the upstream gets
+// its encrypted content back as it issued it. Sent to another
+// organization's deployment, the same items are left out (counted as
+// repairs action dropped_foreign_reasoning), never refused.
+func TestResponsesClientKeepsEncryptedReasoning(t *testing.T) {
+	home, away := sim.New(sim.Options{Org: "org-a"}), sim.New(sim.Options{Org: "org-b"})
+	homeSrv, awaySrv := httptest.NewServer(home), httptest.NewServer(away)
+	defer homeSrv.Close()
+	defer awaySrv.Close()
+	cfg := `
+upstreams:
+  - {name: a, protocol: responses, url: "UPSTREAM_URL/v1"}
+  - {name: b, protocol: responses, url: "` + awaySrv.URL + `/v1"}
+routes:
+  - {name: away, model: "away-*", upstream: b, reasoning: {format: reasoning-effort, level: high}}
+  - {name: think, model: "*", upstream: a, reasoning: {format: reasoning-effort, level: high}}
+`
+	for _, streamed := range []bool{true, false} {
+		kept := []json.RawMessage{json.RawMessage(`{"role":"user","content":"weather in Paris, then Rome?"}`)}
+		send := func(e *gatewaytest.Env, model string) []responses.ResponseOutputItemUnion {
+			t.Helper()
+			params := responses.ResponseNewParams{Model: model, Tools: weatherFunction, Store: openai.Bool(false)}
+			keptInput := option.WithJSONSet("input", kept)
+			if streamed {
+				r := streamResponse(t, e, params, keptInput)
+				if r.err != nil || r.terminal != "response.completed" {
+					t.Fatalf("streamed %s: %v %q (sent %s)", model, r.err, r.terminal, home.LastRequest())
+				}
+				return r.final.Output
+			}
+			resp, err := e.Client("k").Responses.New(context.Background(), params, keptInput)
+			if err != nil {
+				t.Fatalf("whole %s: %v (sent %s)", model, err, home.LastRequest())
+			}
+			return resp.Output
+		}
+		for step := 1; step <= 3; step++ {
+			out := send(gatewaytest.Start(t, homeSrv.URL, cfg), "think-toolloop")
+			for _, it := range out {
+				kept = append(kept, json.RawMessage(it.RawJSON()))
+				switch it.Type {
+				case "reasoning":
+					if step < 3 && !strings.HasPrefix(it.EncryptedContent, "tg1.") {
+						t.Fatalf("step %d: reasoning handed on unsealed: %s", step, it.RawJSON())
+					}
+				case "function_call":
+					if !strings.HasPrefix(it.ID, "fc_sim_") {
+						t.Errorf("step %d: the call's item id %q is not the upstream's", step, it.ID)
+					}
+					kept = append(kept, json.RawMessage(`{"type":"function_call_output","call_id":"`+it.CallID+`","output":"sunny"}`))
+				}
+			}
+		}
+		encrypted := 0
+		for _, it := range lastInput(t, home) {
+			if it.Type == "reasoning" {
+				encrypted++
+				if strings.HasPrefix(it.EncryptedContent, "tg1.") || it.EncryptedContent == "" {
+					t.Errorf("the upstream was sent %q, not what it issued", it.EncryptedContent)
+				}
+			}
+		}
+		if encrypted != 2 {
+			t.Errorf("streamed %v: %d reasoning items sent back, want 2: %s", streamed, encrypted, home.LastRequest())
+		}
+		e := gatewaytest.Start(t, homeSrv.URL, cfg)
+		send(e, "away-toolloop")
+		for _, it := range lastInput(t, away) {
+			if it.Type == "reasoning" {
+				t.Errorf("another organization's reasoning was sent: %+v", it)
+			}
+		}
+		if n := e.Metric(t, "toolgate_repairs_total", map[string]string{"route": "away", "action": "dropped_foreign_reasoning"}); n != 2 {
+			t.Errorf("dropped_foreign_reasoning = %v, want 2", n)
+		}
+	}
+}

@@ -63,7 +63,11 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	g.remember(x, t, res)
 	switch {
 	case x.resp != nil:
-		object, output, err := responses.Whole(b, x.resp.meta)
+		meta := x.resp.meta
+		if up.protocol == translate.Responses {
+			meta.Carried, meta.Upstream = answer.Carried, up.name // its reasoning items, for the client to send back
+		}
+		object, output, err := responses.Whole(b, meta)
 		if err != nil {
 			g.fail(x.w, x.r, x.rec, err)
 			return nil

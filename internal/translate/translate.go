@@ -72,23 +72,37 @@ type Options struct {
 	// Responses API) to keep them; by default it keeps nothing and hands
 	// its reasoning back encrypted.
 	UpstreamStore bool
+	// Upstream is the name of the upstream (the deployment) the request
+	// goes to: state that another one issued is not sent to it.
+	Upstream string
 }
 
 // StreamOptions are what a stream's translator needs to know of the
 // client it serves.
 type StreamOptions struct {
-	// Thoughts hands the client's translator, in the delta members
-	// SignatureMember and RedactedMember, what a thinking block needs to
-	// go back to the upstream byte for byte: for a client whose API has a
-	// slot for it (the Messages API), never for a chat client.
+	// Thoughts hands the client's translator, in the delta members below,
+	// what the upstream needs back byte for byte (a thinking block's
+	// signature, a reasoning item's encrypted content): for a client
+	// whose API has a slot for it (the Messages and Responses APIs),
+	// never for a chat client.
 	Thoughts bool
+	// Upstream is the name of the upstream (the deployment) answering,
+	// for state only it can read.
+	Upstream string
 }
 
-// The delta members of [StreamOptions.Thoughts]: a thinking block's
-// signature (after its text), and a redacted thinking block's data.
+// The delta members of [StreamOptions.Thoughts]: from an Anthropic
+// upstream, a thinking block's signature (after its text) and a redacted
+// thinking block's data; from a Responses upstream, a reasoning item's id
+// (when it starts, before its summary), the whole item (when it is done),
+// and the item id of each function call ({"call_id","id"}, before the
+// call), which the reasoning item before it names.
 const (
-	SignatureMember = wire.OwnPrefix + "signature"
-	RedactedMember  = wire.OwnPrefix + "redacted"
+	SignatureMember     = wire.OwnPrefix + "signature"
+	RedactedMember      = wire.OwnPrefix + "redacted"
+	ReasoningIDMember   = wire.OwnPrefix + "reasoning_id"
+	ReasoningItemMember = wire.OwnPrefix + "reasoning_item"
+	CallItemMember      = wire.OwnPrefix + "call_item"
 )
 
 // Request is a translated request and what the translation changed
@@ -107,6 +121,9 @@ type Request struct {
 	// Placeholders counts turns sent with the placeholder the upstream
 	// documents for state the gateway does not have.
 	Placeholders int
+	// DroppedReasoning counts reasoning items the client sent back that
+	// another upstream issued, left out.
+	DroppedReasoning int
 }
 
 // Events translates one streamed answer, event by event.

@@ -41,4 +41,13 @@
 // once anything was sent, response.failed with the error: a cut upstream
 // never ends in response.completed. Every event carries a
 // sequence_number.
+//
+// From a Responses upstream, the answer's reasoning items reach a
+// Responses client as the upstream sent them — its ids, summary and
+// encrypted_content, sealed for that upstream (seal.go) — and its
+// function calls with the upstream's item ids; the upstream's translator
+// hands them on in the gateway's own delta members (translate.StreamOptions).
+// Sent back, they go to the upstream that issued them as it issued them,
+// in the gateway's carried member (ChatOptions.CarriedMember); to another
+// upstream, not at all.
 package responses

@@ -114,6 +114,12 @@ type ChatOptions struct {
 	// ReasoningField is the member reasoning items' summaries go in on
 	// the assistant turn that follows them.
 	ReasoningField string
+	// CarriedMember, for a Responses upstream, is the member in which the
+	// reasoning items the client sent back with their encrypted content
+	// (sealed by the gateway, see seal.go) go to the upstream translator,
+	// with the turn's calls, as a Carried — byte for byte but for the
+	// unsealing.
+	CarriedMember string
 }
 
 // Chat returns the chat completions request for the conversation items
@@ -129,7 +135,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 		m, _ := json.Marshal(map[string]string{"role": "system", "content": s})
 		msgs = append(msgs, m)
 	}
-	conv, err := messages(items, o.ReasoningField)
+	conv, err := messages(items, o)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +270,8 @@ type item struct {
 	Summary   []struct {
 		Text string `json:"text"`
 	} `json:"summary"`
+	ID               string `json:"id"`
+	EncryptedContent string `json:"encrypted_content"`
 }
 
 // assistant gathers one assistant turn: an assistant message and the
@@ -273,9 +281,11 @@ type assistant struct {
 	reasoning strings.Builder
 	calls     []map[string]any
 	open      bool
+	carried   Carried // the encrypted reasoning items sent back, with the calls after them
+	encrypted bool    // carried holds a reasoning item
 }
 
-func (a *assistant) message(field string) json.RawMessage {
+func (a *assistant) message(o ChatOptions) json.RawMessage {
 	m := map[string]any{"role": "assistant", "content": nil}
 	if a.text.Len() > 0 {
 		m["content"] = a.text.String()
@@ -283,20 +293,39 @@ func (a *assistant) message(field string) json.RawMessage {
 	if len(a.calls) > 0 {
 		m["tool_calls"] = a.calls
 	}
-	if a.reasoning.Len() > 0 && field != "" {
-		m[field] = a.reasoning.String()
+	if a.reasoning.Len() > 0 && o.ReasoningField != "" {
+		m[o.ReasoningField] = a.reasoning.String()
+	}
+	if a.encrypted && o.CarriedMember != "" {
+		if c := a.carried.encode(); c != nil {
+			m[o.CarriedMember] = string(c)
+		}
 	}
 	b, _ := json.Marshal(m)
 	return b
 }
 
+// carry keeps a reasoning item the client sent back with the encrypted
+// content the gateway sealed, unsealed, for the turn's carried member.
+// An item that was not sealed by the gateway, or sealed for another
+// upstream than the turn's other items, is left to the summary alone.
+func (a *assistant) carry(raw json.RawMessage, it item) {
+	tag, _, ok := unseal(it.EncryptedContent)
+	if !ok || (a.carried.Tag != "" && tag != a.carried.Tag) {
+		return
+	}
+	a.carried.Tag, a.encrypted = tag, true
+	a.carried.Items = append(a.carried.Items, carriedItem{Type: "reasoning",
+		Reasoning: withEncrypted(raw, func(s string) string { _, enc, _ := unseal(s); return enc })})
+}
+
 // messages translates input items into chat messages.
-func messages(items []json.RawMessage, reasoningField string) ([]json.RawMessage, error) {
+func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	var turn assistant
 	flush := func() {
 		if turn.open {
-			out = append(out, turn.message(reasoningField))
+			out = append(out, turn.message(o))
 		}
 		turn = assistant{}
 	}
@@ -330,6 +359,9 @@ func messages(items []json.RawMessage, reasoningField string) ([]json.RawMessage
 			turn.open = true
 			turn.calls = append(turn.calls, map[string]any{"id": it.CallID, "type": "function",
 				"function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
+			if turn.encrypted {
+				turn.carried.Items = append(turn.carried.Items, carriedItem{Type: "function_call", ID: it.ID, CallID: it.CallID})
+			}
 		case "function_call_output":
 			flush()
 			content, err := outputText(it.Output, i)
@@ -344,6 +376,9 @@ func messages(items []json.RawMessage, reasoningField string) ([]json.RawMessage
 			}
 			for _, s := range it.Summary {
 				turn.reasoning.WriteString(s.Text)
+			}
+			if o.CarriedMember != "" && it.EncryptedContent != "" {
+				turn.carry(raw, it)
 			}
 		default:
 			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}

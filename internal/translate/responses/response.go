@@ -19,6 +19,12 @@ type Meta struct {
 	// reasoning in (the route's reasoning output).
 	ReasoningField string
 	Request        *Request
+	// Carried is a whole answer's Carried from a Responses upstream
+	// (Upstream): Whole then writes its reasoning items, their encrypted
+	// content sealed for Upstream, and the function calls' item ids, so
+	// that the client can send them back as they are.
+	Carried  []byte
+	Upstream string
 }
 
 // NewID returns a new id with prefix ("resp", "msg", "fc", "rs").
@@ -112,14 +118,29 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 		return nil, nil, err
 	}
 	said := translate.ReadDelta(c.Message, m.ReasoningField)
-	if said.Reasoning != "" {
+	var carried Carried
+	_ = json.Unmarshal(m.Carried, &carried)
+	itemIDs := map[string]string{}
+	for _, it := range carried.Items {
+		switch {
+		case it.Type == "reasoning" && it.Reasoning != nil:
+			output = append(output, SealItem(it.Reasoning, m.Upstream))
+		case it.Type == "function_call" && it.ID != "":
+			itemIDs[it.CallID] = it.ID
+		}
+	}
+	if said.Reasoning != "" && output == nil {
 		output = append(output, reasoningItem(NewID("rs"), said.Reasoning))
 	}
 	if said.Text != "" {
 		output = append(output, messageItem(NewID("msg"), "completed", said.Text))
 	}
 	for _, tc := range said.Calls {
-		output = append(output, callItem(NewID("fc"), tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
+		id := itemIDs[tc.ID]
+		if id == "" {
+			id = NewID("fc")
+		}
+		output = append(output, callItem(id, tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
 	}
 	status, extra := finish(c.FinishReason)
 	object, err = json.Marshal(m.object(status, output, usage(c.Usage), extra))

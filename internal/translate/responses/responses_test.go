@@ -174,11 +174,12 @@ func FuzzResponsesRequest(f *testing.F) {
 	f.Add(`{"model":"m","input":"hi"}`)
 	f.Add(`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]},{"type":"reasoning","summary":[{"text":"r"}]}],"tools":[{"type":"function","name":"f"}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`)
 	f.Add(`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":[{"type":"input_image","image_url":"data:x"}]}],"previous_response_id":"resp_1","store":false}`)
+	f.Add(`{"model":"m","input":[{"type":"reasoning","id":"rs_1","encrypted_content":"tg1.0123456789ab.enc","summary":[]},{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"x"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		r, err := Decode([]byte(body))
 		if err == nil {
 			var chat []byte
-			if chat, err = r.Chat(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content"}); err == nil {
+			if chat, err = r.Chat(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content", CarriedMember: wire.OwnPrefix + "carried"}); err == nil {
 				if _, derr := wire.DecodeRequest(chat); derr != nil && len(r.Input) > 0 {
 					var de *wire.DecodeError
 					if !errors.As(derr, &de) {

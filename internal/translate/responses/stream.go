@@ -26,6 +26,7 @@ type Stream struct {
 	items   []*openItem // every item, by output index
 	cur     *openItem   // the message or reasoning item being written
 	calls   map[int]*openItem
+	itemIDs map[string]string // a call_id → the upstream's item id for its function_call
 	tally   translate.Tally
 	ended   bool
 	// completed: the response ended as completed or incomplete (not
@@ -41,6 +42,7 @@ type openItem struct {
 	callID, name   string
 	done           bool
 	finishedObject json.RawMessage
+	upstream       json.RawMessage // a reasoning item as the upstream finished it (sealed), or nil
 }
 
 // NewStream returns a Stream writing to sink.
@@ -76,11 +78,17 @@ func (s *Stream) Chunk(data []byte) error {
 // its own (translate.ReadDelta): a member absent, null or "" says nothing,
 // and never repeats what another member said.
 func (s *Stream) delta(d map[string]json.RawMessage) error {
+	if err := s.upstreamItems(d); err != nil {
+		return err
+	}
 	said := translate.ReadDelta(d, s.meta.ReasoningField)
 	if said.Reasoning != "" {
 		if err := s.textDelta("reasoning", said.Reasoning); err != nil {
 			return err
 		}
+	}
+	if raw := d[translate.ReasoningItemMember]; len(raw) > 0 && raw[0] == '{' {
+		return s.reasoningDone(raw)
 	}
 	if said.Text != "" {
 		if err := s.textDelta("message", said.Text); err != nil {
@@ -93,6 +101,54 @@ func (s *Stream) delta(d map[string]json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// upstreamItems reads what a Responses upstream hands on about its items:
+// a reasoning item starting (opened with the upstream's id, so that the
+// client can send it back), and the item id of a function call to come.
+func (s *Stream) upstreamItems(d map[string]json.RawMessage) error {
+	if raw, ok := d[translate.CallItemMember]; ok {
+		var c struct {
+			CallID string `json:"call_id"`
+			ID     string `json:"id"`
+		}
+		if json.Unmarshal(raw, &c) == nil && c.CallID != "" && c.ID != "" {
+			if s.itemIDs == nil {
+				s.itemIDs = map[string]string{}
+			}
+			s.itemIDs[c.CallID] = c.ID
+		}
+	}
+	var id string
+	if raw, ok := d[translate.ReasoningIDMember]; !ok || json.Unmarshal(raw, &id) != nil || id == "" {
+		return nil
+	}
+	if err := s.closeCurrent(); err != nil {
+		return err
+	}
+	return s.openReasoning(id)
+}
+
+// reasoningDone ends the reasoning item with the upstream's finished item
+// (its encrypted content sealed): the open one, or a new one.
+func (s *Stream) reasoningDone(item json.RawMessage) error {
+	if s.cur == nil || s.cur.kind != "reasoning" {
+		if err := s.closeCurrent(); err != nil {
+			return err
+		}
+		var it struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(item, &it)
+		if it.ID == "" {
+			it.ID = NewID("rs")
+		}
+		if err := s.openReasoning(it.ID); err != nil {
+			return err
+		}
+	}
+	s.cur.upstream = item
+	return s.closeCurrent()
 }
 
 // add opens a new output item.
@@ -123,12 +179,7 @@ func (s *Stream) textDelta(kind, text string) error {
 
 func (s *Stream) open(kind string) error {
 	if kind == "reasoning" {
-		it := s.add(kind, NewID("rs"))
-		s.cur = it
-		if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": map[string]any{"type": "reasoning", "id": it.id, "summary": []any{}}}); err != nil {
-			return err
-		}
-		return s.event("response.reasoning_summary_part.added", map[string]any{"item_id": it.id, "output_index": it.index, "summary_index": 0, "part": map[string]string{"type": "summary_text", "text": ""}})
+		return s.openReasoning(NewID("rs"))
 	}
 	it := s.add(kind, NewID("msg"))
 	s.cur = it
@@ -136,6 +187,16 @@ func (s *Stream) open(kind string) error {
 		return err
 	}
 	return s.event("response.content_part.added", map[string]any{"item_id": it.id, "output_index": it.index, "content_index": 0, "part": textPart("")})
+}
+
+// openReasoning opens a reasoning item with its summary part.
+func (s *Stream) openReasoning(id string) error {
+	it := s.add("reasoning", id)
+	s.cur = it
+	if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": map[string]any{"type": "reasoning", "id": it.id, "summary": []any{}}}); err != nil {
+		return err
+	}
+	return s.event("response.reasoning_summary_part.added", map[string]any{"item_id": it.id, "output_index": it.index, "summary_index": 0, "part": map[string]string{"type": "summary_text", "text": ""}})
 }
 
 // closeCurrent ends the current message or reasoning item.
@@ -148,6 +209,9 @@ func (s *Stream) closeCurrent() error {
 	text := it.text.String()
 	if it.kind == "reasoning" {
 		it.finishedObject = reasoningItem(it.id, text)
+		if it.upstream != nil {
+			it.finishedObject = it.upstream
+		}
 		for _, e := range []struct {
 			typ string
 			v   map[string]any
@@ -187,7 +251,11 @@ func (s *Stream) callDelta(index int, id, name, args string) error {
 		if err := s.closeCurrent(); err != nil {
 			return err
 		}
-		it = s.add("function_call", NewID("fc"))
+		itemID := s.itemIDs[id]
+		if itemID == "" {
+			itemID = NewID("fc")
+		}
+		it = s.add("function_call", itemID)
 		it.callID, it.name = id, name
 		s.calls[index] = it
 		if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": json.RawMessage(callItem(it.id, id, name, "", "in_progress"))}); err != nil {

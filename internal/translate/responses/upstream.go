@@ -17,13 +17,17 @@ import (
 
 // Translator is the Responses API's translate.Outbound, for an upstream.
 var Translator translate.Outbound = translate.Functions{RequestFunc: UpstreamRequest, WholeFunc: UpstreamWhole,
-	StreamFunc: func(translate.StreamOptions) translate.Events { return NewUpstreamStream() }}
+	StreamFunc: func(o translate.StreamOptions) translate.Events { return NewUpstreamStream(o) }}
 
 // Carried is what a turn leaves for the next: its output items in order,
 // the reasoning items whole (their encrypted_content included) and each
 // function call as its item id and call_id.
 type Carried struct {
 	Items []carriedItem `json:"items"`
+	// Tag names the upstream that issued the reasoning items, for items
+	// a client sent back (Seal); the gateway's store keeps items per
+	// upstream and leaves it empty.
+	Tag string `json:"tag,omitempty"`
 }
 
 type carriedItem struct {
@@ -48,10 +52,11 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if !o.UpstreamStore {
 		b["include"] = []string{"reasoning.encrypted_content"}
 	}
-	input, err := inputItems(req.Messages, o.CarriedMember)
+	input, dropped, err := inputItems(req.Messages, o.CarriedMember, o.Upstream)
 	if err != nil {
 		return r, err
 	}
+	r.DroppedReasoning = dropped
 	b["input"] = input
 	if req.Stream {
 		b["stream"] = true
@@ -82,32 +87,33 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 // developer keep their role and place), function_call items for an
 // assistant's calls (with the reasoning items restored for the turn),
 // function_call_output items for tool replies.
-func inputItems(msgs []wire.Message, carriedMember string) ([]json.RawMessage, error) {
+func inputItems(msgs []wire.Message, carriedMember, upstream string) ([]json.RawMessage, int, error) {
 	var out []json.RawMessage
+	dropped := 0
 	for i, m := range msgs {
 		switch m.Role {
 		case "system", "developer", "user":
 			item, err := upstreamMessage(m, i)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if item != nil {
 				out = append(out, item)
 			}
 		case "assistant":
-			items, err := assistantItems(m, i, carriedMember)
+			items, n, err := assistantItems(m, i, carriedMember, upstream)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
-			out = append(out, items...)
+			out, dropped = append(out, items...), dropped+n
 		case "tool":
 			b, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": m.ToolCallID, "output": translate.ReplyText(m.Content)})
 			out = append(out, b)
 		default:
-			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Responses API", wire.Clip(m.Role)), Unsupported: true}
+			return nil, 0, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Responses API", wire.Clip(m.Role)), Unsupported: true}
 		}
 	}
-	return out, nil
+	return out, dropped, nil
 }
 
 // chatPart is one content part of a chat message.
@@ -162,9 +168,10 @@ func upstreamMessage(m wire.Message, i int) (json.RawMessage, error) {
 
 // assistantItems are an assistant turn's items: its text as an assistant
 // message, then its calls as function_call items; the reasoning items
-// remembered for the turn go back in front of the calls they preceded,
-// which then carry their item ids.
-func assistantItems(m wire.Message, i int, carriedMember string) ([]json.RawMessage, error) {
+// remembered for the turn (or sent back by the client) go back in front
+// of the calls they preceded, which then carry their item ids — unless
+// another upstream issued them (dropped, counted).
+func assistantItems(m wire.Message, i int, carriedMember, upstream string) ([]json.RawMessage, int, error) {
 	var out []json.RawMessage
 	var text string
 	if json.Unmarshal(m.Content, &text) != nil && len(m.Content) > 0 && string(m.Content) != "null" {
@@ -179,14 +186,15 @@ func assistantItems(m wire.Message, i int, carriedMember string) ([]json.RawMess
 		calls[c.ID] = c
 	}
 	sent := map[string]bool{}
-	for _, it := range restoredItems(m, carriedMember, calls) {
+	restored, dropped := restoredItems(m, carriedMember, calls, upstream)
+	for _, it := range restored {
 		if it.Type == "reasoning" {
 			out = append(out, it.Reasoning)
 			continue
 		}
 		b, err := functionCallItem(calls[it.CallID], it.ID, i)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, b)
 		sent[it.CallID] = true
@@ -197,33 +205,44 @@ func assistantItems(m wire.Message, i int, carriedMember string) ([]json.RawMess
 		}
 		b, err := functionCallItem(c, "", i)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, b)
 	}
-	return out, nil
+	return out, dropped, nil
 }
 
 // restoredItems are the turn's remembered items that can go back: each
 // reasoning item followed by the function calls it preceded, those the
 // turn still holds. A reasoning item none of whose calls is there is left
-// out, and so are calls that came before any reasoning.
-func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall) []carriedItem {
+// out, and so are calls that came before any reasoning. Items a client
+// sent back that another upstream issued are left out too, and counted:
+// that upstream could not read them.
+func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall, upstream string) ([]carriedItem, int) {
 	if m.Raw == nil || member == "" {
-		return nil
+		return nil, 0
 	}
 	o, err := wire.ParseObject(m.Raw)
 	if err != nil {
-		return nil
+		return nil, 0
 	}
 	v, ok := o.Get(member)
 	if !ok {
-		return nil
+		return nil, 0
 	}
 	var stored string
 	var c Carried
 	if json.Unmarshal(v, &stored) != nil || json.Unmarshal([]byte(stored), &c) != nil {
-		return nil
+		return nil, 0
+	}
+	if c.Tag != "" && c.Tag != tagOf(upstream) {
+		n := 0
+		for _, it := range c.Items {
+			if it.Type == "reasoning" {
+				n++
+			}
+		}
+		return nil, n
 	}
 	var out []carriedItem
 	var pending *carriedItem
@@ -246,7 +265,7 @@ func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall
 			pending = nil
 		}
 	}
-	return out
+	return out, 0
 }
 
 // functionCallItem is a function_call item for a chat call (with its item id when

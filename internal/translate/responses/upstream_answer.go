@@ -115,10 +115,16 @@ type UpstreamStream struct {
 	calls     int
 	carried   Carried
 	ended     bool
+	opts      translate.StreamOptions
 }
 
-// NewUpstreamStream returns an UpstreamStream.
-func NewUpstreamStream() *UpstreamStream { return &UpstreamStream{} }
+// NewUpstreamStream returns an UpstreamStream. With o.Thoughts it hands
+// each reasoning item on, its encrypted content sealed for o.Upstream
+// (Seal), in the delta members translate.ReasoningIDMember and
+// translate.ReasoningItemMember.
+func NewUpstreamStream(o translate.StreamOptions) *UpstreamStream {
+	return &UpstreamStream{opts: o}
+}
 
 // Event returns the chunks one event becomes.
 func (s *UpstreamStream) Event(data []byte) ([][]byte, bool, error) {
@@ -137,6 +143,11 @@ func (s *UpstreamStream) Event(data []byte) ([][]byte, bool, error) {
 		return [][]byte{s.chunk(`{"content":`+translate.Quote(ev.Delta)+`}`, "null")}, false, nil
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		return [][]byte{s.chunk(`{"reasoning_content":`+translate.Quote(ev.Delta)+`}`, "null")}, false, nil
+	case "response.output_item.added":
+		var it outputItem
+		if s.opts.Thoughts && json.Unmarshal(ev.Item, &it) == nil && it.Type == "reasoning" && it.ID != "" {
+			return [][]byte{s.chunk(`{"`+translate.ReasoningIDMember+`":`+translate.Quote(it.ID)+`}`, "null")}, false, nil
+		}
 	case "response.output_item.done":
 		return s.itemDone(ev.Item), false, nil
 	case "response.completed", "response.incomplete", "response.failed":
@@ -157,13 +168,20 @@ func (s *UpstreamStream) itemDone(raw json.RawMessage) [][]byte {
 	switch it.Type {
 	case "reasoning":
 		s.carried.Items = append(s.carried.Items, carriedItem{Type: "reasoning", Reasoning: append(json.RawMessage(nil), raw...)})
+		if s.opts.Thoughts {
+			return [][]byte{s.chunk(`{"`+translate.ReasoningItemMember+`":`+string(SealItem(raw, s.opts.Upstream))+`}`, "null")}
+		}
 	case "function_call":
 		s.carried.Items = append(s.carried.Items, carriedItem{Type: "function_call", ID: it.ID, CallID: it.CallID})
 		k := s.calls
 		s.calls++
 		args := it.Arguments
-		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+translate.Quote(it.CallID)+`,"type":"function","function":{"name":`+
-			translate.Quote(it.Name)+`,"arguments":`+translate.Quote(args)+`}}]}`, "null")}
+		call := s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+translate.Quote(it.CallID)+`,"type":"function","function":{"name":`+
+			translate.Quote(it.Name)+`,"arguments":`+translate.Quote(args)+`}}]}`, "null")
+		if s.opts.Thoughts && it.ID != "" { // the item id its reasoning item names, before the call
+			return [][]byte{s.chunk(`{"`+translate.CallItemMember+`":{"call_id":`+translate.Quote(it.CallID)+`,"id":`+translate.Quote(it.ID)+`}}`, "null"), call}
+		}
+		return [][]byte{call}
 	default:
 		s.carried.Items = append(s.carried.Items, carriedItem{Type: it.Type, ID: it.ID})
 	}

@@ -73,7 +73,12 @@ func TestUpstreamRequest(t *testing.T) {
 // upstreamStreamOf translates a Responses stream's data payloads.
 func upstreamStreamOf(t *testing.T, events ...string) ([]string, *UpstreamStream, bool) {
 	t.Helper()
-	s := NewUpstreamStream()
+	return upstreamStreamWith(t, translate.StreamOptions{}, events...)
+}
+
+func upstreamStreamWith(t *testing.T, o translate.StreamOptions, events ...string) ([]string, *UpstreamStream, bool) {
+	t.Helper()
+	s := NewUpstreamStream(o)
 	var out []string
 	done := false
 	for _, e := range events {
@@ -183,6 +188,98 @@ func FuzzResponsesEvents(f *testing.F) {
 	f.Add(`{"type":"response.output_text.delta","delta":7}`, `{"type":"response.failed","response":null}`, `{"type":"error"}`, `[]`)
 	f.Add(`{"type":"response.output_item.done","item":{"type":"function_call","call_id":"","name":""}}`, `{"type":"response.incomplete","response":{"incomplete_details":null}}`, `{}`, `null`)
 	f.Fuzz(func(t *testing.T, a, b, c, d string) {
-		wiretest.Translate(t, NewUpstreamStream(), "oai", a, b, c, d)
+		wiretest.Translate(t, NewUpstreamStream(translate.StreamOptions{}), "oai", a, b, c, d)
 	})
+}
+
+// The round trip of encrypted reasoning through a Responses client: the
+// upstream's stream hands each reasoning item on (its id first, then the
+// whole item, its encrypted content sealed for the upstream) and each
+// call's item id; the client's stream writes them as the output items;
+// sent back by the client, they reach the upstream that issued them as it
+// issued them, in front of their call — and another upstream gets neither,
+// the drop counted. A chat client's stream carries none of it.
+func TestReasoningRoundTrip(t *testing.T) {
+	rs := `{"type":"reasoning","id":"rs_1","encrypted_content":"enc","summary":[{"type":"summary_text","text":"Hm."}]}`
+	events := []string{
+		`{"type":"response.created","response":{"id":"resp_1","model":"o4","status":"in_progress"}}`,
+		`{"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[]}}`,
+		`{"type":"response.reasoning_summary_text.delta","delta":"Hm."}`,
+		`{"type":"response.output_item.done","output_index":0,"item":` + rs + `}`,
+		`{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"{}"}}`,
+		`{"type":"response.completed","response":{"id":"resp_1","status":"completed"}}`,
+	}
+	if chunks, _, _ := upstreamStreamOf(t, events...); strings.Contains(strings.Join(chunks, ""), wire.OwnPrefix) {
+		t.Fatalf("a chat client's stream carries the gateway's members: %v", chunks)
+	}
+	chunks, _, _ := upstreamStreamWith(t, translate.StreamOptions{Thoughts: true, Upstream: "a"}, events...)
+	log := &eventLog{}
+	client := NewStream(Meta{ID: "resp_c", ReasoningField: "reasoning_content"}, log)
+	for _, c := range chunks {
+		if err := client.Chunk([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.Done(); err != nil {
+		t.Fatal(err)
+	}
+	out := client.Output()
+	var reasoning, call item
+	if len(out) != 2 || json.Unmarshal(out[0], &reasoning) != nil || json.Unmarshal(out[1], &call) != nil {
+		t.Fatalf("output %s", out)
+	}
+	if reasoning.ID != "rs_1" || reasoning.EncryptedContent != seal("enc", "a") || call.ID != "fc_1" || call.CallID != "call_1" {
+		t.Fatalf("output %s", out)
+	}
+	if added := log.events[2]; added["type"] != "response.output_item.added" || added["item"].(map[string]any)["id"] != "rs_1" {
+		t.Errorf("the reasoning item was not opened with the upstream's id: %v", added)
+	}
+	input := append([]json.RawMessage{json.RawMessage(`{"role":"user","content":"go"}`)}, out...)
+	input = append(input, json.RawMessage(`{"type":"function_call_output","call_id":"call_1","output":"ok"}`))
+	r, err := Decode([]byte(`{"model":"m","input":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat, err := r.Chat(input, ChatOptions{CarriedMember: restoredMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := wire.DecodeTranslated(chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for upstream, want := range map[string]string{
+		"a": `"input":[{"content":[{"text":"go","type":"input_text"}],"role":"user","type":"message"},` + rs +
+			`,{"arguments":"{}","call_id":"call_1","id":"fc_1","name":"f","type":"function_call"},{"call_id":"call_1","output":"ok","type":"function_call_output"}]`,
+		"b": `"input":[{"content":[{"text":"go","type":"input_text"}],"role":"user","type":"message"},` +
+			`{"arguments":"{}","call_id":"call_1","name":"f","type":"function_call"},{"call_id":"call_1","output":"ok","type":"function_call_output"}]`,
+	} {
+		tr, err := UpstreamRequest(req, translate.Options{Model: "o4", CarriedMember: restoredMember, Upstream: upstream})
+		if err != nil || !strings.Contains(string(tr.Body), want) || tr.DroppedReasoning != map[string]int{"a": 0, "b": 1}[upstream] {
+			t.Errorf("to %s: %v, %d dropped\n%s\nwant %s", upstream, err, tr.DroppedReasoning, tr.Body, want)
+		}
+	}
+	// Whole answers: the same items, from the answer's Carried.
+	answer, err := UpstreamWhole([]byte(`{"id":"resp_1","status":"completed","output":[`+rs+`,{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"{}"}]}`), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, whole, err := Whole(answer.Chat, Meta{ID: "resp_w", ReasoningField: "reasoning_content", Carried: answer.Carried, Upstream: "a"})
+	if err != nil || len(whole) != 2 || !strings.Contains(string(whole[0]), `"encrypted_content":"`+seal("enc", "a")+`"`) || !strings.Contains(string(whole[1]), `"id":"fc_1"`) {
+		t.Errorf("whole: %v %s", err, whole)
+	}
+}
+
+// A sealed encrypted content names its upstream; anything else is not
+// the gateway's.
+func TestSeal(t *testing.T) {
+	tag, enc, ok := unseal(seal("gAAA.x", "a"))
+	if !ok || tag != tagOf("a") || enc != "gAAA.x" || tagOf("a") == tagOf("b") {
+		t.Errorf("round trip: %q %q %v", tag, enc, ok)
+	}
+	for _, s := range []string{"gAAAA", "tg1.", "tg1.abc.x", ""} {
+		if _, enc, ok := unseal(s); ok || enc != s {
+			t.Errorf("%q unsealed as %q", s, enc)
+		}
+	}
 }
