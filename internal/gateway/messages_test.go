@@ -49,6 +49,7 @@ var messagesTools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Nam
 func streamMessage(t *testing.T, c anthropic.Client, params anthropic.MessageNewParams, opts ...aoption.RequestOption) (anthropic.Message, error) {
 	t.Helper()
 	stream := c.Messages.NewStreaming(context.Background(), params, opts...)
+	defer stream.Close() // a stream that ended in an error may not have been read to its end
 	var msg anthropic.Message
 	for stream.Next() {
 		if err := msg.Accumulate(stream.Current()); err != nil {
@@ -89,7 +90,8 @@ func TestMessagesAnthropicUpstream(t *testing.T) {
 	if err != nil || blocksOf(*par) != "text tool_use tool_use" || par.Content[1].ID == par.Content[2].ID {
 		t.Fatalf("parallel, whole: %v %+v", err, par)
 	}
-	if !strings.Contains(string(s.LastRequest()), `"tools":[{"name":"get_weather"`) {
+	// The tools go as the client declared them (the SDK writes input_schema first).
+	if !strings.Contains(string(s.LastRequest()), `"tools":[{"input_schema":{"properties":{"city":{"type":"string"}},"type":"object"},"name":"get_weather"}]`) {
 		t.Errorf("sent %s", s.LastRequest())
 	}
 }
@@ -275,5 +277,88 @@ func TestMessagesCountTokens(t *testing.T) {
 	n, err = c.Messages.CountTokens(context.Background(), params)
 	if err != nil || n.InputTokens == 0 || s.Requests() != before {
 		t.Fatalf("estimate: %v %+v, %d requests upstream", err, n, s.Requests()-before)
+	}
+}
+
+// Through an Anthropic upstream, block for block: Anthropic's web search
+// server tool is declared and used (server_tool_use, its
+// web_search_tool_result, text with a citation reach the SDK, streamed
+// and whole), and the turn sent back as the SDK keeps it reaches the
+// strict simulator as the client sent it — which checks each result's
+// encrypted_content and that the result follows its use.
+func TestMessagesServerTools(t *testing.T) {
+	_, s, c := messagesEnv(t)
+	search := []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{MaxUses: anthropic.Int(2)}}}
+	for _, stream := range []bool{true, false} {
+		history := userText("weather in Paris today?")
+		params := anthropic.MessageNewParams{Model: "claude-search", MaxTokens: 1024, Messages: history, Tools: append(search, messagesTools...)}
+		var msg anthropic.Message
+		var err error
+		if stream {
+			msg, err = streamMessage(t, c, params)
+		} else {
+			var m *anthropic.Message
+			if m, err = c.Messages.New(context.Background(), params); err == nil {
+				msg = *m
+			}
+		}
+		if err != nil || blocksOf(msg) != "server_tool_use web_search_tool_result text" {
+			t.Fatalf("stream %v: %v %s (sent %s)", stream, err, blocksOf(msg), s.LastRequest())
+		}
+		if len(msg.Content[2].Citations) != 1 || msg.Content[2].Citations[0].URL != "https://weather.example/paris" || msg.Content[0].Name != "web_search" ||
+			!strings.Contains(string(msg.Content[0].Input), "weather in Paris") {
+			t.Errorf("stream %v: %+v", stream, msg.Content)
+		}
+		if sent := string(s.LastRequest()); !strings.Contains(sent, `{"max_uses":2,"name":"web_search","type":"web_search_20250305"}`) {
+			t.Errorf("the server tool was not declared as the client declared it: %s", sent)
+		}
+		params.Messages = append(history, msg.ToParam(), anthropic.NewUserMessage(anthropic.NewTextBlock("and tomorrow?")))
+		params.Model = "claude-text"
+		next, err := c.Messages.New(context.Background(), params)
+		if err != nil || next.StopReason != "end_turn" {
+			t.Fatalf("stream %v, the turn sent back: %v (sent %s)", stream, err, s.LastRequest())
+		}
+		if sent := string(s.LastRequest()); !strings.Contains(sent, `"type":"server_tool_use"`) || !strings.Contains(sent, `"encrypted_content":"Ev`) {
+			t.Errorf("stream %v: the server blocks were not sent back: %s", stream, sent)
+		}
+	}
+}
+
+// What the chat model has no slot for goes to an Anthropic upstream as
+// the client sent it: a tool_result with an image, is_error and
+// cache_control (what Claude Code sends after reading an image), a
+// document block, members such as service_tier — while repair still
+// applies to the turns it must change. A chat client cannot send the
+// gateway's own members to get the same.
+func TestMessagesBlockForBlock(t *testing.T) {
+	e, s, _ := messagesEnv(t)
+	result := `{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"the chart"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}}],"is_error":true,"cache_control":{"type":"ephemeral"}}`
+	document := `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0"},"title":"report.pdf"}`
+	use := `{"role":"assistant","content":[{"type":"text","text":"Reading it."},{"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"chart.png"}}]}`
+	body := `{"model":"claude-text","max_tokens":1024,"service_tier":"auto","tools":[{"name":"read","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],"messages":[` +
+		`{"role":"user","content":[{"type":"text","text":"read chart.png"},` + document + `]},` + use + `,{"role":"user","content":[` + result + `,{"type":"text","text":"what does it show?"}]}]}`
+	resp, b := e.Do(t, http.MethodPost, "/v1/messages", body, "anthropic-version", "2023-06-01")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s (sent %s)", resp.StatusCode, b, s.LastRequest())
+	}
+	sent := string(s.LastRequest())
+	for _, want := range []string{result, document, `"service_tier":"auto"`, `"cache_control":{"type":"ephemeral"}}]`,
+		`{"type":"text","text":"Reading it."},{"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"chart.png"}}`} {
+		if !strings.Contains(sent, want) {
+			t.Errorf("not sent as the client sent it: %s\nin %s", want, sent)
+		}
+	}
+	// Repair: the interrupted tool use is sealed (the turn after it is
+	// the gateway's), the kept blocks of the others still go as sent.
+	interrupted := `{"model":"claude-text","max_tokens":1024,"messages":[{"role":"user","content":[` + document + `]},` + use + `,{"role":"user","content":"never mind"}]}`
+	resp, b = e.Do(t, http.MethodPost, "/v1/messages", interrupted, "anthropic-version", "2023-06-01")
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("X-Toolgate-Repair"), "sealed=1") || !strings.Contains(string(s.LastRequest()), document) {
+		t.Errorf("repaired: %d %s %q (sent %s)", resp.StatusCode, b, resp.Header.Get("X-Toolgate-Repair"), s.LastRequest())
+	}
+	// A chat client's own members are dropped, not forwarded.
+	resp, b = e.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"claude-text","messages":[{"role":"user","content":"hi","toolgate_blocks":[`+document+`]}],`+
+		`"toolgate_request":{"service_tier":"priority","tools":[{"type":"web_search_20250305","name":"web_search"}]}}`)
+	if sent := string(s.LastRequest()); resp.StatusCode != 200 || strings.Contains(sent, "priority") || strings.Contains(sent, "web_search") || strings.Contains(sent, "document") {
+		t.Errorf("a chat client's own members: %d %s (sent %s)", resp.StatusCode, b, sent)
 	}
 }

@@ -43,6 +43,7 @@ type respStreamed struct {
 func streamResponse(t *testing.T, e *gatewaytest.Env, params responses.ResponseNewParams, opts ...option.RequestOption) respStreamed {
 	t.Helper()
 	stream := e.Client("k").Responses.NewStreaming(context.Background(), params, opts...)
+	defer stream.Close() // a stream that ended in an error may not have been read to its end
 	var r respStreamed
 	seq := int64(0)
 	for stream.Next() {

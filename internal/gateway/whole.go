@@ -24,6 +24,7 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	n := wire.NewNormalizer(t.plan.normalizer(t.prepared))
 	b, err := io.ReadAll(io.LimitReader(t.resp.Body, up.maxResponse+1))
 	var answer translate.Answer
+	sent := b // the upstream's own answer, for a client of its protocol
 	switch {
 	case err != nil:
 		err = &wire.IncompleteError{Upstream: up.name, Err: err}
@@ -78,6 +79,7 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		meta := x.msg.meta
 		if up.protocol == translate.Anthropic {
 			meta.Thoughts = answer.Carried // the signed blocks, for the client to send back as they are
+			meta.Content = messages.ContentOf(sent)
 		}
 		if b, err = messages.Whole(b, meta); err != nil {
 			g.fail(x.w, x.r, x.rec, err)

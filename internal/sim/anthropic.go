@@ -26,11 +26,16 @@ import (
 //	parallel   two tool_use blocks (the first declared tool, Paris and Rome)
 //	toolloop   a tool_use block until the transcript has two tool results, then text
 //	tool       one tool_use block
+//	search     Anthropic's web search server tool (the request must declare
+//	           it): a server_tool_use block, its web_search_tool_result, and
+//	           text with a citation
 //	else       a text answer
 //
 // With thinking enabled every answer starts with a thinking block, signed
 // (an HMAC of its text); a thinking block sent back must carry that
-// signature unchanged.
+// signature unchanged. A web_search_tool_result sent back must follow its
+// server_tool_use in the same turn and carry each result's
+// encrypted_content as the simulator issued it, as Anthropic requires.
 
 // anthropicMessage is one turn of a Messages request.
 type anthropicMessage struct {
@@ -48,6 +53,7 @@ type anthropicBlock struct {
 	Thinking  string          `json:"thinking"`
 	Signature string          `json:"signature"`
 	Input     json.RawMessage `json:"input"`
+	Content   json.RawMessage `json:"content"`
 }
 
 type anthropicRequest struct {
@@ -55,6 +61,7 @@ type anthropicRequest struct {
 	MaxTokens *int               `json:"max_tokens"`
 	Messages  []anthropicMessage `json:"messages"`
 	Tools     []struct {
+		Type string `json:"type"`
 		Name string `json:"name"`
 	} `json:"tools"`
 	ToolChoice *struct {
@@ -90,6 +97,25 @@ func signature(thinking string) string {
 	h := hmac.New(sha256.New, signKey)
 	h.Write([]byte(thinking))
 	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// searchURL is the page the search script finds; searchSeal the
+// encrypted_content it issues for it.
+const searchURL = "https://weather.example/paris"
+
+func searchSeal(url string) string { return "Ev" + signature("search\x00"+url) }
+
+// searchBlocks are the search script's blocks: the server tool's use, its
+// result, and the text citing it.
+func searchBlocks(n int64) []map[string]any {
+	id := fmt.Sprintf("srvtoolu_sim_%d", n)
+	return []map[string]any{
+		{"type": "server_tool_use", "id": id, "name": "web_search", "input": map[string]string{"query": "weather in Paris"}},
+		{"type": "web_search_tool_result", "tool_use_id": id, "content": []any{map[string]any{"type": "web_search_result", "url": searchURL,
+			"title": "Paris weather", "encrypted_content": searchSeal(searchURL), "page_age": "1 hour ago"}}},
+		{"type": "text", "text": "It is sunny in Paris.", "citations": []any{map[string]any{"type": "web_search_result_location", "url": searchURL,
+			"title": "Paris weather", "encrypted_index": "Eo" + signature("index\x00"+searchURL), "cited_text": "Sunny, 24°C"}}},
+	}
 }
 
 func (s *Sim) messages(w http.ResponseWriter, r *http.Request) {
@@ -157,6 +183,8 @@ func (s *Sim) anthropicAnswer(req *anthropicRequest) ([]map[string]any, string) 
 	}
 	n := s.seq.Add(1)
 	switch {
+	case strings.Contains(req.Model, "search"):
+		return append(out, searchBlocks(n)...), "end_turn"
 	case strings.Contains(req.Model, "parallel"):
 		return append(out, map[string]any{"type": "text", "text": "Checking both."},
 			use(fmt.Sprintf("toolu_sim_%da", n), "Paris"), use(fmt.Sprintf("toolu_sim_%db", n), "Rome")), "tool_use"
@@ -185,6 +213,11 @@ func (s *Sim) anthropicStream(w http.ResponseWriter, r *http.Request, id string,
 		switch b["type"] {
 		case "text":
 			ev("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			if cs, ok := b["citations"].([]any); ok {
+				for _, c := range cs {
+					ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "citations_delta", "citation": c}})
+				}
+			}
 			for _, p := range pieces(b["text"].(string), 4) {
 				ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "text_delta", "text": p}})
 			}
@@ -194,8 +227,10 @@ func (s *Sim) anthropicStream(w http.ResponseWriter, r *http.Request, id string,
 				ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": p}})
 			}
 			ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
-		case "tool_use":
-			ev("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
+		case "web_search_tool_result":
+			ev("content_block_start", map[string]any{"index": i, "content_block": b})
+		case "tool_use", "server_tool_use":
+			ev("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": b["type"], "id": b["id"], "name": b["name"], "input": map[string]any{}}})
 			input, _ := json.Marshal(b["input"])
 			for _, p := range pieces(string(input), 3) {
 				ev("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": p}})
@@ -258,10 +293,15 @@ func checkAnthropic(req *anthropicRequest) string {
 	if req.MaxTokens == nil {
 		return "max_tokens: Field required"
 	}
+	search := false
 	for i, t := range req.Tools {
+		search = search || strings.HasPrefix(t.Type, "web_search_")
 		if !toolName.MatchString(t.Name) {
 			return fmt.Sprintf("tools.%d.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
 		}
+	}
+	if strings.Contains(req.Model, "search") && !search {
+		return "the search script answers with the web_search server tool: declare it in tools"
 	}
 	if msg := checkThinking(req); msg != "" {
 		return msg
@@ -328,10 +368,35 @@ func checkTurns(req *anthropicRequest) string {
 				}
 				seen[b.ID] = true
 				uses = append(uses, b.ID)
+			case "web_search_tool_result":
+				if msg := checkSearchResult(blocks, i, j); msg != "" {
+					return msg
+				}
 			}
 		}
 		if msg := checkResults(req.Messages, i, uses); msg != "" {
 			return msg
+		}
+	}
+	return ""
+}
+
+// checkSearchResult checks block j of turn i, a web_search_tool_result:
+// its server_tool_use comes right before it, and each result's
+// encrypted_content is the one the simulator issued.
+func checkSearchResult(blocks []anthropicBlock, i, j int) string {
+	b := blocks[j]
+	if j == 0 || blocks[j-1].Type != "server_tool_use" || blocks[j-1].ID != b.ToolUseID {
+		return fmt.Sprintf("messages.%d.content.%d: `web_search_tool_result` block(s) must follow the `server_tool_use` block with the same id: %s", i, j, b.ToolUseID)
+	}
+	var results []struct {
+		URL              string `json:"url"`
+		EncryptedContent string `json:"encrypted_content"`
+	}
+	_ = json.Unmarshal(b.Content, &results)
+	for k, r := range results {
+		if r.EncryptedContent != searchSeal(r.URL) {
+			return fmt.Sprintf("messages.%d.content.%d.content.%d.encrypted_content: Invalid `encrypted_content` in `web_search_result` block", i, j, k)
 		}
 	}
 	return ""

@@ -263,3 +263,35 @@ func ReadCompletion(chat []byte, what string) (Completion, error) {
 	}
 	return Completion{Message: c.Choices[0].Message, FinishReason: c.Choices[0].FinishReason, Usage: c.Usage}, nil
 }
+
+// BlocksSay reports whether Anthropic content blocks say what a chat turn
+// says, so that they can stand for it: the same text (their text blocks
+// joined), the same tool uses (ids and names, in order), and no thinking
+// block without its signature (which only the gateway's store can put
+// back).
+func BlocksSay(blocks []json.RawMessage, text string, ids, names []string) bool {
+	var sb strings.Builder
+	k := 0
+	for _, raw := range blocks {
+		var b struct {
+			Type, Text, ID, Name, Signature string
+		}
+		if json.Unmarshal(raw, &b) != nil {
+			return false
+		}
+		switch b.Type {
+		case "text":
+			sb.WriteString(b.Text)
+		case "tool_use":
+			if k >= len(ids) || ids[k] != b.ID || names[k] != b.Name {
+				return false
+			}
+			k++
+		case "thinking":
+			if b.Signature == "" {
+				return false
+			}
+		}
+	}
+	return k == len(ids) && sb.String() == text
+}

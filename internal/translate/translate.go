@@ -103,6 +103,24 @@ const (
 	ReasoningIDMember   = wire.OwnPrefix + "reasoning_id"
 	ReasoningItemMember = wire.OwnPrefix + "reasoning_item"
 	CallItemMember      = wire.OwnPrefix + "call_item"
+	// From an Anthropic upstream, a block the chat model has no slot for
+	// (a server tool's use and result, …), whole once it is done, and a
+	// text block's citation.
+	BlockMember    = wire.OwnPrefix + "block"
+	CitationMember = wire.OwnPrefix + "citation"
+)
+
+// The members a Messages API client's request keeps, for an Anthropic
+// upstream, what the chat model has no slot for: BlocksMember, on each
+// chat message, the blocks the client sent for it (a JSON array), which
+// the Anthropic translator sends as they are while the message still says
+// what they say ([BlocksSay]); RequestMember, on the request, the
+// client's members the chat model lacks (its tools as declared, server
+// tools included, and members such as container or mcp_servers), a JSON
+// object. DecodeRequest strips both from what a client sends.
+const (
+	BlocksMember  = wire.OwnPrefix + "blocks"
+	RequestMember = wire.OwnPrefix + "request"
 )
 
 // Request is a translated request and what the translation changed

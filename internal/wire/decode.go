@@ -46,7 +46,7 @@ func DecodeTranslated(b []byte) (*ChatRequest, error) {
 	if i >= len(b) || b[i] != '{' {
 		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "the translated request is not a JSON object"}
 	}
-	d := &decoder{b: b}
+	d := &decoder{b: b, translated: true}
 	r := &ChatRequest{raw: b}
 	haveMessages, err := d.members(r, i)
 	if err != nil {
@@ -91,6 +91,10 @@ type decoder struct {
 	tools    keySets
 	// own counts the messages that carry a member named with OwnPrefix.
 	own int
+	// translated: the body is the gateway's own (DecodeTranslated), whose
+	// top-level members named with OwnPrefix are kept; a client's are
+	// left out.
+	translated bool
 }
 
 // members reads the top-level object at b[i] into r: every member's bytes,
@@ -132,6 +136,10 @@ func (d *decoder) members(r *ChatRequest, i int) (haveMessages bool, err error) 
 		}
 		if err != nil {
 			return false, decodeError(err)
+		}
+		if !d.translated && strings.HasPrefix(k, OwnPrefix) {
+			o.i, r.changed = end, true // the gateway's own member, which a client never sends
+			continue
 		}
 		if len(r.obj.members) == cap(r.obj.members) {
 			// Doubling (append grows a large slice by a quarter): an object

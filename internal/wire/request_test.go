@@ -30,6 +30,32 @@ func TestEncodeKeepsUnknownFields(t *testing.T) {
 	}
 }
 
+// The gateway's own members are a client's to send nowhere: stripped from
+// the messages and the top level of what a client sends, kept in what the
+// gateway made itself (DecodeTranslated).
+func TestOwnMembers(t *testing.T) {
+	in := `{"model":"m","toolgate_request":{"tools":[{"type":"web_search_20250305","name":"web_search"}]},` +
+		`"messages":[{"role":"user","content":"hi","toolgate_blocks":[{"type":"text","text":"x"}]}],"stream":false}`
+	req, err := DecodeRequest([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := req.Encode("m")
+	if want := `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false}`; string(out) != want {
+		t.Errorf("a client's own members: %s", out)
+	}
+	if _, ok := req.Get("toolgate_request"); ok {
+		t.Error("Get finds a client's own member")
+	}
+	req, err = DecodeTranslated([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := req.Encode("m"); string(out) != in {
+		t.Errorf("the gateway's own members: %s", out)
+	}
+}
+
 // Encode replaces only the model's value; every other member keeps its
 // bytes and position.
 func TestEncodeReplacesModel(t *testing.T) {

@@ -63,6 +63,54 @@ func TestRequest(t *testing.T) {
 	}
 }
 
+// The blocks a Messages API client sent for a message go as they were
+// while the message says what they say; a turn repair changed (a call
+// renamed) is translated instead, and a turn whose thinking the client
+// dropped gets the restored thinking in front. The client's tools go as
+// declared while its client tools are the request's, and its members the
+// body lacks are added.
+func TestRequestKeptBlocks(t *testing.T) {
+	search := `{"type":"server_tool_use","id":"srv_1","name":"web_search","input":{"query":"q"}},{"type":"web_search_tool_result","tool_use_id":"srv_1","content":[]}`
+	for _, tc := range []struct {
+		name, members, want string
+	}{
+		{"as sent",
+			`"messages":[{"role":"user","content":"","toolgate_blocks":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]},` +
+				`{"role":"assistant","content":"Found.","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],"toolgate_blocks":[` + search + `,{"type":"text","text":"Found."},{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
+				`{"role":"tool","tool_call_id":"t1","content":"ok","toolgate_blocks":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok"}],"is_error":true,"cache_control":{"type":"ephemeral"}}]}],` +
+				`"tools":[{"type":"function","function":{"name":"f"}}],"toolgate_request":{"tools":[{"name":"f","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}},{"type":"web_search_20250305","name":"web_search"}],"service_tier":"auto"}`,
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]},` +
+				`{"role":"assistant","content":[` + search + `,{"type":"text","text":"Found."},{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok"}],"is_error":true,"cache_control":{"type":"ephemeral"}}]}],` +
+				`"tools":[{"name":"f","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}},{"type":"web_search_20250305","name":"web_search"}],"service_tier":"auto"}`},
+		{"a renamed call, a tool removed: translated, the server tool kept",
+			`"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1_2","type":"function","function":{"name":"f","arguments":"{}"}}],"toolgate_blocks":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
+				`{"role":"tool","tool_call_id":"t1_2","content":"ok","toolgate_blocks":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}],` +
+				`"tools":[{"type":"function","function":{"name":"f"}}],"toolgate_request":{"tools":[{"name":"f","input_schema":{"type":"object"}},{"name":"g","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}]}`,
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"tool_use","id":"t1_2","name":"f","input":{}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1_2","content":"ok"}]}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}},{"type":"web_search_20250305","name":"web_search"}]}`},
+		{"thinking dropped by the client: the restored thinking first",
+			`"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],` +
+				`"restored_thinking_blocks":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"c2ln\"}]","toolgate_blocks":[` + search + `,{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}]`,
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"c2ln"},` + search + `,{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := wire.DecodeTranslated([]byte(`{"model":"m",` + tc.members + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Request(req, translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wiretest.JSON(t, []byte(tc.want)), wiretest.JSON(t, r.Body)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // What an anthropic upstream cannot take is refused before anything is
 // sent, naming the parameter; thinking is checked against C14's bounds;
 // a tool loop whose last turn lacks its thinking turns thinking off.
@@ -214,6 +262,35 @@ func TestStreamThoughts(t *testing.T) {
 	if got := strings.Join(chunks, "\n"); len(chunks) != 2 || strings.Contains(got, "toolgate_") {
 		t.Errorf("to a chat client:\n%s", got)
 	}
+	// A server tool's use, whole once it stops (its input from its
+	// fragments), its result, and a text block's citation.
+	server := []string{
+		`{"type":"message_start","message":{"id":"msg_2","model":"claude-x","usage":{}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srv_1","name":"web_search","input":{}}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"q\"}"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result","tool_use_id":"srv_1","content":[{"type":"web_search_result","url":"u","encrypted_content":"E"}]}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"citations_delta","citation":{"type":"web_search_result_location","url":"u"}}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Sunny."}}`,
+		`{"type":"content_block_stop","index":2}`,
+	}
+	chunks, _, _ = streamWith(t, translate.StreamOptions{Thoughts: true}, server...)
+	for k, want := range map[int]string{
+		1: `"delta":{"` + translate.BlockMember + `":{"type":"server_tool_use","id":"srv_1","name":"web_search","input":{"query":"q"}}}`,
+		2: `"delta":{"` + translate.BlockMember + `":{"type":"web_search_tool_result","tool_use_id":"srv_1","content":[{"type":"web_search_result","url":"u","encrypted_content":"E"}]}}`,
+		3: `"delta":{"` + translate.CitationMember + `":{"type":"web_search_result_location","url":"u"}}`,
+		4: `"delta":{"content":"Sunny."}`,
+	} {
+		if len(chunks) != 5 || !strings.Contains(chunks[k], want) {
+			t.Errorf("chunk %d, want %s:\n%s", k, want, strings.Join(chunks, "\n"))
+		}
+	}
+	if chunks, _, _ = streamOf(t, server...); strings.Contains(strings.Join(chunks, ""), "toolgate_") {
+		t.Errorf("to a chat client: %v", chunks)
+	}
 }
 
 // Stop reasons map onto finish reasons; pause_turn is reported; an error
@@ -270,7 +347,10 @@ func FuzzAnthropicEvents(f *testing.F) {
 	f.Add(`{"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":1}}}`, `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}`, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`)
 	f.Add(`{"type":"content_block_delta","index":7,"delta":{"type":"thinking_delta","thinking":"x"}}`, `{"type":"message_delta","delta":{"stop_reason":"pause_turn"}}`, `{"type":"error","error":null}`)
 	f.Add(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"a":[1,{"b":null}]}}}`, `[]`, `{"type":null}`)
+	f.Add(`{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s","name":"web_search","input":{}}}`, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"q\":1}"}}`, `{"type":"content_block_stop","index":0}`)
+	f.Add(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`, `{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{"url":"u"}}}`, `{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"s"}}`)
 	f.Fuzz(func(t *testing.T, a, b, c string) {
 		wiretest.Translate(t, NewStream(translate.StreamOptions{}), "claude", a, b, c)
+		wiretest.Translate(t, NewStream(translate.StreamOptions{Thoughts: true}), "claude", a, b, c) // a Messages client's
 	})
 }

@@ -38,6 +38,16 @@
 //     (Anthropic would refuse it) and the request says so.
 //   - n > 1, response_format, logprobs and audio are refused with 400;
 //     other members of the chat request are not sent.
+//   - a message that keeps the blocks a Messages API client sent for it
+//     (translate.BlocksMember) is sent as those blocks while they say what
+//     the message says (translate.BlocksSay; else translated as above),
+//     and the client's tools and members (translate.RequestMember) are
+//     sent as it declared them.
+//
+// For a Messages API client (translate.StreamOptions.Thoughts) the stream
+// also hands on what the chat model has no slot for, in the gateway's own
+// delta members: signatures, redacted thinking, other blocks (server
+// tools' uses and results) whole when they stop, and citations.
 //
 // Response side: text, tool_use (one call per block, dense indexes, ids
 // kept), thinking (to the reasoning field; text and signature kept for

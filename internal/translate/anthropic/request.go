@@ -86,8 +86,83 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if thinkingOn(b.Thinking) {
 		b.Temperature, b.TopK = nil, nil // Anthropic refuses them while thinking
 	}
-	rep.Body, err = json.Marshal(b)
-	return rep, err
+	if rep.Body, err = json.Marshal(b); err != nil {
+		return rep, err
+	}
+	rep.Body = withKept(rep.Body, req, b.Tools)
+	return rep, nil
+}
+
+// withKept adds to a translated body what a Messages API client sent
+// that the chat model has no slot for (translate.RequestMember): its
+// tools as it declared them (server tools, cache_control) — all of them
+// while its client tools are the request's, else its server tools after
+// the translated ones — and the members the body does not have.
+func withKept(body []byte, req *wire.ChatRequest, translated []tool) []byte {
+	raw, ok := req.Get(translate.RequestMember)
+	if !ok {
+		return body
+	}
+	var kept map[string]json.RawMessage
+	if json.Unmarshal(raw, &kept) != nil {
+		return body
+	}
+	if v, ok := kept["tools"]; ok {
+		if tools := keptTools(v, translated); tools != nil {
+			body, _ = wire.SetMember(body, tools, "tools")
+		}
+	}
+	top, err := wire.ParseObject(body)
+	if err != nil {
+		return body
+	}
+	for k, v := range kept {
+		if _, has := top.Get(k); !has && k != "tools" {
+			body, _ = wire.SetMember(body, v, k)
+		}
+	}
+	return body
+}
+
+// keptTools are the tools to send: the client's as declared when its
+// client tools are the translated ones (same names, same order), else the
+// translated ones and the client's server tools; nil when there are none.
+func keptTools(raw json.RawMessage, translated []tool) json.RawMessage {
+	var declared []json.RawMessage
+	if json.Unmarshal(raw, &declared) != nil {
+		return nil
+	}
+	var names []string
+	var server []json.RawMessage
+	for _, d := range declared {
+		var t struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(d, &t)
+		if t.Type != "" && t.Type != "custom" {
+			server = append(server, d)
+			continue
+		}
+		names = append(names, t.Name)
+	}
+	same := len(names) == len(translated)
+	for k := 0; same && k < len(names); k++ {
+		same = names[k] == translated[k].Name
+	}
+	if same {
+		return raw
+	}
+	out := make([]json.RawMessage, 0, len(translated)+len(server))
+	for _, t := range translated {
+		b, _ := json.Marshal(t)
+		out = append(out, b)
+	}
+	if out = append(out, server...); len(out) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(out)
+	return b
 }
 
 // unsupported refuses what the Messages API cannot do.

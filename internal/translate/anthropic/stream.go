@@ -28,12 +28,13 @@ type event struct {
 		Input    json.RawMessage `json:"input"`
 	} `json:"content_block"`
 	Delta *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		PartialJSON string `json:"partial_json"`
-		Thinking    string `json:"thinking"`
-		Signature   string `json:"signature"`
-		StopReason  string `json:"stop_reason"`
+		Type        string          `json:"type"`
+		Text        string          `json:"text"`
+		PartialJSON string          `json:"partial_json"`
+		Thinking    string          `json:"thinking"`
+		Signature   string          `json:"signature"`
+		StopReason  string          `json:"stop_reason"`
+		Citation    json.RawMessage `json:"citation"`
 	} `json:"delta"`
 	Usage *usage `json:"usage"`
 	Error *struct {
@@ -91,9 +92,21 @@ type Stream struct {
 	paused    bool
 	stopped   bool // message_stop was seen
 	opts      translate.StreamOptions
+	others    map[int]*otherBlock // blocks the chat model has no slot for, by index, until they stop
 }
 
-// NewStream returns a Stream.
+// otherBlock is a block the chat model has no slot for (a server tool's
+// use or result, …), gathered for a client with a slot for it: its start
+// as sent, and its input's fragments.
+type otherBlock struct {
+	start json.RawMessage
+	input []byte
+}
+
+// NewStream returns a Stream. With o.Thoughts it hands on, in the
+// gateway's own delta members (translate.SignatureMember, …), what the
+// chat model has no slot for: thinking signatures, redacted thinking,
+// other blocks whole once they stop, and citations.
 func NewStream(o translate.StreamOptions) *Stream {
 	return &Stream{calls: map[int]int{}, current: -1, opts: o}
 }
@@ -116,9 +129,11 @@ func (s *Stream) Event(data []byte) (chunks [][]byte, done bool, err error) {
 		s.created = time.Now().Unix()
 		return [][]byte{s.chunk(`{"role":"assistant","content":""}`, "null")}, false, nil
 	case "content_block_start":
-		return s.blockStart(ev), false, nil
+		return s.blockStart(ev, data), false, nil
 	case "content_block_delta":
 		return s.blockDelta(ev), false, nil
+	case "content_block_stop":
+		return s.blockStop(ev), false, nil
 	case "message_delta":
 		if ev.Usage != nil {
 			s.usage.add(*ev.Usage)
@@ -138,10 +153,10 @@ func (s *Stream) Event(data []byte) (chunks [][]byte, done bool, err error) {
 		}
 		return [][]byte{translate.ErrorChunk(msg, typ)}, false, nil
 	}
-	return nil, false, nil // ping, content_block_stop, and events of later API versions
+	return nil, false, nil // ping, and events of later API versions
 }
 
-func (s *Stream) blockStart(ev event) [][]byte {
+func (s *Stream) blockStart(ev event, data []byte) [][]byte {
 	b := ev.ContentBlock
 	if b == nil {
 		return nil
@@ -171,8 +186,34 @@ func (s *Stream) blockStart(ev event) [][]byte {
 		if s.opts.Thoughts {
 			return [][]byte{s.chunk(`{"`+translate.RedactedMember+`":`+translate.Quote(b.Data)+`}`, "null")}
 		}
+	default:
+		if s.opts.Thoughts {
+			var raw struct {
+				ContentBlock json.RawMessage `json:"content_block"`
+			}
+			_ = json.Unmarshal(data, &raw)
+			if s.others == nil {
+				s.others = map[int]*otherBlock{}
+			}
+			s.others[ev.Index] = &otherBlock{start: raw.ContentBlock}
+		}
 	}
 	return nil
+}
+
+// blockStop hands on a block the chat model has no slot for, whole: its
+// start with the input its fragments made.
+func (s *Stream) blockStop(ev event) [][]byte {
+	o, ok := s.others[ev.Index]
+	if !ok {
+		return nil
+	}
+	delete(s.others, ev.Index)
+	block := o.start
+	if len(o.input) > 0 && json.Valid(o.input) {
+		block, _ = wire.SetMember(block, o.input, "input")
+	}
+	return [][]byte{s.chunk(`{"`+translate.BlockMember+`":`+string(block)+`}`, "null")}
 }
 
 func (s *Stream) blockDelta(ev event) [][]byte {
@@ -184,6 +225,10 @@ func (s *Stream) blockDelta(ev event) [][]byte {
 	case "text_delta":
 		return [][]byte{s.chunk(`{"content":`+translate.Quote(d.Text)+`}`, "null")}
 	case "input_json_delta":
+		if o, ok := s.others[ev.Index]; ok {
+			o.input = append(o.input, d.PartialJSON...)
+			return nil
+		}
 		k, ok := s.calls[ev.Index]
 		if !ok || d.PartialJSON == "" {
 			return nil
@@ -194,6 +239,10 @@ func (s *Stream) blockDelta(ev event) [][]byte {
 			s.thoughts[s.current].Thinking += d.Thinking
 		}
 		return [][]byte{s.chunk(`{"reasoning_content":`+translate.Quote(d.Thinking)+`}`, "null")}
+	case "citations_delta":
+		if s.opts.Thoughts && len(d.Citation) > 0 && d.Citation[0] == '{' {
+			return [][]byte{s.chunk(`{"`+translate.CitationMember+`":`+string(d.Citation)+`}`, "null")}
+		}
 	case "signature_delta":
 		if s.current >= 0 {
 			s.thoughts[s.current].Signature += d.Signature

@@ -5,32 +5,49 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // transcript turns the chat messages into Anthropic's system blocks and
-// alternating turns.
+// alternating turns. A message that keeps the blocks a Messages API
+// client sent for it (translate.BlocksMember) is sent as those blocks,
+// block for block, while it still says what they say: a turn repair
+// changed (a call renamed, a result sealed) is translated from the chat
+// message instead.
 func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMessage, out []message, dropped int, err error) {
 	for i, m := range msgs {
 		var role string
 		var blocks []json.RawMessage
+		kept := keptBlocks(m)
 		switch m.Role {
 		case "system", "developer":
 			parts, err := contentBlocks(m.Content, i, false)
 			if err != nil {
 				return nil, nil, 0, err
 			}
+			if kept != nil {
+				parts = kept
+			}
 			system = append(system, parts...)
 			continue
 		case "user":
 			role = "user"
-			blocks, err = contentBlocks(m.Content, i, true)
+			if blocks = kept; kept == nil {
+				blocks, err = contentBlocks(m.Content, i, true)
+			}
 		case "assistant":
 			role = "assistant"
-			blocks, err = assistantBlocks(m, i, thinkingMember)
+			if blocks = kept; kept == nil || !assistantSays(kept, m) {
+				blocks, err = assistantBlocks(m, i, thinkingMember)
+			} else if !thinks(kept) {
+				blocks = append(restoredThinking(m, thinkingMember), kept...) // the client dropped them: the gateway's go first
+			}
 		case "tool":
 			role = "user"
-			blocks, err = toolResult(m, i)
+			if blocks = kept; kept == nil || !resultFor(kept, m.ToolCallID) {
+				blocks, err = toolResult(m, i)
+			}
 		default:
 			return nil, nil, 0, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in Anthropic's Messages API", wire.Clip(m.Role)), Unsupported: true}
 		}
@@ -48,6 +65,46 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 		out = append(out, message{Role: role, Content: blocks})
 	}
 	return system, out, dropped, nil
+}
+
+// keptBlocks are the blocks a Messages API client sent for a message
+// (translate.BlocksMember), or nil.
+func keptBlocks(m wire.Message) []json.RawMessage {
+	if m.Raw == nil {
+		return nil
+	}
+	o, err := wire.ParseObject(m.Raw)
+	if err != nil {
+		return nil
+	}
+	v, ok := o.Get(translate.BlocksMember)
+	if !ok {
+		return nil
+	}
+	var blocks []json.RawMessage
+	if json.Unmarshal(v, &blocks) != nil || len(blocks) == 0 {
+		return nil
+	}
+	return blocks
+}
+
+// assistantSays reports whether kept blocks still say what the assistant
+// message says (its text, its calls).
+func assistantSays(blocks []json.RawMessage, m wire.Message) bool {
+	ids, names := make([]string, len(m.ToolCalls)), make([]string, len(m.ToolCalls))
+	for k, c := range m.ToolCalls {
+		ids[k], names[k] = c.ID, c.Function.Name
+	}
+	return translate.BlocksSay(blocks, translate.ReplyText(m.Content), ids, names)
+}
+
+// resultFor reports whether kept blocks are one tool_result for the call.
+func resultFor(blocks []json.RawMessage, callID string) bool {
+	var b struct {
+		Type      string `json:"type"`
+		ToolUseID string `json:"tool_use_id"`
+	}
+	return len(blocks) == 1 && json.Unmarshal(blocks[0], &b) == nil && b.Type == "tool_result" && b.ToolUseID == callID
 }
 
 // part is one content part of a chat message.
@@ -133,21 +190,45 @@ func imageBlock(p part, i, k int) (json.RawMessage, error) {
 	return b, nil
 }
 
+// restoredThinking are the thinking blocks restored for a turn (in
+// thinkingMember), or nil.
+func restoredThinking(m wire.Message, thinkingMember string) []json.RawMessage {
+	if m.Raw == nil || thinkingMember == "" {
+		return nil
+	}
+	o, err := wire.ParseObject(m.Raw)
+	if err != nil {
+		return nil
+	}
+	v, ok := o.Get(thinkingMember)
+	if !ok {
+		return nil
+	}
+	var stored string
+	var blocks []json.RawMessage
+	if json.Unmarshal(v, &stored) != nil || json.Unmarshal([]byte(stored), &blocks) != nil {
+		return nil
+	}
+	return blocks
+}
+
+// thinks reports blocks with a thinking or redacted_thinking block.
+func thinks(blocks []json.RawMessage) bool {
+	for _, raw := range blocks {
+		var b struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(raw, &b) == nil && (b.Type == "thinking" || b.Type == "redacted_thinking") {
+			return true
+		}
+	}
+	return false
+}
+
 // assistantBlocks are an assistant turn's blocks: its restored thinking
 // first, then its text, then one tool_use per call.
 func assistantBlocks(m wire.Message, i int, thinkingMember string) ([]json.RawMessage, error) {
-	var out []json.RawMessage
-	if m.Raw != nil && thinkingMember != "" {
-		if o, err := wire.ParseObject(m.Raw); err == nil {
-			if v, ok := o.Get(thinkingMember); ok {
-				var stored string
-				var blocks []json.RawMessage
-				if json.Unmarshal(v, &stored) == nil && json.Unmarshal([]byte(stored), &blocks) == nil {
-					out = append(out, blocks...)
-				}
-			}
-		}
-	}
+	out := restoredThinking(m, thinkingMember)
 	text, err := contentBlocks(m.Content, i, false)
 	if err != nil {
 		return nil, err

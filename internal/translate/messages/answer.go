@@ -20,6 +20,11 @@ type Meta struct {
 	// unchanged), or nil: Whole then writes them instead of the
 	// reasoning, so that the client can send them back as they are.
 	Thoughts []byte
+	// Content is a whole answer's content blocks as an Anthropic upstream
+	// sent them, or nil: Whole writes them as they are (server tool
+	// blocks, citations and signatures included) while they say what the
+	// normalized, judged answer says — its text, its calls.
+	Content json.RawMessage
 }
 
 // NewID returns a message id.
@@ -135,7 +140,9 @@ func (s *Stream) delta(d map[string]json.RawMessage) error {
 	return nil
 }
 
-// thought writes what an Anthropic upstream signed: a thinking block's
+// thought writes what an Anthropic upstream sent that the chat model has
+// no slot for: a text block's citation (citations_delta), a block of
+// another type (a server tool's use or result) whole, a thinking block's
 // signature, which ends the block (the next thinking is a new one), or a
 // redacted thinking block, whole.
 func (s *Stream) thought(d map[string]json.RawMessage) error {
@@ -145,6 +152,27 @@ func (s *Stream) thought(d map[string]json.RawMessage) error {
 			return nil
 		}
 		if err := s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]string{"type": "signature_delta", "signature": sig}}); err != nil {
+			return err
+		}
+		return s.closeBlock()
+	}
+	if raw, ok := d[translate.CitationMember]; ok && len(raw) > 0 && raw[0] == '{' {
+		if err := s.open("text", map[string]any{"type": "text", "text": ""}); err != nil {
+			return err
+		}
+		return s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]any{"type": "citations_delta", "citation": raw}})
+	}
+	if raw, ok := d[translate.BlockMember]; ok && len(raw) > 0 && raw[0] == '{' {
+		var b struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(raw, &b)
+		if err := s.closeBlock(); err != nil {
+			return err
+		}
+		s.index++
+		s.kind = b.Type
+		if err := s.event("content_block_start", map[string]any{"index": s.index, "content_block": raw}); err != nil {
 			return err
 		}
 		return s.closeBlock()
@@ -283,6 +311,13 @@ func Whole(chat []byte, m Meta) ([]byte, error) {
 	}
 	said := translate.ReadDelta(c.Message, m.ReasoningField)
 	var content []any
+	if blocks := sentBlocks(m.Content, said); blocks != nil {
+		for _, b := range blocks {
+			content = append(content, b)
+		}
+		return json.Marshal(map[string]any{"id": m.ID, "type": "message", "role": "assistant", "model": m.Model, "content": content,
+			"stop_reason": stopReason(c.FinishReason), "stop_sequence": nil, "usage": usage(c.Usage)})
+	}
 	var thoughts []json.RawMessage
 	switch {
 	case len(m.Thoughts) > 0 && json.Unmarshal(m.Thoughts, &thoughts) == nil:
@@ -307,6 +342,32 @@ func Whole(chat []byte, m Meta) ([]byte, error) {
 	}
 	return json.Marshal(map[string]any{"id": m.ID, "type": "message", "role": "assistant", "model": m.Model, "content": content,
 		"stop_reason": stopReason(c.FinishReason), "stop_sequence": nil, "usage": usage(c.Usage)})
+}
+
+// ContentOf is the content of a message an Anthropic upstream sent, or nil.
+func ContentOf(message []byte) json.RawMessage {
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(message, &m)
+	return m.Content
+}
+
+// sentBlocks are the upstream's content blocks when they say what the
+// answer says, else nil.
+func sentBlocks(content json.RawMessage, said translate.Said) []json.RawMessage {
+	var blocks []json.RawMessage
+	if len(content) == 0 || json.Unmarshal(content, &blocks) != nil || len(blocks) == 0 {
+		return nil
+	}
+	ids, names := make([]string, len(said.Calls)), make([]string, len(said.Calls))
+	for k, c := range said.Calls {
+		ids[k], names[k] = c.ID, c.Function.Name
+	}
+	if !translate.BlocksSay(blocks, said.Text, ids, names) {
+		return nil
+	}
+	return blocks
 }
 
 // EstimateTokens is count_tokens' answer when the route's upstream has no

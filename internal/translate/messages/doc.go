@@ -8,6 +8,14 @@
 // and message. The middle of the gateway does not know which API the
 // client spoke.
 //
+// For an Anthropic upstream nothing is lost: each chat message keeps the
+// blocks the client sent for it (translate.BlocksMember) and the request
+// the client's tools and the members the chat model lacks
+// (translate.RequestMember); the Anthropic translator sends those blocks
+// as they were while the message still says what they say, and blocks
+// the chat model has no slot for (documents, server tool blocks) are
+// carried, not refused.
+//
 // Request, translated:
 //
 //   - system (a string or text blocks, cache_control kept) → a system
@@ -25,7 +33,8 @@
 //     protocol the thinking text in the upstream's reasoning field;
 //   - tools (client tools: name, description, input_schema) → function
 //     tools; a server tool (web_search_…, bash_…, code_execution_…) is
-//     refused with 400 naming its type: the gateway runs none;
+//     refused with 400 naming its type on a route to another protocol:
+//     the gateway runs none;
 //   - tool_choice auto / any / tool / none → auto / required / the
 //     function (which must be among the tools) / none;
 //     disable_parallel_tool_use → parallel_tool_calls false;

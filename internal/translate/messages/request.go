@@ -29,7 +29,15 @@ type Request struct {
 	Metadata      *struct {
 		UserID string `json:"user_id"`
 	} `json:"metadata"`
+	// extra are the members the chat model has no slot for (container,
+	// mcp_servers, service_tier, …): an Anthropic upstream gets them as
+	// they are.
+	extra map[string]json.RawMessage
 }
+
+// translatedMembers are the members Chat translates; the others are extra.
+var translatedMembers = []string{"model", "messages", "system", "max_tokens", "stream", "tools", "tool_choice", "stop_sequences",
+	"temperature", "top_p", "top_k", "thinking", "metadata"}
 
 // block is one content block of a message.
 type block struct {
@@ -67,6 +75,15 @@ func Decode(body []byte, countTokens bool) (*Request, error) {
 	var r Request
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, &wire.ParamError{Param: "body", Msg: "must be a Messages API request (a JSON object): " + wire.Clip(err.Error())}
+	}
+	_ = json.Unmarshal(body, &r.extra)
+	for _, k := range translatedMembers {
+		delete(r.extra, k)
+	}
+	for k := range r.extra {
+		if strings.HasPrefix(k, wire.OwnPrefix) {
+			delete(r.extra, k) // the gateway's own members, which a client never sends
+		}
 	}
 	switch {
 	case r.Model == "":
@@ -130,14 +147,33 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 	if r.MaxTokens != nil {
 		chat["max_tokens"] = *r.MaxTokens
 	}
-	if err := r.tools(chat); err != nil {
+	if err := r.tools(chat, t.keep()); err != nil {
 		return Translated{}, err
 	}
 	if err := r.settings(chat, o.Protocol); err != nil {
 		return Translated{}, err
 	}
+	if t.keep() {
+		r.keep(chat)
+	}
 	b, err := json.Marshal(chat)
 	return Translated{Chat: b, DroppedCacheControl: t.droppedCache}, err
+}
+
+// keep puts what the chat model has no slot for in the request's own
+// member, for an Anthropic upstream: the tools as the client declared
+// them (server tools and cache_control included) and the extra members.
+func (r *Request) keep(chat map[string]any) {
+	kept := map[string]json.RawMessage{}
+	for k, v := range r.extra {
+		kept[k] = v
+	}
+	if len(r.Tools) > 0 {
+		kept["tools"], _ = json.Marshal(r.Tools)
+	}
+	if len(kept) > 0 {
+		chat[translate.RequestMember] = kept
+	}
 }
 
 // settings maps the sampling, stop and thinking settings.
@@ -182,8 +218,10 @@ func (r *Request) settings(chat map[string]any, p translate.Protocol) error {
 	return nil
 }
 
-// tools maps the client tools and tool_choice; server tools are refused.
-func (r *Request) tools(chat map[string]any) error {
+// tools maps the client tools and tool_choice; server tools are refused,
+// but for an Anthropic upstream (keep), which gets them from the
+// request's own member.
+func (r *Request) tools(chat map[string]any, keep bool) error {
 	names := map[string]bool{}
 	var tools []map[string]any
 	for i, raw := range r.Tools {
@@ -197,6 +235,9 @@ func (r *Request) tools(chat map[string]any) error {
 			return &wire.ParamError{Param: fmt.Sprintf("tools.%d", i), Msg: "must be a tool object"}
 		}
 		if t.Type != "" && t.Type != "custom" {
+			if keep {
+				continue
+			}
 			return &wire.ParamError{Param: fmt.Sprintf("tools.%d.type", i), Msg: fmt.Sprintf("the server tool %q runs at Anthropic, and this gateway serves client tools only", wire.Clip(t.Type)), Unsupported: true}
 		}
 		if t.Name == "" {
@@ -257,6 +298,22 @@ type translator struct {
 	droppedCache int
 }
 
+// keep: the upstream is Anthropic's, and each chat message keeps the
+// blocks the client sent for it (translate.BlocksMember), which that
+// upstream gets as they are; blocks the chat model has no slot for are
+// then carried, not refused.
+func (t *translator) keep() bool { return t.o.Protocol == translate.Anthropic }
+
+// rawBlocks are a message's content blocks as the client sent them (nil
+// for a string).
+func rawBlocks(c json.RawMessage) []json.RawMessage {
+	var bs []json.RawMessage
+	if json.Unmarshal(c, &bs) != nil {
+		return nil
+	}
+	return bs
+}
+
 // blocks reads a message's content: a string is one text block.
 func blocks(c json.RawMessage, param string) ([]block, error) {
 	var s string
@@ -280,8 +337,12 @@ func (t *translator) system(raw json.RawMessage) ([]json.RawMessage, error) {
 	if err != nil || len(parts) == 0 {
 		return nil, err
 	}
-	m, _ := json.Marshal(map[string]any{"role": "system", "content": parts})
-	return []json.RawMessage{m}, nil
+	m := map[string]any{"role": "system", "content": parts}
+	if raws := rawBlocks(raw); t.keep() && raws != nil {
+		m[translate.BlocksMember] = raws
+	}
+	b, _ := json.Marshal(m)
+	return []json.RawMessage{b}, nil
 }
 
 // message translates message i: a user message's tool_result blocks
@@ -294,11 +355,15 @@ func (t *translator) message(i int, role string, content json.RawMessage) ([]jso
 	if err != nil {
 		return nil, err
 	}
+	raws := rawBlocks(content)
+	if !t.keep() || len(raws) != len(bs) || len(raws) == 0 {
+		raws = nil
+	}
 	switch role {
 	case "user":
-		return t.user(bs, param)
+		return t.user(bs, raws, param)
 	case "assistant":
-		m, err := t.assistant(bs, param)
+		m, err := t.assistant(bs, raws, param)
 		if err != nil || m == nil {
 			return nil, err
 		}
@@ -307,28 +372,46 @@ func (t *translator) message(i int, role string, content json.RawMessage) ([]jso
 	return nil, &wire.ParamError{Param: fmt.Sprintf("messages.%d.role", i), Msg: "must be user or assistant"}
 }
 
-func (t *translator) user(bs []block, param string) ([]json.RawMessage, error) {
+// user translates a user message; raws are its blocks as sent, when they
+// are kept (each tool message keeps its tool_result block, the user
+// message the others).
+func (t *translator) user(bs []block, raws []json.RawMessage, param string) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	var rest []block
+	var restRaw []json.RawMessage
 	for k, b := range bs {
 		if b.Type != "tool_result" {
 			rest = append(rest, b)
+			if raws != nil {
+				restRaw = append(restRaw, raws[k])
+			}
 			continue
 		}
 		text, err := resultText(b, fmt.Sprintf("%s.%d.content", param, k))
 		if err != nil {
 			return nil, err
 		}
-		m, _ := json.Marshal(map[string]any{"role": "tool", "tool_call_id": b.ToolUseID, "content": text})
-		out = append(out, m)
+		m := map[string]any{"role": "tool", "tool_call_id": b.ToolUseID, "content": text}
+		if raws != nil {
+			m[translate.BlocksMember] = raws[k : k+1]
+		}
+		b, _ := json.Marshal(m)
+		out = append(out, b)
 	}
 	parts, err := t.parts(rest, param, true)
 	if err != nil {
 		return nil, err
 	}
-	if len(parts) > 0 {
-		m, _ := json.Marshal(map[string]any{"role": "user", "content": parts})
-		out = append(out, m)
+	if len(parts) > 0 || len(restRaw) > 0 {
+		m := map[string]any{"role": "user", "content": parts}
+		if len(parts) == 0 {
+			m["content"] = "" // blocks the chat model has no slot for (a document, …), which the kept blocks carry
+		}
+		if len(restRaw) > 0 {
+			m[translate.BlocksMember] = restRaw
+		}
+		b, _ := json.Marshal(m)
+		out = append(out, b)
 	}
 	return out, nil
 }
@@ -366,12 +449,14 @@ func (t *translator) parts(bs []block, param string, images bool) ([]map[string]
 				continue
 			}
 			p = map[string]any{"type": "text", "text": b.Text}
-		case b.Type == "image" && images:
+		case b.Type == "image" && images && !(t.keep() && !imageSource(b.Source)):
 			url, err := imageURL(b.Source, fmt.Sprintf("%s.%d.source", param, k))
 			if err != nil {
 				return nil, err
 			}
 			p = map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}}
+		case t.keep():
+			continue // a block the chat model has no slot for, carried as it is
 		default:
 			return nil, &wire.ParamError{Param: fmt.Sprintf("%s.%d.type", param, k), Msg: fmt.Sprintf("a %q block cannot be sent here", wire.Clip(b.Type)), Unsupported: true}
 		}
@@ -385,6 +470,15 @@ func (t *translator) parts(bs []block, param string, images bool) ([]map[string]
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// imageSource reports an image source that imageURL can translate.
+func imageSource(raw json.RawMessage) bool {
+	var s struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &s)
+	return s.Type == "base64" || s.Type == "url"
 }
 
 // imageURL turns an image source into a URL: base64 data as a data: URL.
@@ -405,7 +499,9 @@ func imageURL(raw json.RawMessage, param string) (string, error) {
 	return "", &wire.ParamError{Param: param, Msg: "must be a base64 or url image source", Unsupported: true}
 }
 
-func (t *translator) assistant(bs []block, param string) (json.RawMessage, error) {
+// assistant translates an assistant message; raws are its blocks as sent,
+// when they are kept.
+func (t *translator) assistant(bs []block, raws []json.RawMessage, param string) (json.RawMessage, error) {
 	var text, reasoning strings.Builder
 	var thoughts []thought
 	var calls []map[string]any
@@ -430,6 +526,9 @@ func (t *translator) assistant(bs []block, param string) (json.RawMessage, error
 			}
 			calls = append(calls, map[string]any{"id": b.ID, "type": "function", "function": map[string]string{"name": b.Name, "arguments": input}})
 		default:
+			if raws != nil {
+				continue // a server tool's use or result, …: carried as it is
+			}
 			return nil, &wire.ParamError{Param: fmt.Sprintf("%s.%d.type", param, k), Msg: fmt.Sprintf("a %q block cannot be sent here", wire.Clip(b.Type)), Unsupported: true}
 		}
 	}
@@ -447,7 +546,10 @@ func (t *translator) assistant(bs []block, param string) (json.RawMessage, error
 	case t.o.Protocol != translate.Anthropic && reasoning.Len() > 0 && t.o.ReasoningField != "":
 		m[t.o.ReasoningField] = reasoning.String()
 	}
-	if m["content"] == nil && len(calls) == 0 && m[t.o.CarriedMember] == nil {
+	if raws != nil {
+		m[translate.BlocksMember] = raws
+	}
+	if m["content"] == nil && len(calls) == 0 && m[t.o.CarriedMember] == nil && raws == nil {
 		return nil, nil // an empty turn: nothing to send
 	}
 	return json.Marshal(m)
