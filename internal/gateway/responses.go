@@ -95,9 +95,10 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 	}
 	o := responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: back}
 	if p.upstream.protocol == translate.Responses {
-		// The encrypted reasoning items the client sends back go to the
-		// upstream as they are, in the carried member.
-		o.CarriedMember, x.keepOwn = carriedMember, true
+		// The items the client sends go to the upstream as they are, each
+		// kept with the chat message made from it; the encrypted reasoning
+		// items also in the carried member (for a turn repair changed).
+		o.CarriedMember, o.Keep, x.keepOwn = carriedMember, true, true
 	}
 	chat, err := req.Chat(items, o)
 	if err == nil && int64(len(chat)) > g.cfg.Server.MaxBodyBytes {

@@ -318,3 +318,63 @@ routes:
 		}
 	}
 }
+
+// A Responses client on a Responses upstream, item for item: OpenAI's
+// hosted web_search tool is declared and used — its web_search_call item
+// and the message with its url_citation annotation reach openai-go with
+// the upstream's ids, streamed and whole — and the conversation sent back
+// as the client keeps it reaches the simulator as the client sent it,
+// which checks the call's action and that the reasoning item is followed
+// by the item it preceded. Parts and members the chat model has no slot
+// for (an input_file, truncation, include) go as sent.
+func TestResponsesItemForItem(t *testing.T) {
+	e, s := openaiResponsesEnv(t)
+	tools := append([]responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: "web_search"}}}, weatherFunction...)
+	for _, streamed := range []bool{true, false} {
+		kept := []json.RawMessage{json.RawMessage(`{"role":"user","content":[{"type":"input_text","text":"weather in Paris?"},{"type":"input_file","file_id":"file-abc"}]}`)}
+		params := responses.ResponseNewParams{Model: "think-websearch", Tools: tools, Store: openai.Bool(false)}
+		opts := []option.RequestOption{option.WithJSONSet("input", kept), option.WithJSONSet("truncation", "auto"),
+			option.WithJSONSet("include", []string{"web_search_call.action.sources"})}
+		var out []responses.ResponseOutputItemUnion
+		if streamed {
+			r := streamResponse(t, e, params, opts...)
+			if r.err != nil || r.terminal != "response.completed" {
+				t.Fatalf("streamed: %v %q (sent %s)", r.err, r.terminal, s.LastRequest())
+			}
+			out = r.final.Output
+		} else {
+			resp, err := e.Client("k").Responses.New(context.Background(), params, opts...)
+			if err != nil {
+				t.Fatalf("whole: %v (sent %s)", err, s.LastRequest())
+			}
+			out = resp.Output
+		}
+		var types []string
+		for _, it := range out {
+			types = append(types, it.Type)
+			kept = append(kept, json.RawMessage(it.RawJSON()))
+		}
+		if got := strings.Join(types, " "); got != "reasoning web_search_call message" {
+			t.Fatalf("streamed %v: output %s", streamed, got)
+		}
+		if ws, msg := out[1], out[2]; !strings.HasPrefix(ws.ID, "ws_sim_") || ws.Action.Query != "weather in Paris" || !strings.HasPrefix(msg.ID, "msg_sim_") ||
+			len(msg.Content) != 1 || len(msg.Content[0].Annotations) != 1 || msg.Content[0].Annotations[0].URL != "https://weather.example/paris" {
+			t.Errorf("streamed %v: %s %s", streamed, ws.RawJSON(), msg.RawJSON())
+		}
+		sent := string(s.LastRequest())
+		for _, want := range []string{`{"type":"input_file","file_id":"file-abc"}`, `"truncation":"auto"`, `"include":["web_search_call.action.sources","reasoning.encrypted_content"]`,
+			`{"type":"web_search"}`} {
+			if !strings.Contains(sent, want) {
+				t.Errorf("streamed %v: %s not sent as the client sent it: %s", streamed, want, sent)
+			}
+		}
+		kept = append(kept, json.RawMessage(`{"role":"user","content":"and tomorrow?"}`))
+		params.Model = "think-text"
+		if _, err := e.Client("k").Responses.New(context.Background(), params, option.WithJSONSet("input", kept)); err != nil {
+			t.Fatalf("streamed %v, the conversation sent back: %v (sent %s)", streamed, err, s.LastRequest())
+		}
+		if in := lastInput(t, s); len(in) < 4 || in[1].Type != "reasoning" || strings.HasPrefix(in[1].EncryptedContent, "tg1.") || in[2].Type != "web_search_call" || in[3].ID != out[2].ID {
+			t.Errorf("streamed %v: sent %s", streamed, s.LastRequest())
+		}
+	}
+}

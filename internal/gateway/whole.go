@@ -67,6 +67,7 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		meta := x.resp.meta
 		if up.protocol == translate.Responses {
 			meta.Carried, meta.Upstream = answer.Carried, up.name // its reasoning items, for the client to send back
+			meta.Output = responses.OutputOf(sent)                // its items as it sent them
 		}
 		object, output, err := responses.Whole(b, meta)
 		if err != nil {

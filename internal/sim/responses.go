@@ -37,7 +37,10 @@ import (
 // The model name picks the script, as for chat completions: error-NNN
 // (429 with retry-after), cut (the stream drops before it completes),
 // incomplete (max_output_tokens), parallel, toolloop (calls until the
-// input holds two outputs), tool, else text.
+// input holds two outputs), tool, websearch (the hosted web_search tool,
+// which the request must declare: a web_search_call item, then text with
+// a url_citation annotation; a web_search_call sent back must carry its
+// action, as it was issued), else text.
 
 type responsesRequest struct {
 	Model   string            `json:"model"`
@@ -53,10 +56,11 @@ type responsesRequest struct {
 }
 
 type responsesItem struct {
-	Type             string `json:"type"`
-	ID               string `json:"id"`
-	CallID           string `json:"call_id"`
-	EncryptedContent string `json:"encrypted_content"`
+	Type             string          `json:"type"`
+	ID               string          `json:"id"`
+	CallID           string          `json:"call_id"`
+	Action           json.RawMessage `json:"action"`
+	EncryptedContent string          `json:"encrypted_content"`
 	Summary          []struct {
 		Text string `json:"text"`
 	} `json:"summary"`
@@ -90,6 +94,12 @@ func (s *Sim) responses(w http.ResponseWriter, r *http.Request) {
 			writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "input", "Invalid input: expected an array of items.")
 			return
 		}
+	}
+	if strings.Contains(req.Model, "websearch") && !slices.ContainsFunc(req.Tools, func(t json.RawMessage) bool {
+		return strings.Contains(string(t), `"type":"web_search`)
+	}) {
+		writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "tools", "The websearch script answers with the web_search tool: declare it in tools.")
+		return
 	}
 	if status, code, msg := s.checkResponses(items, req.Store == nil || *req.Store); msg != "" {
 		writeErrorCode(w, status, "invalid_request_error", "input", code, msg)
@@ -137,6 +147,13 @@ func (s *Sim) checkResponses(items []responsesItem, store bool) (int, string, st
 			if status, code, msg := s.checkReasoning(items, i, store); msg != "" {
 				return status, code, msg
 			}
+		case "web_search_call":
+			var a struct {
+				Query string `json:"query"`
+			}
+			if json.Unmarshal(it.Action, &a) != nil || a.Query == "" {
+				return 400, "", fmt.Sprintf("Missing required parameter: 'input[%d].action'.", i)
+			}
 		}
 	}
 	for id := range calls {
@@ -160,7 +177,7 @@ func (s *Sim) checkReasoning(items []responsesItem, i int, store bool) (int, str
 		return 400, "invalid_encrypted_content", fmt.Sprintf("The encrypted content for item %s could not be verified.", it.ID)
 	}
 	n, _ := strings.CutPrefix(it.ID, "rs_sim_")
-	if i+1 >= len(items) || !strings.HasPrefix(items[i+1].ID, "fc_sim_"+n+"_") && items[i+1].ID != "msg_sim_"+n {
+	if i+1 >= len(items) || !strings.HasPrefix(items[i+1].ID, "fc_sim_"+n+"_") && items[i+1].ID != "msg_sim_"+n && items[i+1].ID != "ws_sim_"+n {
 		return 400, "", fmt.Sprintf("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID)
 	}
 	return 0, "", ""
@@ -222,6 +239,12 @@ func (s *Sim) responsesAnswer(req *responsesRequest, items []responsesItem) resp
 		a.output = append(a.output, call(0, "Paris"), call(1, "Rome"))
 	case strings.Contains(m, "toolloop") && outputs < 2, strings.Contains(m, "tool") && !strings.Contains(m, "toolloop") && outputs == 0:
 		a.output = append(a.output, call(0, "Paris"))
+	case strings.Contains(m, "websearch") && outputs == 0:
+		a.output = append(a.output, map[string]any{"type": "web_search_call", "id": "ws_sim_" + n, "status": "completed",
+			"action": map[string]any{"type": "search", "query": "weather in Paris"}},
+			map[string]any{"type": "message", "id": "msg_sim_" + n, "role": "assistant", "status": "completed",
+				"content": []any{map[string]any{"type": "output_text", "text": answer, "annotations": []any{
+					map[string]any{"type": "url_citation", "url": "https://weather.example/paris", "title": "Paris weather", "start_index": 0, "end_index": 5}}}}})
 	default:
 		a.output = append(a.output, map[string]any{"type": "message", "id": "msg_sim_" + n, "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": answer, "annotations": []any{}}}})

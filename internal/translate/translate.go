@@ -93,14 +93,17 @@ type StreamOptions struct {
 
 // The delta members of [StreamOptions.Thoughts]: from an Anthropic
 // upstream, a thinking block's signature (after its text) and a redacted
-// thinking block's data; from a Responses upstream, a reasoning item's id
-// (when it starts, before its summary), the whole item (when it is done),
-// and the item id of each function call ({"call_id","id"}, before the
-// call), which the reasoning item before it names.
+// thinking block's data; from a Responses upstream, a reasoning or
+// message item's id (when it starts, before its text), the whole
+// reasoning item (when it is done), the item id of each function call
+// ({"call_id","id"}, before the call), which the reasoning item before it
+// names, and other items (a hosted tool's call, a message with its
+// annotations) whole when they are done, in BlockMember.
 const (
 	SignatureMember     = wire.OwnPrefix + "signature"
 	RedactedMember      = wire.OwnPrefix + "redacted"
 	ReasoningIDMember   = wire.OwnPrefix + "reasoning_id"
+	MessageIDMember     = wire.OwnPrefix + "message_id"
 	ReasoningItemMember = wire.OwnPrefix + "reasoning_item"
 	CallItemMember      = wire.OwnPrefix + "call_item"
 	// From an Anthropic upstream, a block the chat model has no slot for

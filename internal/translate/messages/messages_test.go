@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -236,6 +237,12 @@ func FuzzMessagesRequest(f *testing.F) {
 				got, err = r.Chat(ChatOptions{Protocol: p, ReasoningField: "reasoning_content", CarriedMember: "carried"})
 				if err == nil && !json.Valid(got.Chat) {
 					t.Fatalf("%q translated to %q", body, got.Chat)
+				}
+				// For an Anthropic upstream, then its translator: JSON or refused.
+				if req, derr := wire.DecodeTranslated(got.Chat); err == nil && p == translate.Anthropic && derr == nil {
+					if up, uerr := anthropic.Request(req, translate.Options{Model: "c", DefaultMaxTokens: 10, CarriedMember: "carried"}); uerr == nil && !json.Valid(up.Body) {
+						t.Fatalf("the upstream request %q is not JSON", up.Body)
+					}
 				}
 			}
 			var pe *wire.ParamError

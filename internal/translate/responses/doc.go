@@ -50,4 +50,14 @@
 // Sent back, they go to the upstream that issued them as it issued them,
 // in the gateway's carried member (ChatOptions.CarriedMember); to another
 // upstream, not at all.
+//
+// Item for item, for a Responses upstream (ChatOptions.Keep): each chat
+// message keeps the items the client sent for it (translate.BlocksMember)
+// and the request the client's tools and untranslated members
+// (translate.RequestMember); items, parts and tools the chat model has no
+// slot for are carried, not refused. The upstream's translator sends the
+// kept items as they were while the turn says what they say (itemsSay),
+// and hands the answer's items on with the upstream's ids (a message's id
+// when it starts, hosted tools' calls and annotated messages whole when
+// they are done).
 package responses

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -120,7 +122,19 @@ type ChatOptions struct {
 	// with the turn's calls, as a Carried — byte for byte but for the
 	// unsealing.
 	CarriedMember string
+	// Keep, for a Responses upstream: each chat message keeps the items
+	// the client sent for it (translate.BlocksMember), and the request the
+	// client's tools and the members the chat model lacks
+	// (translate.RequestMember); items, parts and tools the chat model has
+	// no slot for are carried, not refused.
+	Keep bool
 }
+
+// translatedMembers are the members Chat translates (or Decode refuses);
+// the others go to a Responses upstream as they are, with Keep.
+var translatedMembers = []string{"model", "input", "instructions", "stream", "store", "previous_response_id", "tools", "tool_choice",
+	"parallel_tool_calls", "temperature", "top_p", "metadata", "user", "max_output_tokens", "reasoning", "text", "background",
+	"conversation", "prompt", "stream_options"}
 
 // Chat returns the chat completions request for the conversation items
 // (the previous response's, then this request's).
@@ -140,11 +154,14 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 		return nil, err
 	}
 	chat["messages"] = append(msgs, conv...)
+	if o.Keep {
+		r.keep(chat)
+	}
 	if r.Stream {
 		chat["stream"] = true
 		chat["stream_options"] = map[string]bool{"include_usage": true}
 	}
-	if err := r.tools(chat); err != nil {
+	if err := r.tools(chat, o.Keep); err != nil {
 		return nil, err
 	}
 	limit := o.OutputLimitField
@@ -163,8 +180,28 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 	return json.Marshal(chat)
 }
 
-// tools translates function tools and tool_choice.
-func (r *Request) tools(chat map[string]any) error {
+// keep puts what the chat model has no slot for in the request's own
+// member, for a Responses upstream: the tools as the client declared them
+// (hosted tools included) and the members it does not translate.
+func (r *Request) keep(chat map[string]any) {
+	kept := map[string]json.RawMessage{}
+	for k, v := range r.members {
+		if !slices.Contains(translatedMembers, k) && !strings.HasPrefix(k, wire.OwnPrefix) {
+			kept[k] = v
+		}
+	}
+	if v := r.members["tools"]; v != nil && string(v) != "null" {
+		kept["tools"] = v
+	}
+	if len(kept) > 0 {
+		chat[translate.RequestMember] = kept
+	}
+}
+
+// tools translates function tools and tool_choice; other tools are
+// refused, but for a Responses upstream (keep), which gets them from the
+// request's own member.
+func (r *Request) tools(chat map[string]any, keep bool) error {
 	if v := r.members["tools"]; v != nil && string(v) != "null" {
 		var tools []struct {
 			Type        string          `json:"type"`
@@ -178,6 +215,9 @@ func (r *Request) tools(chat map[string]any) error {
 		}
 		out := make([]map[string]any, 0, len(tools))
 		for i, t := range tools {
+			if t.Type != "function" && keep {
+				continue
+			}
 			if t.Type != "function" {
 				return &wire.ParamError{Param: fmt.Sprintf("tools[%d].type", i), Msg: fmt.Sprintf("%q tools are not supported by this gateway; declare function tools", wire.Clip(t.Type)), Unsupported: true}
 			}
@@ -283,12 +323,19 @@ type assistant struct {
 	open      bool
 	carried   Carried // the encrypted reasoning items sent back, with the calls after them
 	encrypted bool    // carried holds a reasoning item
+	kept      []json.RawMessage
 }
 
 func (a *assistant) message(o ChatOptions) json.RawMessage {
 	m := map[string]any{"role": "assistant", "content": nil}
 	if a.text.Len() > 0 {
 		m["content"] = a.text.String()
+	}
+	if o.Keep && len(a.kept) > 0 {
+		m[translate.BlocksMember] = a.kept
+		if a.text.Len() == 0 && len(a.calls) == 0 {
+			m["content"] = "" // only items the chat model has no slot for, which the kept items carry
+		}
 	}
 	if len(a.calls) > 0 {
 		m["tool_calls"] = a.calls
@@ -344,19 +391,21 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 					flush() // a new assistant turn after calls
 				}
 				turn.open = true
+				turn.kept = append(turn.kept, raw)
 				if err := assistantText(&turn.text, it.Content, i); err != nil {
 					return nil, err
 				}
 				continue
 			}
 			flush()
-			m, err := inputMessage(it, i)
+			m, err := inputMessage(it, i, o.Keep)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, m)
+			out = append(out, keptIn(m, o.Keep, raw))
 		case "function_call":
 			turn.open = true
+			turn.kept = append(turn.kept, raw)
 			turn.calls = append(turn.calls, map[string]any{"id": it.CallID, "type": "function",
 				"function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
 			if turn.encrypted {
@@ -369,11 +418,12 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 				return nil, err
 			}
 			m, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": it.CallID, "content": content})
-			out = append(out, m)
+			out = append(out, keptIn(m, o.Keep, raw))
 		case "reasoning":
 			if turn.open && len(turn.calls) > 0 {
 				flush()
 			}
+			turn.kept = append(turn.kept, raw)
 			for _, s := range it.Summary {
 				turn.reasoning.WriteString(s.Text)
 			}
@@ -381,6 +431,14 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 				turn.carry(raw, it)
 			}
 		default:
+			if o.Keep && it.Type != "" {
+				// A hosted tool's call (web_search_call, …) or another item
+				// the chat model has no slot for: kept with the assistant
+				// turn it belongs to, in its place.
+				turn.open = true
+				turn.kept = append(turn.kept, raw)
+				continue
+			}
 			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}
 		}
 	}
@@ -388,8 +446,19 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 	return out, nil
 }
 
-// inputMessage translates a user, system or developer message.
-func inputMessage(it item, i int) (json.RawMessage, error) {
+// keptIn adds the item a message was made from to it, with keep.
+func keptIn(m json.RawMessage, keep bool, item json.RawMessage) json.RawMessage {
+	if !keep {
+		return m
+	}
+	out, _ := wire.SetMember(m, json.RawMessage(`[`+string(item)+`]`), translate.BlocksMember)
+	return out
+}
+
+// inputMessage translates a user, system or developer message; with keep,
+// parts the chat model has no slot for (files, images by file id) are
+// left to the kept item.
+func inputMessage(it item, i int, keep bool) (json.RawMessage, error) {
 	switch it.Role {
 	case "user", "system", "developer":
 	default:
@@ -420,9 +489,13 @@ func inputMessage(it item, i int) (json.RawMessage, error) {
 				img["detail"] = p.Detail
 			}
 			out = append(out, map[string]any{"type": "image_url", "image_url": img})
+		case keep:
 		default:
 			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].content[%d].type", i, k), Msg: fmt.Sprintf("%q parts are not supported by this gateway (images by image_url only)", wire.Clip(p.Type)), Unsupported: true}
 		}
+	}
+	if len(out) == 0 && keep {
+		return json.Marshal(map[string]any{"role": it.Role, "content": ""}) // the kept item carries its parts
 	}
 	return json.Marshal(map[string]any{"role": it.Role, "content": out})
 }

@@ -25,6 +25,21 @@ type Meta struct {
 	// that the client can send them back as they are.
 	Carried  []byte
 	Upstream string
+	// Output is a whole answer's output items as a Responses upstream
+	// sent them, or nil: Whole writes them as they are (reasoning sealed
+	// for Upstream; hosted tools' calls, annotations, item ids kept) while
+	// they say what the normalized, judged answer says.
+	Output json.RawMessage
+}
+
+// OutputOf is the output of a response object a Responses upstream sent,
+// or nil.
+func OutputOf(object []byte) json.RawMessage {
+	var o struct {
+		Output json.RawMessage `json:"output"`
+	}
+	_ = json.Unmarshal(object, &o)
+	return o.Output
 }
 
 // NewID returns a new id with prefix ("resp", "msg", "fc", "rs").
@@ -118,6 +133,11 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 		return nil, nil, err
 	}
 	said := translate.ReadDelta(c.Message, m.ReasoningField)
+	status, extra := finish(c.FinishReason)
+	if sent := sentItems(m.Output, said, m.Upstream); sent != nil {
+		object, err = json.Marshal(m.object(status, sent, usage(c.Usage), extra))
+		return object, sent, err
+	}
 	var carried Carried
 	_ = json.Unmarshal(m.Carried, &carried)
 	itemIDs := map[string]string{}
@@ -142,9 +162,28 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 		}
 		output = append(output, callItem(id, tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
 	}
-	status, extra := finish(c.FinishReason)
 	object, err = json.Marshal(m.object(status, output, usage(c.Usage), extra))
 	return object, output, err
+}
+
+// sentItems are the upstream's output items, reasoning sealed for
+// upstream, when they say what the answer says; else nil.
+func sentItems(output json.RawMessage, said translate.Said, upstream string) []json.RawMessage {
+	var items []json.RawMessage
+	if len(output) == 0 || json.Unmarshal(output, &items) != nil || len(items) == 0 {
+		return nil
+	}
+	calls := make([][2]string, len(said.Calls))
+	for k, c := range said.Calls {
+		calls[k] = [2]string{c.ID, c.Function.Name}
+	}
+	if !itemsSay(items, said.Text, calls) {
+		return nil
+	}
+	for k, raw := range items {
+		items[k] = SealItem(raw, upstream) // a reasoning item's; the others have no encrypted_content
+	}
+	return items
 }
 
 // ErrorObject is the response object of a failed response.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -175,24 +176,37 @@ func FuzzResponsesRequest(f *testing.F) {
 	f.Add(`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]},{"type":"reasoning","summary":[{"text":"r"}]}],"tools":[{"type":"function","name":"f"}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`)
 	f.Add(`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":[{"type":"input_image","image_url":"data:x"}]}],"previous_response_id":"resp_1","store":false}`)
 	f.Add(`{"model":"m","input":[{"type":"reasoning","id":"rs_1","encrypted_content":"tg1.0123456789ab.enc","summary":[]},{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"x"}]}`)
+	f.Add(`{"model":"m","input":[{"type":"web_search_call","id":"ws_1","action":{"query":"q"}},{"role":"user","content":[{"type":"input_file","file_id":"f"}]}],"tools":[{"type":"web_search"}],"truncation":"auto"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		r, err := Decode([]byte(body))
-		if err == nil {
-			var chat []byte
-			if chat, err = r.Chat(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content", CarriedMember: wire.OwnPrefix + "carried"}); err == nil {
-				if _, derr := wire.DecodeRequest(chat); derr != nil && len(r.Input) > 0 {
-					var de *wire.DecodeError
-					if !errors.As(derr, &de) {
-						t.Fatalf("the chat request %s does not decode: %v", chat, derr)
-					}
-				}
-				return
-			}
-		}
-		var re *wire.ParamError
-		var de *wire.DecodeError
-		if !errors.As(err, &re) && !errors.As(err, &de) {
-			t.Fatalf("error of type %T: %v", err, err)
-		}
+		fuzzResponsesRequest(t, body, false)
+		fuzzResponsesRequest(t, body, true) // for a Responses upstream
 	})
+}
+
+// fuzzResponsesRequest: with keep, the chat request then goes to the
+// Responses upstream's translator, which sends JSON or refuses.
+func fuzzResponsesRequest(t *testing.T, body string, keep bool) {
+	r, err := Decode([]byte(body))
+	if err == nil {
+		var chat []byte
+		if chat, err = r.Chat(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content", CarriedMember: wire.OwnPrefix + "carried", Keep: keep}); err == nil {
+			if _, derr := wire.DecodeRequest(chat); derr != nil && len(r.Input) > 0 {
+				var de *wire.DecodeError
+				if !errors.As(derr, &de) {
+					t.Fatalf("the chat request %s does not decode: %v", chat, derr)
+				}
+			}
+			if req, derr := wire.DecodeTranslated(chat); keep && derr == nil {
+				if up, uerr := UpstreamRequest(req, translate.Options{Model: "m", CarriedMember: wire.OwnPrefix + "carried", Upstream: "u"}); uerr == nil && !json.Valid(up.Body) {
+					t.Fatalf("the upstream request %q is not JSON", up.Body)
+				}
+			}
+			return
+		}
+	}
+	var re *wire.ParamError
+	var de *wire.DecodeError
+	if !errors.As(err, &re) && !errors.As(err, &de) {
+		t.Fatalf("error of type %T: %v", err, err)
+	}
 }

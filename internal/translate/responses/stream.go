@@ -42,7 +42,7 @@ type openItem struct {
 	callID, name   string
 	done           bool
 	finishedObject json.RawMessage
-	upstream       json.RawMessage // a reasoning item as the upstream finished it (sealed), or nil
+	upstream       json.RawMessage // a reasoning or message item as the upstream finished it (reasoning sealed), or nil
 }
 
 // NewStream returns a Stream writing to sink.
@@ -90,6 +90,9 @@ func (s *Stream) delta(d map[string]json.RawMessage) error {
 	if raw := d[translate.ReasoningItemMember]; len(raw) > 0 && raw[0] == '{' {
 		return s.reasoningDone(raw)
 	}
+	if raw := d[translate.BlockMember]; len(raw) > 0 && raw[0] == '{' {
+		return s.itemDone(raw)
+	}
 	if said.Text != "" {
 		if err := s.textDelta("message", said.Text); err != nil {
 			return err
@@ -120,6 +123,12 @@ func (s *Stream) upstreamItems(d map[string]json.RawMessage) error {
 		}
 	}
 	var id string
+	if raw, ok := d[translate.MessageIDMember]; ok && json.Unmarshal(raw, &id) == nil && id != "" {
+		if err := s.closeCurrent(); err != nil {
+			return err
+		}
+		return s.openMessage(id)
+	}
 	if raw, ok := d[translate.ReasoningIDMember]; !ok || json.Unmarshal(raw, &id) != nil || id == "" {
 		return nil
 	}
@@ -127,6 +136,38 @@ func (s *Stream) upstreamItems(d map[string]json.RawMessage) error {
 		return err
 	}
 	return s.openReasoning(id)
+}
+
+// itemDone takes an item the upstream finished that the chat model has no
+// slot for: the message being written, with its annotations (when it says
+// what was streamed), or another item (a hosted tool's call), whole.
+func (s *Stream) itemDone(raw json.RawMessage) error {
+	var it item
+	if json.Unmarshal(raw, &it) != nil {
+		return nil
+	}
+	if it.Type == "message" {
+		if cur := s.cur; cur != nil && cur.kind == "message" && cur.id == it.ID {
+			var text strings.Builder
+			if assistantText(&text, it.Content, 0) == nil && text.String() == cur.text.String() {
+				cur.upstream = raw
+			}
+			return s.closeCurrent()
+		}
+		return nil
+	}
+	if err := s.closeCurrent(); err != nil {
+		return err
+	}
+	if it.ID == "" {
+		return nil
+	}
+	added := s.add(it.Type, it.ID)
+	added.done, added.finishedObject = true, raw
+	if err := s.event("response.output_item.added", map[string]any{"output_index": added.index, "item": raw}); err != nil {
+		return err
+	}
+	return s.event("response.output_item.done", map[string]any{"output_index": added.index, "item": raw})
 }
 
 // reasoningDone ends the reasoning item with the upstream's finished item
@@ -181,7 +222,12 @@ func (s *Stream) open(kind string) error {
 	if kind == "reasoning" {
 		return s.openReasoning(NewID("rs"))
 	}
-	it := s.add(kind, NewID("msg"))
+	return s.openMessage(NewID("msg"))
+}
+
+// openMessage opens a message item with its text part.
+func (s *Stream) openMessage(id string) error {
+	it := s.add("message", id)
 	s.cur = it
 	if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": json.RawMessage(messageItem(it.id, "in_progress", ""))}); err != nil {
 		return err
@@ -227,6 +273,9 @@ func (s *Stream) closeCurrent() error {
 		return nil
 	}
 	it.finishedObject = messageItem(it.id, "completed", text)
+	if it.upstream != nil {
+		it.finishedObject = it.upstream // its annotations, as the upstream sent them
+	}
 	for _, e := range []struct {
 		typ string
 		v   map[string]any

@@ -3,6 +3,8 @@ package responses
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -79,8 +81,89 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if err := upstreamFormat(req, b); err != nil {
 		return r, err
 	}
+	withKept(req, b)
 	r.Body, err = json.Marshal(b)
 	return r, err
+}
+
+// withKept adds to a translated request what a Responses API client sent
+// that the chat model has no slot for (translate.RequestMember): its
+// tools as it declared them (hosted tools included) — all of them while
+// its function tools are the request's, else its other tools after the
+// translated ones — its include list joined to the translator's, and the
+// members the request does not have.
+func withKept(req *wire.ChatRequest, b map[string]any) {
+	raw, ok := req.Get(translate.RequestMember)
+	if !ok {
+		return
+	}
+	var kept map[string]json.RawMessage
+	if json.Unmarshal(raw, &kept) != nil {
+		return
+	}
+	for k, v := range kept {
+		switch k {
+		case "tools":
+			if tools := keptTools(v, b["tools"]); tools != nil {
+				b["tools"] = tools
+			}
+		case "include":
+			var include []string
+			_ = json.Unmarshal(v, &include)
+			if mine, ok := b["include"].([]string); ok {
+				for _, s := range mine {
+					if !slices.Contains(include, s) {
+						include = append(include, s)
+					}
+				}
+			}
+			b["include"] = include
+		default:
+			if _, has := b[k]; !has {
+				b[k] = v
+			}
+		}
+	}
+}
+
+// keptTools are the tools to send: the client's as declared while its
+// function tools are the translated ones (same names, same order), else
+// the translated ones and the client's other tools.
+func keptTools(raw json.RawMessage, translated any) any {
+	var declared []json.RawMessage
+	if json.Unmarshal(raw, &declared) != nil {
+		return nil
+	}
+	mine, _ := translated.([]map[string]any)
+	var names []string
+	var hosted []any
+	for _, d := range declared {
+		var t struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(d, &t)
+		if t.Type != "function" {
+			hosted = append(hosted, d)
+			continue
+		}
+		names = append(names, t.Name)
+	}
+	same := len(names) == len(mine)
+	for k := 0; same && k < len(names); k++ {
+		same = names[k] == mine[k]["name"]
+	}
+	if same {
+		return raw
+	}
+	out := make([]any, 0, len(mine)+len(hosted))
+	for _, t := range mine {
+		out = append(out, t)
+	}
+	if out = append(out, hosted...); len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // inputItems turns the messages into input items: messages (system and
@@ -93,6 +176,10 @@ func inputItems(msgs []wire.Message, carriedMember, upstream string) ([]json.Raw
 	for i, m := range msgs {
 		switch m.Role {
 		case "system", "developer", "user":
+			if kept := keptItems(m, upstream); kept != nil {
+				out = append(out, kept...)
+				continue
+			}
 			item, err := upstreamMessage(m, i)
 			if err != nil {
 				return nil, 0, err
@@ -101,12 +188,25 @@ func inputItems(msgs []wire.Message, carriedMember, upstream string) ([]json.Raw
 				out = append(out, item)
 			}
 		case "assistant":
+			// The items as the client sent them, while they say what the
+			// turn says — unless they lack the reasoning the gateway
+			// restored for the turn (a client that drops reasoning items),
+			// which the translation puts back in front of its calls.
+			if kept := keptItems(m, upstream); kept != nil && itemsSay(kept, translate.ReplyText(m.Content), callsOf(m)) &&
+				(hasReasoning(kept) || !restores(m, carriedMember)) {
+				out = append(out, kept...)
+				continue
+			}
 			items, n, err := assistantItems(m, i, carriedMember, upstream)
 			if err != nil {
 				return nil, 0, err
 			}
 			out, dropped = append(out, items...), dropped+n
 		case "tool":
+			if kept := keptItems(m, upstream); len(kept) == 1 && outputFor(kept[0], m.ToolCallID) {
+				out = append(out, kept...)
+				continue
+			}
 			b, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": m.ToolCallID, "output": translate.ReplyText(m.Content)})
 			out = append(out, b)
 		default:
@@ -114,6 +214,117 @@ func inputItems(msgs []wire.Message, carriedMember, upstream string) ([]json.Raw
 		}
 	}
 	return out, dropped, nil
+}
+
+// keptItems are the items a Responses API client sent for a message
+// (translate.BlocksMember), the reasoning items' encrypted content
+// unsealed for upstream — or nil, when there are none, or when one was
+// sealed for another upstream (the message is then translated, and such
+// reasoning left out).
+func keptItems(m wire.Message, upstream string) []json.RawMessage {
+	if m.Raw == nil {
+		return nil
+	}
+	o, err := wire.ParseObject(m.Raw)
+	if err != nil {
+		return nil
+	}
+	v, ok := o.Get(translate.BlocksMember)
+	if !ok {
+		return nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(v, &items) != nil || len(items) == 0 {
+		return nil
+	}
+	for k, raw := range items {
+		var it item
+		if json.Unmarshal(raw, &it) != nil {
+			return nil
+		}
+		if it.Type != "reasoning" || it.EncryptedContent == "" {
+			continue
+		}
+		tag, _, sealed := unseal(it.EncryptedContent)
+		if sealed && tag != tagOf(upstream) {
+			return nil
+		}
+		items[k] = withEncrypted(raw, func(s string) string { _, enc, _ := unseal(s); return enc })
+	}
+	return items
+}
+
+// hasReasoning reports items with a reasoning item.
+func hasReasoning(items []json.RawMessage) bool {
+	for _, raw := range items {
+		var it item
+		if json.Unmarshal(raw, &it) == nil && it.Type == "reasoning" {
+			return true
+		}
+	}
+	return false
+}
+
+// restores reports an assistant message with reasoning items to restore
+// (the gateway's, in carriedMember).
+func restores(m wire.Message, carriedMember string) bool {
+	calls := map[string]wire.ToolCall{}
+	for _, c := range m.ToolCalls {
+		calls[c.ID] = c
+	}
+	items, _ := restoredItems(m, carriedMember, calls, "")
+	return hasRestoredReasoning(items)
+}
+
+func hasRestoredReasoning(items []carriedItem) bool {
+	for _, it := range items {
+		if it.Type == "reasoning" {
+			return true
+		}
+	}
+	return false
+}
+
+// callsOf are an assistant message's calls: call id and name.
+func callsOf(m wire.Message) [][2]string {
+	calls := make([][2]string, len(m.ToolCalls))
+	for k, c := range m.ToolCalls {
+		calls[k] = [2]string{c.ID, c.Function.Name}
+	}
+	return calls
+}
+
+// itemsSay reports whether items say what an assistant turn says: the
+// same text (their assistant messages' output_text and refusals joined),
+// the same function calls (call ids and names, in order).
+func itemsSay(items []json.RawMessage, text string, calls [][2]string) bool {
+	var said strings.Builder
+	k := 0
+	for i, raw := range items {
+		var it item
+		if json.Unmarshal(raw, &it) != nil {
+			return false
+		}
+		switch it.Type {
+		case "message", "":
+			if assistantText(&said, it.Content, i) != nil {
+				return false
+			}
+		case "function_call":
+			if k >= len(calls) || calls[k] != [2]string{it.CallID, it.Name} {
+				return false
+			}
+			k++
+		}
+	}
+	return k == len(calls) && said.String() == text
+}
+
+// outputFor reports whether a kept item is the function_call_output for
+// the call.
+func outputFor(raw json.RawMessage, callID string) bool {
+	var it item
+	return json.Unmarshal(raw, &it) == nil && it.Type == "function_call_output" && it.CallID == callID
 }
 
 // chatPart is one content part of a chat message.

@@ -145,8 +145,13 @@ func (s *UpstreamStream) Event(data []byte) ([][]byte, bool, error) {
 		return [][]byte{s.chunk(`{"reasoning_content":`+translate.Quote(ev.Delta)+`}`, "null")}, false, nil
 	case "response.output_item.added":
 		var it outputItem
-		if s.opts.Thoughts && json.Unmarshal(ev.Item, &it) == nil && it.Type == "reasoning" && it.ID != "" {
-			return [][]byte{s.chunk(`{"`+translate.ReasoningIDMember+`":`+translate.Quote(it.ID)+`}`, "null")}, false, nil
+		if s.opts.Thoughts && json.Unmarshal(ev.Item, &it) == nil && it.ID != "" {
+			switch it.Type {
+			case "reasoning":
+				return [][]byte{s.chunk(`{"`+translate.ReasoningIDMember+`":`+translate.Quote(it.ID)+`}`, "null")}, false, nil
+			case "message":
+				return [][]byte{s.chunk(`{"`+translate.MessageIDMember+`":`+translate.Quote(it.ID)+`}`, "null")}, false, nil
+			}
 		}
 	case "response.output_item.done":
 		return s.itemDone(ev.Item), false, nil
@@ -184,6 +189,9 @@ func (s *UpstreamStream) itemDone(raw json.RawMessage) [][]byte {
 		return [][]byte{call}
 	default:
 		s.carried.Items = append(s.carried.Items, carriedItem{Type: it.Type, ID: it.ID})
+		if s.opts.Thoughts && len(raw) > 0 && raw[0] == '{' {
+			return [][]byte{s.chunk(`{"`+translate.BlockMember+`":`+string(raw)+`}`, "null")}
+		}
 	}
 	return nil
 }
