@@ -379,6 +379,13 @@ type Route struct {
 	// and hands its reasoning back encrypted, which the gateway sends back
 	// on the next turn.
 	UpstreamStore bool `yaml:"upstream_store"`
+	// UpstreamPrevious, with upstream_store, passes a Responses client's
+	// previous_response_id on to the upstream (as the upstream's own id
+	// for that response) and sends only the new input, when the request
+	// goes to the deployment that answered it and repair changed nothing
+	// before the new input; otherwise, and by default, the gateway expands
+	// the conversation from its own store and sends it whole.
+	UpstreamPrevious bool `yaml:"upstream_previous"`
 	// Repair is what the route does with a transcript whose tool calls and
 	// replies are not paired: fix (the default), reject (400) or off.
 	Repair Enum[repair.Mode] `yaml:"repair"`

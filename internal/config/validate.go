@@ -276,6 +276,9 @@ func (r *Route) check(p *problems, path string, upstreams map[string]bool) {
 	if strings.Contains(r.UpstreamModel, "*") {
 		p.add(path+".upstream_model", "must be a model name, not a pattern")
 	}
+	if r.UpstreamPrevious && !r.UpstreamStore {
+		p.add(path+".upstream_previous", "needs upstream_store: true (the upstream must keep the responses it is to continue)")
+	}
 	r.Repair.parse(p, path+".repair")
 	r.Policy.parse(p, path+".policy")
 	r.ValidateArguments.parse(p, path+".validate_arguments")

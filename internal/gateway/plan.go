@@ -25,11 +25,12 @@ import (
 // strings. A plan is immutable once built, and shared by every request on
 // its route.
 type plan struct {
-	// upstreamStore: a responses upstream keeps the responses.
-	upstreamStore bool
-	name          string
-	model         string // upstream_model; "" sends the client's
-	upstream      *upstreamPlan
+	// upstreamStore: a responses upstream keeps the responses;
+	// upstreamPrevious: a previous_response_id is passed on to it.
+	upstreamStore, upstreamPrevious bool
+	name                            string
+	model                           string // upstream_model; "" sends the client's
+	upstream                        *upstreamPlan
 
 	repair repair.Mode
 	steps  repair.ToolCallSteps
@@ -210,6 +211,7 @@ func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *poli
 	p.offWhenForced = r.Reasoning.ForcedToolChoice.Value == policy.ForcedDisableThinking
 	p.limits = r.Budget.Limits()
 	p.upstreamStore = r.UpstreamStore
+	p.upstreamPrevious = r.UpstreamStore && r.UpstreamPrevious
 	p.trim = r.Budget != nil && r.Budget.OnInputOver.Value == budget.InputTrim
 	return p
 }

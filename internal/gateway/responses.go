@@ -51,6 +51,16 @@ type stored struct {
 	Response json.RawMessage   `json:"response"`
 	Input    []json.RawMessage `json:"input"`
 	Output   []json.RawMessage `json:"output"`
+	// Kept is the upstream's own copy of the response, when it keeps one.
+	Kept upstreamResponse `json:"kept,omitzero"`
+}
+
+// upstreamResponse is a response as an upstream that keeps responses
+// (a responses upstream with upstream_store) knows it: its id there, and
+// the upstream.
+type upstreamResponse struct {
+	ID       string `json:"id,omitempty"`
+	Upstream string `json:"upstream,omitempty"`
 }
 
 // createResponse serves POST /v1/responses: the Responses request translated
@@ -66,12 +76,16 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	items := req.Input
+	var previous *responses.Previous
 	if req.PreviousResponseID != "" {
 		prev, err := g.loadResponse(x.r.Context(), x.key, req.PreviousResponseID, true)
 		if err != nil {
 			return nil, err
 		}
 		items = append(append(append([]json.RawMessage{}, prev.Input...), prev.Output...), req.Input...)
+		if prev.Kept.ID != "" {
+			previous = &responses.Previous{ID: prev.Kept.ID, Upstream: prev.Kept.Upstream, Items: len(prev.Input) + len(prev.Output)}
+		}
 	}
 	route, ok := g.cfg.Match(req.Model)
 	if !ok {
@@ -99,6 +113,11 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 		// kept with the chat message made from it; the encrypted reasoning
 		// items also in the carried member (for a turn repair changed).
 		o.CarriedMember, o.Keep, x.keepOwn = carriedMember, true, true
+		if p.upstreamPrevious {
+			// The upstream keeps the response continued: its id may go
+			// instead of the items it stands for.
+			o.Previous = previous
+		}
 	}
 	chat, err := req.Chat(items, o)
 	if err == nil && int64(len(chat)) > g.cfg.Server.MaxBodyBytes {
@@ -141,11 +160,14 @@ func tenant(k *auth.Key) string {
 
 // storeResponse keeps a finished response for previous_response_id and
 // GET, unless the request said store: false or none are kept.
-func (g *Gateway) storeResponse(x *exchange, object []byte, output []json.RawMessage) {
+func (g *Gateway) storeResponse(x *exchange, object []byte, output []json.RawMessage, kept upstreamResponse) {
 	if g.responses == nil || !x.resp.req.Store {
 		return
 	}
-	b, _ := json.Marshal(stored{Key: keyName(x.key), Response: object, Input: x.resp.items, Output: output})
+	if kept.ID == "" {
+		kept = upstreamResponse{}
+	}
+	b, _ := json.Marshal(stored{Key: keyName(x.key), Response: object, Input: x.resp.items, Output: output, Kept: kept})
 	if err := g.responses.Put(context.WithoutCancel(x.r.Context()), tenant(x.key), x.resp.meta.ID, string(b)); err != nil {
 		g.log.Warn("a response could not be stored", zap.String("request_id", x.rec.RequestID), zap.Error(err))
 	}

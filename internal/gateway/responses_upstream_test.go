@@ -378,3 +378,67 @@ func TestResponsesItemForItem(t *testing.T) {
 		}
 	}
 }
+
+// With upstream_store and upstream_previous, a previous_response_id goes
+// to the upstream as its own id for the response, with only the new
+// input: the simulator, which keeps its responses, puts the rest back and
+// checks the whole conversation. Repair still applies to the new input (a
+// result for an unknown call is dropped, then and on every later turn,
+// without breaking the chain). By default the gateway expands the
+// conversation and sends it whole.
+func TestResponsesPreviousUpstream(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+responses: {store: memory}
+upstreams: [{name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}]
+routes:
+  - {name: kept, model: "kept-*", upstream: oai, upstream_store: true, upstream_previous: true}
+  - {name: expanded, model: "*", upstream: oai, upstream_store: true}
+`)
+	var sent struct {
+		Previous string            `json:"previous_response_id"`
+		Input    []json.RawMessage `json:"input"`
+	}
+	last := func() {
+		sent.Previous, sent.Input = "", nil
+		if err := json.Unmarshal(s.LastRequest(), &sent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, model := range []string{"kept-tool", "expanded-tool"} {
+		first := streamResponse(t, e, responses.ResponseNewParams{Model: model, Input: input("weather?"), Tools: weatherFunction})
+		if first.err != nil || first.terminal != "response.completed" {
+			t.Fatalf("%s: %v", model, first.err)
+		}
+		var callID string
+		for _, it := range first.final.Output {
+			if it.Type == "function_call" {
+				callID = it.CallID
+			}
+		}
+		outputs := responses.ResponseInputParam{
+			{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(callID), Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String("sunny")}}},
+			{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String("call_gone"), Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String("?")}}},
+		}
+		second, err := e.Client("k").Responses.New(context.Background(), responses.ResponseNewParams{Model: model, PreviousResponseID: openai.String(first.final.ID),
+			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: outputs}, Tools: weatherFunction})
+		if err != nil || !strings.HasPrefix(second.OutputText(), "Hello") {
+			t.Fatalf("%s, second: %v (sent %s)", model, err, s.LastRequest())
+		}
+		last()
+		switch {
+		case model == "kept-tool" && (!strings.HasPrefix(sent.Previous, "resp_sim_") || len(sent.Input) != 1 || !strings.Contains(string(sent.Input[0]), `"output":"sunny"`)):
+			t.Errorf("kept: sent %s", s.LastRequest())
+		case model == "expanded-tool" && (sent.Previous != "" || len(sent.Input) != 3):
+			t.Errorf("expanded: sent %s", s.LastRequest())
+		}
+		third, err := e.Client("k").Responses.New(context.Background(), responses.ResponseNewParams{Model: model, PreviousResponseID: openai.String(second.ID),
+			Input: input("thanks"), Tools: weatherFunction})
+		if err != nil || third.Status != "completed" {
+			t.Fatalf("%s, third: %v (sent %s)", model, err, s.LastRequest())
+		}
+		last()
+		if model == "kept-tool" && (!strings.HasPrefix(sent.Previous, "resp_sim_") || len(sent.Input) != 1) {
+			t.Errorf("kept, third: sent %s", s.LastRequest())
+		}
+	}
+}

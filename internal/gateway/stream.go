@@ -69,7 +69,11 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	sawDone, readErr, chunkErr := s.pump(ctx)
 	err := g.endStream(s, sawDone, readErr, chunkErr)
 	if enc != nil && enc.Completed() {
-		g.storeResponse(x, enc.Object(), enc.Output())
+		kept := ""
+		if id, ok := s.tr.(translate.Identified); ok && t.plan.upstreamStore {
+			kept = id.ResponseID()
+		}
+		g.storeResponse(x, enc.Object(), enc.Output(), upstreamResponse{ID: kept, Upstream: t.plan.upstream.name})
 	}
 	t.record.Fixes = fixesOf(s.n.Fixes())
 	if s.tr != nil {

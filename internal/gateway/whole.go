@@ -75,7 +75,11 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 			return nil
 		}
 		b = object
-		defer g.storeResponse(x, object, output)
+		kept := upstreamResponse{Upstream: up.name}
+		if t.plan.upstreamStore {
+			kept.ID = answer.ResponseID
+		}
+		defer g.storeResponse(x, object, output, kept)
 	case x.msg != nil:
 		meta := x.msg.meta
 		if up.protocol == translate.Anthropic {

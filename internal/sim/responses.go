@@ -40,7 +40,10 @@ import (
 // input holds two outputs), tool, websearch (the hosted web_search tool,
 // which the request must declare: a web_search_call item, then text with
 // a url_citation annotation; a web_search_call sent back must carry its
-// action, as it was issued), else text.
+// action, as it was issued), else text. A response made with store: true
+// (the default) is kept, and previous_response_id continues it: its input
+// and output items go in front of the request's, and the rules above
+// apply to the whole.
 
 type responsesRequest struct {
 	Model   string            `json:"model"`
@@ -49,7 +52,9 @@ type responsesRequest struct {
 	Store   *bool             `json:"store"`
 	Include []string          `json:"include"`
 	Tools   []json.RawMessage `json:"tools"`
-	Reason  *struct {
+	// PreviousResponseID continues a response kept with store: true.
+	PreviousResponseID string `json:"previous_response_id"`
+	Reason             *struct {
 		Effort  string `json:"effort"`
 		Summary string `json:"summary"`
 	} `json:"reasoning"`
@@ -88,10 +93,27 @@ func (s *Sim) responses(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "We could not parse the JSON body of your request.")
 		return
 	}
-	var items []responsesItem
+	var raws []json.RawMessage
 	if len(req.Input) > 0 && req.Input[0] == '[' {
-		if json.Unmarshal(req.Input, &items) != nil {
+		if json.Unmarshal(req.Input, &raws) != nil {
 			writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "input", "Invalid input: expected an array of items.")
+			return
+		}
+	}
+	if id := req.PreviousResponseID; id != "" {
+		s.mu.Lock()
+		prev, ok := s.stored[id]
+		s.mu.Unlock()
+		if !ok {
+			writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "previous_response_id", fmt.Sprintf("Previous response with id '%s' not found.", id))
+			return
+		}
+		raws = append(slices.Clone(prev), raws...)
+	}
+	items := make([]responsesItem, len(raws))
+	for i, raw := range raws {
+		if json.Unmarshal(raw, &items[i]) != nil {
+			writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", "input", fmt.Sprintf("Invalid input: input[%d] is not an item.", i))
 			return
 		}
 	}
@@ -116,6 +138,19 @@ func (s *Sim) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := s.responsesAnswer(&req, items)
+	if req.Store == nil || *req.Store {
+		kept := slices.Clone(raws)
+		for _, o := range a.output {
+			b, _ := json.Marshal(o)
+			kept = append(kept, b)
+		}
+		s.mu.Lock()
+		if s.stored == nil {
+			s.stored = map[string][]json.RawMessage{}
+		}
+		s.stored[a.id] = kept
+		s.mu.Unlock()
+	}
 	if !req.Stream {
 		b, _ := json.Marshal(a.object(a.status))
 		writeWhole(w, b, strings.Contains(req.Model, "cut"))

@@ -52,6 +52,10 @@ type Sim struct {
 	seq           atomic.Int64
 
 	fast map[fastKey][]byte
+
+	// stored are the Responses mode's responses kept with store: true
+	// (their input and output items), for previous_response_id.
+	stored map[string][]json.RawMessage
 }
 
 type fastKey struct {

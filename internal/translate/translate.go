@@ -124,7 +124,20 @@ const (
 const (
 	BlocksMember  = wire.OwnPrefix + "blocks"
 	RequestMember = wire.OwnPrefix + "request"
+	// PreviousMember: on the request, the upstream's own id for the
+	// response a Responses API client continues and the upstream that
+	// keeps it ({"id","upstream"}); on a chat message, true when it was
+	// made from that response's items. The Responses translator then
+	// sends previous_response_id and only the messages after them, while
+	// they are still the first ones, unchanged.
+	PreviousMember = wire.OwnPrefix + "previous"
 )
+
+// Identified is implemented by the Events of an upstream that can keep
+// its answers (the Responses API): the id it gave the answer.
+type Identified interface {
+	ResponseID() string
+}
 
 // Request is a translated request and what the translation changed
 // beyond the mapping itself.
@@ -173,6 +186,9 @@ type Answer struct {
 	Carried []byte
 	// Kinds names the normalizations the translation made.
 	Kinds []string
+	// ResponseID is the upstream's id for the answer ("" when it has
+	// none to give), for an upstream that can keep it.
+	ResponseID string
 }
 
 // Functions is the Outbound of a translator's three functions.

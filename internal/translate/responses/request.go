@@ -128,6 +128,18 @@ type ChatOptions struct {
 	// (translate.RequestMember); items, parts and tools the chat model has
 	// no slot for are carried, not refused.
 	Keep bool
+	// Previous, with Keep, is the response the conversation continues, as
+	// the upstream keeps it: the chat messages made from its items (the
+	// first Items of the conversation) are marked, so that the upstream's
+	// translator can send its id instead of them.
+	Previous *Previous
+}
+
+// Previous is a response an upstream keeps: its id there, the upstream,
+// and how many of the conversation's first items it stands for.
+type Previous struct {
+	ID, Upstream string
+	Items        int
 }
 
 // translatedMembers are the members Chat translates (or Decode refuses);
@@ -149,6 +161,10 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 		m, _ := json.Marshal(map[string]string{"role": "system", "content": s})
 		msgs = append(msgs, m)
 	}
+	if o.Previous != nil {
+		p := *o.Previous // messages sets Items to 0 when a turn spans its end
+		o.Previous = &p
+	}
 	conv, err := messages(items, o)
 	if err != nil {
 		return nil, err
@@ -156,6 +172,9 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 	chat["messages"] = append(msgs, conv...)
 	if o.Keep {
 		r.keep(chat)
+		if o.Previous != nil && o.Previous.Items > 0 {
+			chat[translate.PreviousMember] = map[string]string{"id": o.Previous.ID, "upstream": o.Previous.Upstream}
+		}
 	}
 	if r.Stream {
 		chat["stream"] = true
@@ -324,6 +343,17 @@ type assistant struct {
 	carried   Carried // the encrypted reasoning items sent back, with the calls after them
 	encrypted bool    // carried holds a reasoning item
 	kept      []json.RawMessage
+	first     int // the index of its first item
+	last      int // the index of its last item
+}
+
+// add takes item i into the turn.
+func (a *assistant) add(raw json.RawMessage, i int) {
+	if len(a.kept) == 0 {
+		a.first = i
+	}
+	a.open, a.last = true, i
+	a.kept = append(a.kept, raw)
 }
 
 func (a *assistant) message(o ChatOptions) json.RawMessage {
@@ -370,9 +400,20 @@ func (a *assistant) carry(raw json.RawMessage, it item) {
 func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	var turn assistant
+	// previous marks a message made from the previous response's items
+	// only (the last of its items is one of them).
+	previous := func(m json.RawMessage, last int) json.RawMessage {
+		if o.Keep && o.Previous != nil && last < o.Previous.Items {
+			m, _ = wire.SetMember(m, json.RawMessage("true"), translate.PreviousMember)
+		}
+		return m
+	}
 	flush := func() {
 		if turn.open {
-			out = append(out, turn.message(o))
+			out = append(out, previous(turn.message(o), turn.last))
+			if o.Previous != nil && turn.first < o.Previous.Items && turn.last >= o.Previous.Items {
+				o.Previous.Items = 0 // a turn that spans the previous response's end: nothing can stand for part of it
+			}
 		}
 		turn = assistant{}
 	}
@@ -390,8 +431,7 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 				if turn.open && len(turn.calls) > 0 {
 					flush() // a new assistant turn after calls
 				}
-				turn.open = true
-				turn.kept = append(turn.kept, raw)
+				turn.add(raw, i)
 				if err := assistantText(&turn.text, it.Content, i); err != nil {
 					return nil, err
 				}
@@ -402,10 +442,9 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, keptIn(m, o.Keep, raw))
+			out = append(out, previous(keptIn(m, o.Keep, raw), i))
 		case "function_call":
-			turn.open = true
-			turn.kept = append(turn.kept, raw)
+			turn.add(raw, i)
 			turn.calls = append(turn.calls, map[string]any{"id": it.CallID, "type": "function",
 				"function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
 			if turn.encrypted {
@@ -418,12 +457,14 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 				return nil, err
 			}
 			m, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": it.CallID, "content": content})
-			out = append(out, keptIn(m, o.Keep, raw))
+			out = append(out, previous(keptIn(m, o.Keep, raw), i))
 		case "reasoning":
 			if turn.open && len(turn.calls) > 0 {
 				flush()
 			}
-			turn.kept = append(turn.kept, raw)
+			open := turn.open // reasoning alone makes no turn
+			turn.add(raw, i)
+			turn.open = open
 			for _, s := range it.Summary {
 				turn.reasoning.WriteString(s.Text)
 			}
@@ -435,8 +476,7 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 				// A hosted tool's call (web_search_call, …) or another item
 				// the chat model has no slot for: kept with the assistant
 				// turn it belongs to, in its place.
-				turn.open = true
-				turn.kept = append(turn.kept, raw)
+				turn.add(raw, i)
 				continue
 			}
 			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}

@@ -54,7 +54,11 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if !o.UpstreamStore {
 		b["include"] = []string{"reasoning.encrypted_content"}
 	}
-	input, dropped, err := inputItems(req.Messages, o.CarriedMember, o.Upstream)
+	msgs := req.Messages
+	if rest, id := afterPrevious(req, o); id != "" {
+		b["previous_response_id"], msgs = id, rest
+	}
+	input, dropped, err := inputItems(msgs, o.CarriedMember, o.Upstream)
 	if err != nil {
 		return r, err
 	}
@@ -214,6 +218,70 @@ func inputItems(msgs []wire.Message, carriedMember, upstream string) ([]json.Raw
 		}
 	}
 	return out, dropped, nil
+}
+
+// afterPrevious returns, for a conversation that continues a response
+// this upstream keeps (translate.PreviousMember), that response's id and
+// the messages to send instead of the whole conversation: the system
+// messages and those after the ones made from its items. That holds only
+// while those messages come first and are as the client sent them (not
+// changed by repair, nothing inserted among them); otherwise the id is ""
+// and the whole conversation goes.
+func afterPrevious(req *wire.ChatRequest, o translate.Options) ([]wire.Message, string) {
+	raw, ok := req.Get(translate.PreviousMember)
+	if !ok || !o.UpstreamStore {
+		return nil, ""
+	}
+	var p struct{ ID, Upstream string }
+	if json.Unmarshal(raw, &p) != nil || p.ID == "" || p.Upstream != o.Upstream {
+		return nil, ""
+	}
+	var rest []wire.Message
+	skipped, after := 0, false
+	for _, m := range req.Messages {
+		switch marked := fromPrevious(m); {
+		case m.Role == "system" || m.Role == "developer":
+			rest = append(rest, m)
+		case marked && (after || !unchanged(m, o.Upstream)):
+			return nil, "" // repair changed or moved what the upstream keeps
+		case marked:
+			skipped++
+		default:
+			after = true
+			rest = append(rest, m)
+		}
+	}
+	if skipped == 0 {
+		return nil, ""
+	}
+	return rest, p.ID
+}
+
+// fromPrevious reports a message made from the previous response's items.
+func fromPrevious(m wire.Message) bool {
+	if m.Raw == nil {
+		return false
+	}
+	o, err := wire.ParseObject(m.Raw)
+	if err != nil {
+		return false
+	}
+	v, _ := o.Get(translate.PreviousMember)
+	return string(v) == "true"
+}
+
+// unchanged reports a message whose kept items still say what it says.
+func unchanged(m wire.Message, upstream string) bool {
+	kept := keptItems(m, upstream)
+	switch {
+	case kept == nil:
+		return false
+	case m.Role == "assistant":
+		return itemsSay(kept, translate.ReplyText(m.Content), callsOf(m))
+	case m.Role == "tool":
+		return len(kept) == 1 && outputFor(kept[0], m.ToolCallID)
+	}
+	return true
 }
 
 // keptItems are the items a Responses API client sent for a message

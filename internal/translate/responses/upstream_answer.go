@@ -221,6 +221,9 @@ func (s *UpstreamStream) Ended() bool { return s.ended }
 // after reasoning (a JSON Carried), or nil.
 func (s *UpstreamStream) Carried() []byte { return s.carried.encode() }
 
+// ResponseID is the upstream's id for the response (translate.Identified).
+func (s *UpstreamStream) ResponseID() string { return s.id }
+
 // Kinds names no normalization: the Responses API's calls come whole.
 func (s *UpstreamStream) Kinds() []string { return nil }
 
@@ -280,5 +283,5 @@ func UpstreamWhole(b []byte, upstream string) (translate.Answer, error) {
 	}
 	chat := translate.Chunks{ID: o.ID, Model: o.Model, Created: time.Now().Unix()}.
 		Completion(text.String(), reasoning.String(), calls, reason, o.chatUsage())
-	return translate.Answer{Chat: chat, Carried: s.Carried()}, nil
+	return translate.Answer{Chat: chat, Carried: s.Carried(), ResponseID: o.ID}, nil
 }

@@ -283,3 +283,38 @@ func TestSeal(t *testing.T) {
 		}
 	}
 }
+
+// The messages made from a kept response's items give way to its id
+// while they come first and are as the client sent them; otherwise, or
+// for another upstream, or one that keeps nothing, the whole
+// conversation goes.
+func TestAfterPrevious(t *testing.T) {
+	user := `{"role":"user","content":"go","toolgate_previous":true,"toolgate_blocks":[{"role":"user","content":"go"}]}`
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}],"toolgate_previous":true,` +
+		`"toolgate_blocks":[{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}]}`
+	renamed := strings.Replace(call, `"id":"c1"`, `"id":"c1_2"`, 1)
+	reply := `{"role":"tool","tool_call_id":"c1","content":"ok","toolgate_blocks":[{"type":"function_call_output","call_id":"c1","output":"ok"}]}`
+	sealed := `{"role":"tool","tool_call_id":"c1","content":"failed"}`
+	prev := `"toolgate_previous":{"id":"resp_up","upstream":"a"}`
+	for _, tc := range []struct {
+		name, body, upstream string
+		store                bool
+		want                 int // messages left, -1: the whole conversation
+	}{
+		{"first and unchanged", `"messages":[{"role":"system","content":"be brief"},` + user + `,` + call + `,` + reply + `],` + prev, "a", true, 2},
+		{"another upstream", `"messages":[` + user + `,` + call + `,` + reply + `],` + prev, "b", true, -1},
+		{"an upstream that keeps nothing", `"messages":[` + user + `,` + call + `,` + reply + `],` + prev, "a", false, -1},
+		{"changed by repair", `"messages":[` + user + `,` + renamed + `,` + reply + `],` + prev, "a", true, -1},
+		{"something put among them", `"messages":[` + user + `,` + sealed + `,` + call + `,` + reply + `],` + prev, "a", true, -1},
+		{"none of them", `"messages":[` + reply + `],` + prev, "a", true, -1},
+	} {
+		req, err := wire.DecodeTranslated([]byte(`{"model":"m",` + tc.body + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, id := afterPrevious(req, translate.Options{Upstream: tc.upstream, UpstreamStore: tc.store})
+		if got := map[bool]int{true: len(rest), false: -1}[id == "resp_up"]; got != tc.want {
+			t.Errorf("%s: %d messages left (id %q), want %d", tc.name, got, id, tc.want)
+		}
+	}
+}
