@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -60,7 +62,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		{"a Gemini upstream (the Gemini API, simulated): a tool call, replayed without its thought signature — the signature is put back and the simulator's check accepts the turn (model sim-gemini-toolloop)", demoThinking("sim-gemini-toolloop"), 2},
 		{"an OpenAI Responses API upstream (simulated, keeping nothing): a tool call after encrypted reasoning, replayed by a chat client that has no slot for it — the encrypted reasoning item goes back in front of its call (model sim-reasoner-toolloop)", demoThinking("sim-reasoner-toolloop"), 2},
 		{"the Responses API (POST /v1/responses): a streamed function call, then its output sent with previous_response_id (model sim-tool)", demoResponses, 2},
-		{"Anthropic's Messages API (POST /v1/messages, as Claude Code sends it): a session whose tool use was interrupted, then new user text — Anthropic would answer 400; the gateway seals the call and the simulated Anthropic upstream answers (model sim-claude-text)", demoMessages(base), 1},
+		{"Anthropic's Messages API (POST /v1/messages, through the Anthropic SDK for Go, as Claude Code sends it): a session whose tool use was interrupted, then new user text — Anthropic would answer 400; the gateway seals the call and the simulated Anthropic upstream answers (model sim-claude-text)", demoMessages(base), 1},
 		{"an upstream failure becomes an OpenAI error (model sim-error)", demoExpectError("sim-error"), 1},
 		{"a stream cut mid-way is reported, never a silent success (model sim-cut)", demoExpectError("sim-cut"), 1},
 	}
@@ -282,34 +284,27 @@ func demoResponses(ctx context.Context, c openai.Client, w io.Writer) error {
 	return nil
 }
 
-// demoMessages posts an Anthropic Messages request, as Claude Code would
-// after an interrupted tool use: the call has no result, and the user has
-// moved on.
+// demoMessages sends, with the Anthropic SDK for Go, a Messages request
+// as Claude Code would after an interrupted tool use: the call has no
+// result, and the user has moved on.
 func demoMessages(base string) func(context.Context, openai.Client, io.Writer) error {
 	return func(ctx context.Context, _ openai.Client, w io.Writer) error {
-		body := `{"model":"sim-claude-text","max_tokens":4096,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[` +
-			`{"role":"user","content":"Weather in Paris?"},` +
-			`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_interrupted","name":"get_weather","input":{"city":"Paris"}}]},` +
-			`{"role":"user","content":"Never mind. Say hello."}]}`
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+base+"/v1/messages", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("x-api-key", "demo-client-key")
-		req.Header.Set("anthropic-version", "2023-06-01")
-		resp, err := http.DefaultClient.Do(req)
+		c := anthropic.NewClient(aoption.WithBaseURL("http://"+base+"/"), aoption.WithAPIKey("demo-client-key"), aoption.WithMaxRetries(0))
+		var resp *http.Response
+		msg, err := c.Messages.New(ctx, anthropic.MessageNewParams{
+			Model: "sim-claude-text", MaxTokens: 4096,
+			Tools: []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "get_weather", InputSchema: anthropic.ToolInputSchemaParam{}}}},
+			Messages: []anthropic.MessageParam{
+				anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Paris?")),
+				anthropic.NewAssistantMessage(anthropic.NewToolUseBlock("toolu_interrupted", map[string]string{"city": "Paris"}, "get_weather")),
+				anthropic.NewUserMessage(anthropic.NewTextBlock("Never mind. Say hello.")),
+			},
+		}, aoption.WithResponseInto(&resp))
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var msg struct {
-			Type       string `json:"type"`
-			StopReason string `json:"stop_reason"`
-			Content    []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		}
-		if err := json.Unmarshal(b, &msg); err != nil || resp.StatusCode != http.StatusOK || msg.Type != "message" || len(msg.Content) == 0 {
-			return fmt.Errorf("HTTP %d: %s", resp.StatusCode, oneLine(string(b)))
+		if len(msg.Content) == 0 {
+			return fmt.Errorf("an empty message")
 		}
 		fmt.Fprintf(w, "    X-Toolgate-Repair: %s\n    message (stop_reason %s): %q\n", resp.Header.Get("X-Toolgate-Repair"), msg.StopReason, oneLine(msg.Content[0].Text))
 		return nil
