@@ -62,6 +62,28 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		return nil
 	}
 	g.remember(x, t, res)
+	b, store, err := g.clientAnswer(x, t, b, sent, answer)
+	if err != nil {
+		g.fail(x.w, x.r, x.rec, err)
+		return nil
+	}
+	defer store() // once the client has the answer
+	h := x.w.Header()
+	upstream.CopyResponseHeaders(h, t.resp.Header)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	x.w.WriteHeader(http.StatusOK)
+	_, err = x.w.Write(b)
+	end(x.rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK, clientGone: err != nil})
+	return nil
+}
+
+// clientAnswer is the judged chat completion b in the client's API: as it
+// is for a chat client; a Responses object or a Messages message, for
+// which what the upstream sent (sent, answer) of its own protocol is kept
+// as it was. store keeps a Responses object, when asked.
+func (g *Gateway) clientAnswer(x *exchange, t *try, b, sent []byte, answer translate.Answer) (out []byte, store func(), err error) {
+	up, store := t.plan.upstream, func() {}
 	switch {
 	case x.resp != nil:
 		meta := x.resp.meta
@@ -71,32 +93,21 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		}
 		object, output, err := responses.Whole(b, meta)
 		if err != nil {
-			g.fail(x.w, x.r, x.rec, err)
-			return nil
+			return nil, store, err
 		}
-		b = object
 		kept := upstreamResponse{Upstream: up.name}
 		if t.plan.upstreamStore {
 			kept.ID = answer.ResponseID
 		}
-		defer g.storeResponse(x, object, output, kept)
+		return object, func() { g.storeResponse(x, object, output, kept) }, nil
 	case x.msg != nil:
 		meta := x.msg.meta
 		if up.protocol == translate.Anthropic {
 			meta.Thoughts = answer.Carried // the signed blocks, for the client to send back as they are
 			meta.Content = messages.ContentOf(sent)
 		}
-		if b, err = messages.Whole(b, meta); err != nil {
-			g.fail(x.w, x.r, x.rec, err)
-			return nil
-		}
+		out, err = messages.Whole(b, meta)
+		return out, store, err
 	}
-	h := x.w.Header()
-	upstream.CopyResponseHeaders(h, t.resp.Header)
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	x.w.WriteHeader(http.StatusOK)
-	_, err = x.w.Write(b)
-	end(x.rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK, clientGone: err != nil})
-	return nil
+	return b, store, nil
 }

@@ -396,27 +396,16 @@ func (a *assistant) carry(raw json.RawMessage, it item) {
 		Reasoning: withEncrypted(raw, func(s string) string { _, enc, _ := unseal(s); return enc })})
 }
 
+// conversation gathers the chat messages of input items.
+type conversation struct {
+	o    ChatOptions
+	out  []json.RawMessage
+	turn assistant
+}
+
 // messages translates input items into chat messages.
 func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error) {
-	var out []json.RawMessage
-	var turn assistant
-	// previous marks a message made from the previous response's items
-	// only (the last of its items is one of them).
-	previous := func(m json.RawMessage, last int) json.RawMessage {
-		if o.Keep && o.Previous != nil && last < o.Previous.Items {
-			m, _ = wire.SetMember(m, json.RawMessage("true"), translate.PreviousMember)
-		}
-		return m
-	}
-	flush := func() {
-		if turn.open {
-			out = append(out, previous(turn.message(o), turn.last))
-			if o.Previous != nil && turn.first < o.Previous.Items && turn.last >= o.Previous.Items {
-				o.Previous.Items = 0 // a turn that spans the previous response's end: nothing can stand for part of it
-			}
-		}
-		turn = assistant{}
-	}
+	c := conversation{o: o}
 	for i, raw := range items {
 		var it item
 		if err := json.Unmarshal(raw, &it); err != nil {
@@ -425,65 +414,90 @@ func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error)
 		if it.Type == "" && it.Role != "" {
 			it.Type = "message"
 		}
-		switch it.Type {
-		case "message":
-			if it.Role == "assistant" {
-				if turn.open && len(turn.calls) > 0 {
-					flush() // a new assistant turn after calls
-				}
-				turn.add(raw, i)
-				if err := assistantText(&turn.text, it.Content, i); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			flush()
-			m, err := inputMessage(it, i, o.Keep)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, previous(keptIn(m, o.Keep, raw), i))
-		case "function_call":
-			turn.add(raw, i)
-			turn.calls = append(turn.calls, map[string]any{"id": it.CallID, "type": "function",
-				"function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
-			if turn.encrypted {
-				turn.carried.Items = append(turn.carried.Items, carriedItem{Type: "function_call", ID: it.ID, CallID: it.CallID})
-			}
-		case "function_call_output":
-			flush()
-			content, err := outputText(it.Output, i)
-			if err != nil {
-				return nil, err
-			}
-			m, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": it.CallID, "content": content})
-			out = append(out, previous(keptIn(m, o.Keep, raw), i))
-		case "reasoning":
-			if turn.open && len(turn.calls) > 0 {
-				flush()
-			}
-			open := turn.open // reasoning alone makes no turn
-			turn.add(raw, i)
-			turn.open = open
-			for _, s := range it.Summary {
-				turn.reasoning.WriteString(s.Text)
-			}
-			if o.CarriedMember != "" && it.EncryptedContent != "" {
-				turn.carry(raw, it)
-			}
-		default:
-			if o.Keep && it.Type != "" {
-				// A hosted tool's call (web_search_call, …) or another item
-				// the chat model has no slot for: kept with the assistant
-				// turn it belongs to, in its place.
-				turn.add(raw, i)
-				continue
-			}
-			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}
+		if err := c.item(i, raw, it); err != nil {
+			return nil, err
 		}
 	}
-	flush()
-	return out, nil
+	c.flush()
+	return c.out, nil
+}
+
+// previous marks a message made from the previous response's items only
+// (the last of its items is one of them).
+func (c *conversation) previous(m json.RawMessage, last int) json.RawMessage {
+	if c.o.Keep && c.o.Previous != nil && last < c.o.Previous.Items {
+		m, _ = wire.SetMember(m, json.RawMessage("true"), translate.PreviousMember)
+	}
+	return m
+}
+
+// flush ends the assistant turn being gathered.
+func (c *conversation) flush() {
+	if t := &c.turn; t.open {
+		c.out = append(c.out, c.previous(t.message(c.o), t.last))
+		if p := c.o.Previous; p != nil && t.first < p.Items && t.last >= p.Items {
+			p.Items = 0 // a turn that spans the previous response's end: nothing can stand for part of it
+		}
+	}
+	c.turn = assistant{}
+}
+
+// item takes input item i.
+func (c *conversation) item(i int, raw json.RawMessage, it item) error {
+	o, turn := c.o, &c.turn
+	switch it.Type {
+	case "message":
+		if it.Role == "assistant" {
+			if turn.open && len(turn.calls) > 0 {
+				c.flush() // a new assistant turn after calls
+			}
+			c.turn.add(raw, i)
+			return assistantText(&c.turn.text, it.Content, i)
+		}
+		c.flush()
+		m, err := inputMessage(it, i, o.Keep)
+		if err != nil {
+			return err
+		}
+		c.out = append(c.out, c.previous(keptIn(m, o.Keep, raw), i))
+	case "function_call":
+		turn.add(raw, i)
+		turn.calls = append(turn.calls, map[string]any{"id": it.CallID, "type": "function",
+			"function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
+		if turn.encrypted {
+			turn.carried.Items = append(turn.carried.Items, carriedItem{Type: "function_call", ID: it.ID, CallID: it.CallID})
+		}
+	case "function_call_output":
+		c.flush()
+		content, err := outputText(it.Output, i)
+		if err != nil {
+			return err
+		}
+		m, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": it.CallID, "content": content})
+		c.out = append(c.out, c.previous(keptIn(m, o.Keep, raw), i))
+	case "reasoning":
+		if turn.open && len(turn.calls) > 0 {
+			c.flush()
+		}
+		open := c.turn.open // reasoning alone makes no turn
+		c.turn.add(raw, i)
+		c.turn.open = open
+		for _, s := range it.Summary {
+			c.turn.reasoning.WriteString(s.Text)
+		}
+		if o.CarriedMember != "" && it.EncryptedContent != "" {
+			c.turn.carry(raw, it)
+		}
+	default:
+		if !o.Keep || it.Type == "" {
+			return &wire.ParamError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}
+		}
+		// A hosted tool's call (web_search_call, …) or another item the
+		// chat model has no slot for: kept with the assistant turn it
+		// belongs to, in its place.
+		turn.add(raw, i)
+	}
+	return nil
 }
 
 // keptIn adds the item a message was made from to it, with keep.
