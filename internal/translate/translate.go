@@ -18,6 +18,7 @@
 package translate
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/toolgate/toolgate/internal/wire"
@@ -204,4 +205,37 @@ func (f Functions) Request(req *wire.ChatRequest, o Options) (Request, error) {
 func (f Functions) Stream(o StreamOptions) Events { return f.StreamFunc(o) }
 func (f Functions) Whole(body []byte, upstream string) (Answer, error) {
 	return f.WholeFunc(body, upstream)
+}
+
+// Own is the member key of a chat message, one the gateway put there (a
+// member named with wire.OwnPrefix, or Options.CarriedMember), or nil.
+func Own(m wire.Message, key string) json.RawMessage {
+	if m.Raw == nil || key == "" {
+		return nil
+	}
+	o, err := wire.ParseObject(m.Raw)
+	if err != nil {
+		return nil
+	}
+	v, _ := o.Get(key)
+	return v
+}
+
+// Restored decodes into v the state the gateway restored into a turn:
+// member holds it as a JSON string of v's JSON. It reports whether there
+// was such state.
+func Restored(m wire.Message, member string, v any) bool {
+	var stored string
+	raw := Own(m, member)
+	return raw != nil && json.Unmarshal(raw, &stored) == nil && json.Unmarshal([]byte(stored), v) == nil
+}
+
+// Kept are the blocks or items a client of another API sent for a chat
+// message (BlocksMember), or nil.
+func Kept(m wire.Message) []json.RawMessage {
+	var kept []json.RawMessage
+	if json.Unmarshal(Own(m, BlocksMember), &kept) != nil || len(kept) == 0 {
+		return nil
+	}
+	return kept
 }

@@ -19,7 +19,7 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 	for i, m := range msgs {
 		var role string
 		var blocks []json.RawMessage
-		kept := keptBlocks(m)
+		kept := translate.Kept(m) // the blocks a Messages API client sent for it
 		switch m.Role {
 		case "system", "developer":
 			parts, err := contentBlocks(m.Content, i, false)
@@ -65,27 +65,6 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 		out = append(out, message{Role: role, Content: blocks})
 	}
 	return system, out, dropped, nil
-}
-
-// keptBlocks are the blocks a Messages API client sent for a message
-// (translate.BlocksMember), or nil.
-func keptBlocks(m wire.Message) []json.RawMessage {
-	if m.Raw == nil {
-		return nil
-	}
-	o, err := wire.ParseObject(m.Raw)
-	if err != nil {
-		return nil
-	}
-	v, ok := o.Get(translate.BlocksMember)
-	if !ok {
-		return nil
-	}
-	var blocks []json.RawMessage
-	if json.Unmarshal(v, &blocks) != nil || len(blocks) == 0 {
-		return nil
-	}
-	return blocks
 }
 
 // assistantSays reports whether kept blocks still say what the assistant
@@ -193,22 +172,8 @@ func imageBlock(p part, i, k int) (json.RawMessage, error) {
 // restoredThinking are the thinking blocks restored for a turn (in
 // thinkingMember), or nil.
 func restoredThinking(m wire.Message, thinkingMember string) []json.RawMessage {
-	if m.Raw == nil || thinkingMember == "" {
-		return nil
-	}
-	o, err := wire.ParseObject(m.Raw)
-	if err != nil {
-		return nil
-	}
-	v, ok := o.Get(thinkingMember)
-	if !ok {
-		return nil
-	}
-	var stored string
 	var blocks []json.RawMessage
-	if json.Unmarshal(v, &stored) != nil || json.Unmarshal([]byte(stored), &blocks) != nil {
-		return nil
-	}
+	translate.Restored(m, thinkingMember, &blocks)
 	return blocks
 }
 

@@ -162,19 +162,7 @@ func modelParts(m wire.Message, i int, carriedMember string, names map[string]st
 // restored reads the signatures the gateway restored into the turn.
 func restored(m wire.Message, member string) Signatures {
 	var sigs Signatures
-	if m.Raw == nil || member == "" {
-		return sigs
-	}
-	o, err := wire.ParseObject(m.Raw)
-	if err != nil {
-		return sigs
-	}
-	if v, ok := o.Get(member); ok {
-		var stored string
-		if json.Unmarshal(v, &stored) == nil {
-			_ = json.Unmarshal([]byte(stored), &sigs)
-		}
-	}
+	translate.Restored(m, member, &sigs)
 	return sigs
 }
 

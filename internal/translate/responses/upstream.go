@@ -259,15 +259,7 @@ func afterPrevious(req *wire.ChatRequest, o translate.Options) ([]wire.Message, 
 
 // fromPrevious reports a message made from the previous response's items.
 func fromPrevious(m wire.Message) bool {
-	if m.Raw == nil {
-		return false
-	}
-	o, err := wire.ParseObject(m.Raw)
-	if err != nil {
-		return false
-	}
-	v, _ := o.Get(translate.PreviousMember)
-	return string(v) == "true"
+	return string(translate.Own(m, translate.PreviousMember)) == "true"
 }
 
 // unchanged reports a message whose kept items still say what it says.
@@ -290,21 +282,7 @@ func unchanged(m wire.Message, upstream string) bool {
 // sealed for another upstream (the message is then translated, and such
 // reasoning left out).
 func keptItems(m wire.Message, upstream string) []json.RawMessage {
-	if m.Raw == nil {
-		return nil
-	}
-	o, err := wire.ParseObject(m.Raw)
-	if err != nil {
-		return nil
-	}
-	v, ok := o.Get(translate.BlocksMember)
-	if !ok {
-		return nil
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(v, &items) != nil || len(items) == 0 {
-		return nil
-	}
+	items := translate.Kept(m)
 	for k, raw := range items {
 		var it item
 		if json.Unmarshal(raw, &it) != nil {
@@ -498,20 +476,8 @@ func assistantItems(m wire.Message, i int, carriedMember, upstream string) ([]js
 // sent back that another upstream issued are left out too, and counted:
 // that upstream could not read them.
 func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall, upstream string) ([]carriedItem, int) {
-	if m.Raw == nil || member == "" {
-		return nil, 0
-	}
-	o, err := wire.ParseObject(m.Raw)
-	if err != nil {
-		return nil, 0
-	}
-	v, ok := o.Get(member)
-	if !ok {
-		return nil, 0
-	}
-	var stored string
 	var c Carried
-	if json.Unmarshal(v, &stored) != nil || json.Unmarshal([]byte(stored), &c) != nil {
+	if !translate.Restored(m, member, &c) {
 		return nil, 0
 	}
 	if c.Tag != "" && c.Tag != tagOf(upstream) {
