@@ -362,3 +362,33 @@ func TestMessagesBlockForBlock(t *testing.T) {
 		t.Errorf("a chat client's own members: %d %s (sent %s)", resp.StatusCode, b, sent)
 	}
 }
+
+// What an inbound translator keeps for an upstream of its own protocol
+// (the client's blocks and items, its other members, thinking blocks)
+// never reaches a chat completions upstream: a Messages request whose
+// Anthropic route fails falls back to one, and a Responses request too;
+// both are answered, and neither upstream body carries the gateway's own
+// members.
+func TestOwnMembersNotSentToChat(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+  - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
+  - {name: sim, url: "UPSTREAM_URL/v1"}
+routes:
+  - {name: claude, model: "claude-error-529", upstream: claude, fallbacks: [chat]}
+  - {name: oai, model: "oai-error-500", upstream: oai, fallbacks: [chat]}
+  - {name: chat, model: "sim-text", upstream: sim, upstream_model: "sim-text"}
+`)
+	for path, body := range map[string]string{
+		"/v1/messages": `{"model":"claude-error-529","max_tokens":100,"service_tier":"auto","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},` +
+			`{"role":"assistant","content":[{"type":"text","text":"yo"}]},{"role":"user","content":"again"}]}`,
+		"/v1/responses": `{"model":"oai-error-500","truncation":"auto","input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"yo"}]},{"role":"user","content":"again"}]}`,
+	} {
+		resp, b := e.Do(t, http.MethodPost, path, body, "anthropic-version", "2023-06-01")
+		if sent := string(s.LastRequest()); resp.StatusCode != 200 || !strings.Contains(sent, `"model":"sim-text"`) || strings.Contains(sent, "toolgate_") ||
+			strings.Contains(sent, "service_tier") || strings.Contains(sent, "truncation") {
+			t.Errorf("%s: %d %s (the chat upstream got %s)", path, resp.StatusCode, b, sent)
+		}
+	}
+}

@@ -32,10 +32,13 @@ type prepared struct {
 	// droppedReasoning counts reasoning items the client sent back that
 	// another upstream issued, left out.
 	droppedReasoning int
-	report           repair.Report
-	fixes            repair.ToolCallFixes
-	restored         policy.Restored
-	level            policy.Level
+	// translated: the request is an inbound translator's, with the
+	// gateway's own members for an upstream of another protocol.
+	translated bool
+	report     repair.Report
+	fixes      repair.ToolCallFixes
+	restored   policy.Restored
+	level      policy.Level
 }
 
 // prepare derives the request to send on route p from the client's:
@@ -44,7 +47,7 @@ type prepared struct {
 // the output limit, restored reasoning, the reasoning level, usage asked
 // for. A refusal is returned, nothing sent.
 func (g *Gateway) prepare(x *exchange, p *plan) (*prepared, error) {
-	pr := &prepared{plan: p, req: x.req.Derive(), limits: p.limits}
+	pr := &prepared{plan: p, req: x.req.Derive(), limits: p.limits, translated: x.keepOwn}
 	if x.key != nil {
 		pr.limits = budget.Stricter(pr.limits, g.keyPlans[x.key.Name].limits)
 	}
@@ -72,6 +75,9 @@ func (g *Gateway) prepare(x *exchange, p *plan) (*prepared, error) {
 func (pr *prepared) encode(model string) error {
 	up := pr.plan.upstream
 	if up.translator == nil {
+		if pr.translated {
+			pr.req.DropOwn() // what a client API's translator kept for another kind of upstream
+		}
 		var err error
 		pr.body, err = pr.req.Encode(model)
 		return err

@@ -83,6 +83,51 @@ func (r *ChatRequest) stripOwn() {
 	r.SetMessages(r.Messages)
 }
 
+// DropOwn removes the members named with OwnPrefix from a derived
+// request, at the top level and in its messages (the client's request it
+// was derived from keeps them): for an upstream that reads none of them
+// (chat completions), when a translator of a client API put them there
+// for another kind of upstream.
+func (r *ChatRequest) DropOwn() {
+	var own []string
+	for _, mb := range r.obj.members {
+		if strings.HasPrefix(mb.key, OwnPrefix) {
+			own = append(own, mb.key)
+		}
+	}
+	for _, k := range own {
+		r.Delete(k)
+	}
+	var msgs []Message
+	for i := range r.Messages {
+		raw := r.Messages[i].Raw
+		if raw == nil || !strings.Contains(string(raw), `"`+OwnPrefix) {
+			continue
+		}
+		obj, err := ParseObject(raw)
+		if err != nil {
+			continue
+		}
+		kept := obj.members[:0:0]
+		for _, mb := range obj.members {
+			if !strings.HasPrefix(mb.key, OwnPrefix) {
+				kept = append(kept, mb)
+			}
+		}
+		if len(kept) == len(obj.members) {
+			continue
+		}
+		if msgs == nil {
+			msgs = append([]Message(nil), r.Messages...)
+		}
+		obj.members = kept
+		msgs[i].Raw, msgs[i].own = obj.JSON(), false
+	}
+	if msgs != nil {
+		r.SetMessages(msgs)
+	}
+}
+
 // decoder reads one request body: its bytes, and the duplicate checks of
 // each level of the objects it reads, reused from one object to the next.
 type decoder struct {

@@ -54,6 +54,16 @@ func TestOwnMembers(t *testing.T) {
 	if out, _ := req.Encode("m"); string(out) != in {
 		t.Errorf("the gateway's own members: %s", out)
 	}
+	// Dropped from a derived request, for a chat completions upstream;
+	// the request it was derived from keeps them.
+	d := req.Derive()
+	d.DropOwn()
+	if out, _ := d.Encode("m"); string(out) != `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false}` {
+		t.Errorf("dropped: %s", out)
+	}
+	if out, _ := req.Encode("m"); string(out) != in {
+		t.Errorf("the request derived from: %s", out)
+	}
 }
 
 // Encode replaces only the model's value; every other member keeps its
