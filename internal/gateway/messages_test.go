@@ -365,30 +365,44 @@ func TestMessagesBlockForBlock(t *testing.T) {
 
 // What an inbound translator keeps for an upstream of its own protocol
 // (the client's blocks and items, its other members, thinking blocks)
-// never reaches a chat completions upstream: a Messages request whose
-// Anthropic route fails falls back to one, and a Responses request too;
-// both are answered, and neither upstream body carries the gateway's own
-// members.
-func TestOwnMembersNotSentToChat(t *testing.T) {
+// never reaches an upstream of another protocol: a Messages request whose
+// Anthropic route fails falls back to a chat completions route and to a
+// Responses route, a Responses request whose Responses route fails to a
+// chat completions route and to an Anthropic route; each is answered,
+// and no upstream body carries the gateway's own members or the other
+// API's.
+func TestOwnMembersNotSentElsewhere(t *testing.T) {
 	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:
   - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
   - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
   - {name: sim, url: "UPSTREAM_URL/v1"}
 routes:
-  - {name: claude, model: "claude-error-529", upstream: claude, fallbacks: [chat]}
-  - {name: oai, model: "oai-error-500", upstream: oai, fallbacks: [chat]}
-  - {name: chat, model: "sim-text", upstream: sim, upstream_model: "sim-text"}
+  - {name: claude-chat, model: "claude-error-529-chat", upstream: claude, fallbacks: [chat]}
+  - {name: claude-resp, model: "claude-error-529-resp", upstream: claude, fallbacks: [resp]}
+  - {name: oai-chat, model: "oai-error-500-chat", upstream: oai, fallbacks: [chat]}
+  - {name: oai-anth, model: "oai-error-500-anth", upstream: oai, fallbacks: [anth]}
+  - {name: chat, model: "fallback-chat", upstream: sim, upstream_model: "sim-text"}
+  - {name: resp, model: "fallback-resp", upstream: oai, upstream_model: "text"}
+  - {name: anth, model: "fallback-anth", upstream: claude, upstream_model: "claude-text"}
 `)
-	for path, body := range map[string]string{
-		"/v1/messages": `{"model":"claude-error-529","max_tokens":100,"service_tier":"auto","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},` +
-			`{"role":"assistant","content":[{"type":"text","text":"yo"}]},{"role":"user","content":"again"}]}`,
-		"/v1/responses": `{"model":"oai-error-500","truncation":"auto","input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"yo"}]},{"role":"user","content":"again"}]}`,
+	messages := func(model string) string {
+		return `{"model":"` + model + `","max_tokens":100,"service_tier":"auto","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},` +
+			`{"role":"assistant","content":[{"type":"text","text":"yo"}]},{"role":"user","content":"again"}]}`
+	}
+	responses := func(model string) string {
+		return `{"model":"` + model + `","truncation":"auto","input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"yo"}]},{"role":"user","content":"again"}]}`
+	}
+	for _, tc := range []struct{ path, body, upstreamModel string }{
+		{"/v1/messages", messages("claude-error-529-chat"), "sim-text"},
+		{"/v1/messages", messages("claude-error-529-resp"), "text"},
+		{"/v1/responses", responses("oai-error-500-chat"), "sim-text"},
+		{"/v1/responses", responses("oai-error-500-anth"), "claude-text"},
 	} {
-		resp, b := e.Do(t, http.MethodPost, path, body, "anthropic-version", "2023-06-01")
-		if sent := string(s.LastRequest()); resp.StatusCode != 200 || !strings.Contains(sent, `"model":"sim-text"`) || strings.Contains(sent, "toolgate_") ||
+		resp, b := e.Do(t, http.MethodPost, tc.path, tc.body, "anthropic-version", "2023-06-01")
+		if sent := string(s.LastRequest()); resp.StatusCode != 200 || !strings.Contains(sent, `"model":"`+tc.upstreamModel+`"`) || strings.Contains(sent, "toolgate_") ||
 			strings.Contains(sent, "service_tier") || strings.Contains(sent, "truncation") {
-			t.Errorf("%s: %d %s (the chat upstream got %s)", path, resp.StatusCode, b, sent)
+			t.Errorf("%s to %s: %d %s (the upstream got %s)", tc.path, tc.upstreamModel, resp.StatusCode, b, sent)
 		}
 	}
 }

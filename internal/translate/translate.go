@@ -114,17 +114,24 @@ const (
 	CitationMember = wire.OwnPrefix + "citation"
 )
 
-// The members a Messages API client's request keeps, for an Anthropic
-// upstream, what the chat model has no slot for: BlocksMember, on each
-// chat message, the blocks the client sent for it (a JSON array), which
-// the Anthropic translator sends as they are while the message still says
-// what they say ([BlocksSay]); RequestMember, on the request, the
-// client's members the chat model lacks (its tools as declared, server
-// tools included, and members such as container or mcp_servers), a JSON
-// object. DecodeRequest strips both from what a client sends.
+// The members a client API's request keeps, for an upstream of its own
+// protocol, what the chat model has no slot for. For a Messages API
+// client and an Anthropic upstream: BlocksMember, on each chat message,
+// the blocks the client sent for it (a JSON array), which the Anthropic
+// translator sends as they are while the message still says what they
+// say ([BlocksSay]); RequestMember, on the request, the client's members
+// the chat model lacks (its tools as declared, server tools included, and
+// members such as container or mcp_servers), a JSON object. For a
+// Responses API client and a Responses upstream, the same as ItemsMember
+// and ResponsesRequestMember. Each protocol has its own, so that a
+// request that falls back to an upstream of a third protocol carries
+// nothing another reads; DecodeRequest strips them all from what a
+// client sends, and a chat completions upstream gets none (DropOwn).
 const (
-	BlocksMember  = wire.OwnPrefix + "blocks"
-	RequestMember = wire.OwnPrefix + "request"
+	BlocksMember           = wire.OwnPrefix + "blocks"
+	RequestMember          = wire.OwnPrefix + "request"
+	ItemsMember            = wire.OwnPrefix + "items"
+	ResponsesRequestMember = wire.OwnPrefix + "responses_request"
 	// PreviousMember: on the request, the upstream's own id for the
 	// response a Responses API client continues and the upstream that
 	// keeps it ({"id","upstream"}); on a chat message, true when it was
@@ -231,10 +238,10 @@ func Restored(m wire.Message, member string, v any) bool {
 }
 
 // Kept are the blocks or items a client of another API sent for a chat
-// message (BlocksMember), or nil.
-func Kept(m wire.Message) []json.RawMessage {
+// message (in member: BlocksMember or ItemsMember), or nil.
+func Kept(m wire.Message, member string) []json.RawMessage {
 	var kept []json.RawMessage
-	if json.Unmarshal(Own(m, BlocksMember), &kept) != nil || len(kept) == 0 {
+	if json.Unmarshal(Own(m, member), &kept) != nil || len(kept) == 0 {
 		return nil
 	}
 	return kept

@@ -19,7 +19,7 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 	for i, m := range msgs {
 		var role string
 		var blocks []json.RawMessage
-		kept := translate.Kept(m) // the blocks a Messages API client sent for it
+		kept := translate.Kept(m, translate.BlocksMember) // the blocks a Messages API client sent for it
 		switch m.Role {
 		case "system", "developer":
 			parts, err := contentBlocks(m.Content, i, false)

@@ -52,9 +52,9 @@
 // upstream, not at all.
 //
 // Item for item, for a Responses upstream (ChatOptions.Keep): each chat
-// message keeps the items the client sent for it (translate.BlocksMember)
+// message keeps the items the client sent for it (translate.ItemsMember)
 // and the request the client's tools and untranslated members
-// (translate.RequestMember); items, parts and tools the chat model has no
+// (translate.ResponsesRequestMember); items, parts and tools the chat model has no
 // slot for are carried, not refused. The upstream's translator sends the
 // kept items as they were while the turn says what they say (itemsSay),
 // and hands the answer's items on with the upstream's ids (a message's id

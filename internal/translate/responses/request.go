@@ -123,9 +123,9 @@ type ChatOptions struct {
 	// unsealing.
 	CarriedMember string
 	// Keep, for a Responses upstream: each chat message keeps the items
-	// the client sent for it (translate.BlocksMember), and the request the
+	// the client sent for it (translate.ItemsMember), and the request the
 	// client's tools and the members the chat model lacks
-	// (translate.RequestMember); items, parts and tools the chat model has
+	// (translate.ResponsesRequestMember); items, parts and tools the chat model has
 	// no slot for are carried, not refused.
 	Keep bool
 	// Previous, with Keep, is the response the conversation continues, as
@@ -213,7 +213,7 @@ func (r *Request) keep(chat map[string]any) {
 		kept["tools"] = v
 	}
 	if len(kept) > 0 {
-		chat[translate.RequestMember] = kept
+		chat[translate.ResponsesRequestMember] = kept
 	}
 }
 
@@ -362,7 +362,7 @@ func (a *assistant) message(o ChatOptions) json.RawMessage {
 		m["content"] = a.text.String()
 	}
 	if o.Keep && len(a.kept) > 0 {
-		m[translate.BlocksMember] = a.kept
+		m[translate.ItemsMember] = a.kept
 		if a.text.Len() == 0 && len(a.calls) == 0 {
 			m["content"] = "" // only items the chat model has no slot for, which the kept items carry
 		}
@@ -505,7 +505,7 @@ func keptIn(m json.RawMessage, keep bool, item json.RawMessage) json.RawMessage 
 	if !keep {
 		return m
 	}
-	out, _ := wire.SetMember(m, json.RawMessage(`[`+string(item)+`]`), translate.BlocksMember)
+	out, _ := wire.SetMember(m, json.RawMessage(`[`+string(item)+`]`), translate.ItemsMember)
 	return out
 }
 

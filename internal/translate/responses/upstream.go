@@ -91,13 +91,13 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 }
 
 // withKept adds to a translated request what a Responses API client sent
-// that the chat model has no slot for (translate.RequestMember): its
+// that the chat model has no slot for (translate.ResponsesRequestMember): its
 // tools as it declared them (hosted tools included) — all of them while
 // its function tools are the request's, else its other tools after the
 // translated ones — its include list joined to the translator's, and the
 // members the request does not have.
 func withKept(req *wire.ChatRequest, b map[string]any) {
-	raw, ok := req.Get(translate.RequestMember)
+	raw, ok := req.Get(translate.ResponsesRequestMember)
 	if !ok {
 		return
 	}
@@ -277,12 +277,12 @@ func unchanged(m wire.Message, upstream string) bool {
 }
 
 // keptItems are the items a Responses API client sent for a message
-// (translate.BlocksMember), the reasoning items' encrypted content
+// (translate.ItemsMember), the reasoning items' encrypted content
 // unsealed for upstream — or nil, when there are none, or when one was
 // sealed for another upstream (the message is then translated, and such
 // reasoning left out).
 func keptItems(m wire.Message, upstream string) []json.RawMessage {
-	items := translate.Kept(m)
+	items := translate.Kept(m, translate.ItemsMember)
 	for k, raw := range items {
 		var it item
 		if json.Unmarshal(raw, &it) != nil {

@@ -289,11 +289,11 @@ func TestSeal(t *testing.T) {
 // for another upstream, or one that keeps nothing, the whole
 // conversation goes.
 func TestAfterPrevious(t *testing.T) {
-	user := `{"role":"user","content":"go","toolgate_previous":true,"toolgate_blocks":[{"role":"user","content":"go"}]}`
+	user := `{"role":"user","content":"go","toolgate_previous":true,"toolgate_items":[{"role":"user","content":"go"}]}`
 	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}],"toolgate_previous":true,` +
-		`"toolgate_blocks":[{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}]}`
+		`"toolgate_items":[{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}]}`
 	renamed := strings.Replace(call, `"id":"c1"`, `"id":"c1_2"`, 1)
-	reply := `{"role":"tool","tool_call_id":"c1","content":"ok","toolgate_blocks":[{"type":"function_call_output","call_id":"c1","output":"ok"}]}`
+	reply := `{"role":"tool","tool_call_id":"c1","content":"ok","toolgate_items":[{"type":"function_call_output","call_id":"c1","output":"ok"}]}`
 	sealed := `{"role":"tool","tool_call_id":"c1","content":"failed"}`
 	prev := `"toolgate_previous":{"id":"resp_up","upstream":"a"}`
 	for _, tc := range []struct {
