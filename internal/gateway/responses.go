@@ -119,13 +119,18 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 			o.Previous = previous
 		}
 	}
-	chat, err := req.Chat(items, o)
-	if err == nil && int64(len(chat)) > g.cfg.Server.MaxBodyBytes {
-		// Each request is within the limit, but a chain of previous
-		// responses grows the conversation: it is held to the same bound.
+	// Each request is within the limit, but a chain of previous responses
+	// grows the conversation: the request with the items put in front of
+	// it is held to the same bound (measured on the items, not on the
+	// translation, which keeps them twice for a Responses upstream).
+	size := int64(len(body))
+	for _, it := range items[:len(items)-len(req.Input)] {
+		size += int64(len(it))
+	}
+	if size > g.cfg.Server.MaxBodyBytes {
 		return nil, &IntakeError{Kind: IntakeTooLarge, Msg: fmt.Sprintf("the conversation, with its previous responses, is larger than this gateway accepts (server.max_body_bytes = %d); start a new one", g.cfg.Server.MaxBodyBytes)}
 	}
-	return chat, err
+	return req.Chat(items, o)
 }
 
 // loadResponse reads a stored response the caller's key made.

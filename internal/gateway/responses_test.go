@@ -299,3 +299,17 @@ routes: [{model: "*", upstream: sim}]
 	}
 	t.Fatal("20 turns of 500 characters passed a 4096-byte limit")
 }
+
+// The bound is the conversation's, not its translation's: on a Responses
+// route, which keeps each item beside the chat message made from it, a
+// request well within the limit is served.
+func TestResponsesBoundOnItems(t *testing.T) {
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, `
+server: {max_body_bytes: 4096}
+upstreams: [{name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}]
+routes: [{model: "*", upstream: oai}]
+`)
+	if _, err := e.Client("k").Responses.New(context.Background(), responses.ResponseNewParams{Model: "text", Input: input(strings.Repeat("x", 2500))}); err != nil {
+		t.Fatal(err)
+	}
+}
