@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -31,7 +32,7 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 		return nil, err
 	}
 	if d.own > 0 {
-		r.stripOwn()
+		r.DropOwn()
 	}
 	return r, nil
 }
@@ -62,32 +63,14 @@ func DecodeTranslated(b []byte) (*ChatRequest, error) {
 // ever put there.
 const OwnPrefix = "toolgate_"
 
-// stripOwn removes the members named with OwnPrefix from the messages
-// that carry one.
-func (r *ChatRequest) stripOwn() {
-	for i := range r.Messages {
-		m := &r.Messages[i]
-		if !m.own {
-			continue
-		}
-		obj, _ := ParseObject(m.Raw) // decoded already
-		kept := obj.members[:0]
-		for _, mb := range obj.members {
-			if !strings.HasPrefix(mb.key, OwnPrefix) {
-				kept = append(kept, mb)
-			}
-		}
-		obj.members = kept
-		m.Raw, m.own = obj.JSON(), false
-	}
-	r.SetMessages(r.Messages)
-}
+// ownKey is how a member named with OwnPrefix starts in a message's bytes.
+var ownKey = []byte(`"` + OwnPrefix)
 
-// DropOwn removes the members named with OwnPrefix from a derived
-// request, at the top level and in its messages (the client's request it
-// was derived from keeps them): for an upstream that reads none of them
-// (chat completions), when a translator of a client API put them there
-// for another kind of upstream.
+// DropOwn removes the members named with OwnPrefix from a request, at
+// the top level and in its messages, leaving a request it was derived
+// from as it is: from what a client sent (DecodeRequest), and for an
+// upstream that reads none of them (chat completions) when a translator
+// of a client API put them there for another kind of upstream.
 func (r *ChatRequest) DropOwn() {
 	var own []string
 	for _, mb := range r.obj.members {
@@ -101,7 +84,11 @@ func (r *ChatRequest) DropOwn() {
 	var msgs []Message
 	for i := range r.Messages {
 		raw := r.Messages[i].Raw
-		if raw == nil || !strings.Contains(string(raw), `"`+OwnPrefix) {
+		// own: the decoder saw such a member (its name perhaps escaped);
+		// else the bytes tell, for a message the gateway built.
+		// own: the decoder saw such a member (its name perhaps escaped);
+		// else the bytes tell, for a message the gateway built.
+		if raw == nil || !r.Messages[i].own && !bytes.Contains(raw, ownKey) {
 			continue
 		}
 		obj, err := ParseObject(raw)

@@ -44,6 +44,13 @@ func TestOwnMembers(t *testing.T) {
 	if want := `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":false}`; string(out) != want {
 		t.Errorf("a client's own members: %s", out)
 	}
+	escaped, err := DecodeRequest([]byte(`{"model":"m","\u0074oolgate_request":{},"messages":[{"role":"user","content":"hi","\u0074oolgate_blocks":[]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := escaped.Encode("m"); string(out) != `{"model":"m","messages":[{"role":"user","content":"hi"}]}` {
+		t.Errorf("a client's own members, their names escaped: %s", out)
+	}
 	if _, ok := req.Get("toolgate_request"); ok {
 		t.Error("Get finds a client's own member")
 	}
