@@ -246,3 +246,43 @@ func Kept(m wire.Message, member string) []json.RawMessage {
 	}
 	return kept
 }
+
+// KeptMembers are the client's members a request keeps for an upstream of
+// its protocol (in member: RequestMember or ResponsesRequestMember), or
+// nil.
+func KeptMembers(req *wire.ChatRequest, member string) map[string]json.RawMessage {
+	raw, ok := req.Get(member)
+	if !ok {
+		return nil
+	}
+	var kept map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &kept)
+	return kept
+}
+
+// KeptTools reads the tools a client declared, as its request keeps them:
+// asDeclared reports that its own tools (those client says are: of the
+// types the chat model translates) are the translated ones, by name and
+// in order, so that the declared list can go as it is; others are the
+// rest (server or hosted tools), to go after the translated ones
+// otherwise.
+func KeptTools(declared json.RawMessage, translated []string, client func(typ string) bool) (asDeclared bool, others []json.RawMessage) {
+	var tools []json.RawMessage
+	if json.Unmarshal(declared, &tools) != nil {
+		return false, nil
+	}
+	var names []string
+	for _, d := range tools {
+		var t struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(d, &t)
+		if !client(t.Type) {
+			others = append(others, d)
+			continue
+		}
+		names = append(names, t.Name)
+	}
+	return slices.Equal(names, translated), others
+}

@@ -99,14 +99,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 // while its client tools are the request's, else its server tools after
 // the translated ones — and the members the body does not have.
 func withKept(body []byte, req *wire.ChatRequest, translated []tool) []byte {
-	raw, ok := req.Get(translate.RequestMember)
-	if !ok {
-		return body
-	}
-	var kept map[string]json.RawMessage
-	if json.Unmarshal(raw, &kept) != nil {
-		return body
-	}
+	kept := translate.KeptMembers(req, translate.RequestMember)
 	if v, ok := kept["tools"]; ok {
 		if tools := keptTools(v, translated); tools != nil {
 			body, _ = wire.SetMember(body, tools, "tools")
@@ -125,32 +118,15 @@ func withKept(body []byte, req *wire.ChatRequest, translated []tool) []byte {
 }
 
 // keptTools are the tools to send: the client's as declared when its
-// client tools are the translated ones (same names, same order), else the
-// translated ones and the client's server tools; nil when there are none.
+// client tools are the translated ones, else the translated ones and the
+// client's server tools; nil when there are none.
 func keptTools(raw json.RawMessage, translated []tool) json.RawMessage {
-	var declared []json.RawMessage
-	if json.Unmarshal(raw, &declared) != nil {
-		return nil
+	names := make([]string, len(translated))
+	for k, t := range translated {
+		names[k] = t.Name
 	}
-	var names []string
-	var server []json.RawMessage
-	for _, d := range declared {
-		var t struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(d, &t)
-		if t.Type != "" && t.Type != "custom" {
-			server = append(server, d)
-			continue
-		}
-		names = append(names, t.Name)
-	}
-	same := len(names) == len(translated)
-	for k := 0; same && k < len(names); k++ {
-		same = names[k] == translated[k].Name
-	}
-	if same {
+	asDeclared, server := translate.KeptTools(raw, names, func(typ string) bool { return typ == "" || typ == "custom" })
+	if asDeclared {
 		return raw
 	}
 	out := make([]json.RawMessage, 0, len(translated)+len(server))

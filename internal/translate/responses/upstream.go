@@ -97,15 +97,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 // translated ones — its include list joined to the translator's, and the
 // members the request does not have.
 func withKept(req *wire.ChatRequest, b map[string]any) {
-	raw, ok := req.Get(translate.ResponsesRequestMember)
-	if !ok {
-		return
-	}
-	var kept map[string]json.RawMessage
-	if json.Unmarshal(raw, &kept) != nil {
-		return
-	}
-	for k, v := range kept {
+	for k, v := range translate.KeptMembers(req, translate.ResponsesRequestMember) {
 		switch k {
 		case "tools":
 			if tools := keptTools(v, b["tools"]); tools != nil {
@@ -131,40 +123,26 @@ func withKept(req *wire.ChatRequest, b map[string]any) {
 }
 
 // keptTools are the tools to send: the client's as declared while its
-// function tools are the translated ones (same names, same order), else
-// the translated ones and the client's other tools.
+// function tools are the translated ones, else the translated ones and
+// the client's other tools.
 func keptTools(raw json.RawMessage, translated any) any {
-	var declared []json.RawMessage
-	if json.Unmarshal(raw, &declared) != nil {
-		return nil
-	}
 	mine, _ := translated.([]map[string]any)
-	var names []string
-	var hosted []any
-	for _, d := range declared {
-		var t struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(d, &t)
-		if t.Type != "function" {
-			hosted = append(hosted, d)
-			continue
-		}
-		names = append(names, t.Name)
+	names := make([]string, len(mine))
+	for k, t := range mine {
+		names[k], _ = t["name"].(string)
 	}
-	same := len(names) == len(mine)
-	for k := 0; same && k < len(names); k++ {
-		same = names[k] == mine[k]["name"]
-	}
-	if same {
+	asDeclared, hosted := translate.KeptTools(raw, names, func(typ string) bool { return typ == "function" })
+	if asDeclared {
 		return raw
 	}
 	out := make([]any, 0, len(mine)+len(hosted))
 	for _, t := range mine {
 		out = append(out, t)
 	}
-	if out = append(out, hosted...); len(out) == 0 {
+	for _, h := range hosted {
+		out = append(out, h)
+	}
+	if len(out) == 0 {
 		return nil
 	}
 	return out
