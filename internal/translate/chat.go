@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -294,4 +295,41 @@ func BlocksSay(blocks []json.RawMessage, text string, ids, names []string) bool 
 		}
 	}
 	return k == len(ids) && sb.String() == text
+}
+
+// Format is a chat request's response_format: json_object, or json_schema
+// with its name, schema and strictness.
+type Format struct {
+	Type   string
+	Name   string
+	Schema json.RawMessage
+	Strict *bool
+}
+
+// ResponseFormat reads response_format for a translated upstream: nil
+// when absent or text; a malformed one, or a type other than json_object
+// and json_schema, is refused naming the upstream's protocol.
+func ResponseFormat(req *wire.ChatRequest, upstream string) (*Format, error) {
+	raw := Member(req, "response_format")
+	if raw == nil {
+		return nil, nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(raw, &rf) != nil {
+		return nil, &wire.ParamError{Param: "response_format", Msg: "must be an object with a type"}
+	}
+	switch rf.Type {
+	case "text", "":
+		return nil, nil
+	case "json_object", "json_schema":
+		return &Format{Type: rf.Type, Name: rf.JSONSchema.Name, Schema: rf.JSONSchema.Schema, Strict: rf.JSONSchema.Strict}, nil
+	}
+	return nil, &wire.ParamError{Param: "response_format.type", Msg: fmt.Sprintf("%q has no counterpart for a %s upstream", wire.Clip(rf.Type), upstream), Unsupported: true}
 }

@@ -191,30 +191,13 @@ func generation(req *wire.ChatRequest) (map[string]any, error) {
 // responseFormat maps response_format: json_schema → JSON with its
 // schema, json_object → JSON.
 func responseFormat(req *wire.ChatRequest, g map[string]any) error {
-	raw := translate.Member(req, "response_format")
-	if raw == nil {
-		return nil
+	f, err := translate.ResponseFormat(req, "gemini")
+	if f == nil {
+		return err
 	}
-	var rf struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	}
-	if json.Unmarshal(raw, &rf) != nil {
-		return &wire.ParamError{Param: "response_format", Msg: "must be an object with a type"}
-	}
-	switch rf.Type {
-	case "text", "":
-	case "json_object":
-		g["responseMimeType"] = "application/json"
-	case "json_schema":
-		g["responseMimeType"] = "application/json"
-		if len(rf.JSONSchema.Schema) > 0 {
-			g["responseJsonSchema"] = rf.JSONSchema.Schema
-		}
-	default:
-		return &wire.ParamError{Param: "response_format.type", Msg: fmt.Sprintf("%q has no counterpart for a gemini upstream", wire.Clip(rf.Type)), Unsupported: true}
+	g["responseMimeType"] = "application/json"
+	if f.Type == "json_schema" && len(f.Schema) > 0 {
+		g["responseJsonSchema"] = f.Schema
 	}
 	return nil
 }

@@ -579,33 +579,17 @@ func upstreamReasoning(req *wire.ChatRequest, b map[string]any) error {
 
 // upstreamFormat maps response_format onto text.format.
 func upstreamFormat(req *wire.ChatRequest, b map[string]any) error {
-	raw := translate.Member(req, "response_format")
-	if raw == nil {
-		return nil
+	f, err := translate.ResponseFormat(req, "responses")
+	if f == nil {
+		return err
 	}
-	var rf struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-			Strict *bool           `json:"strict"`
-		} `json:"json_schema"`
-	}
-	if json.Unmarshal(raw, &rf) != nil {
-		return &wire.ParamError{Param: "response_format", Msg: "must be an object with a type"}
-	}
-	switch rf.Type {
-	case "text", "":
-	case "json_object":
-		b["text"] = map[string]any{"format": map[string]string{"type": "json_object"}}
-	case "json_schema":
-		f := map[string]any{"type": "json_schema", "name": rf.JSONSchema.Name, "schema": rf.JSONSchema.Schema}
-		if rf.JSONSchema.Strict != nil {
-			f["strict"] = *rf.JSONSchema.Strict
+	format := map[string]any{"type": f.Type}
+	if f.Type == "json_schema" {
+		format["name"], format["schema"] = f.Name, f.Schema
+		if f.Strict != nil {
+			format["strict"] = *f.Strict
 		}
-		b["text"] = map[string]any{"format": f}
-	default:
-		return &wire.ParamError{Param: "response_format.type", Msg: fmt.Sprintf("%q has no counterpart for a responses upstream", wire.Clip(rf.Type)), Unsupported: true}
 	}
+	b["text"] = map[string]any{"format": format}
 	return nil
 }
