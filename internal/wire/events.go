@@ -31,6 +31,11 @@ type ReadOptions struct {
 	// MaxEventSize caps one event's size in bytes (its lines and their
 	// line ends); 0 means DefaultMaxEventSize.
 	MaxEventSize int
+	// BeforeWait, if set, is called before a read made with nothing
+	// unread (between events, where the source most likely makes the
+	// reader wait): the caller may let go of what it holds for the next
+	// event (the Normalizer's Rest).
+	BeforeWait func()
 }
 
 // ErrEventTooLarge is reported when an event exceeds ReadOptions.MaxEventSize.
@@ -67,6 +72,7 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 			return
 		}
 		e := newEventReader(r, max)
+		e.beforeWait = opts.BeforeWait
 		defer e.release()
 		for {
 			ev, err := e.next()
@@ -89,20 +95,26 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 	}
 }
 
-// A reader and its buffer come from a pool: readBufSize to start with,
-// grown (up to the event size limit) only for an event that does not fit,
-// and put back only if not larger than maxPooledBuf. 1 KB holds a few of
-// the events LLM providers send; it costs no extra system call, since the
-// upstream connection has its own 4 KB buffer under the body, and an idle
-// stream holds it while it waits (measured beside the 4 KB build in one
-// run, twice: 1.7–3.1 KB less Go heap per idle stream, RSS within the
-// noise; the same CPU at the saturated and tool-call points).
+// A reader comes from a pool, and its buffer from another: readBufSize to
+// start with, grown (up to the event size limit) only for an event that
+// does not fit. The buffer is held only while it holds unread bytes: when
+// everything read has been used, it goes back to its pool (unless an event
+// grew it) before the reader waits for the source again, and that read
+// goes into the reader's own waitReadSize bytes; a buffer is taken again
+// once it returns. An idle stream therefore holds no buffer — what LLM
+// streams mostly are — at the cost of one more read of the body (which the
+// upstream connection's own 4 KB buffer serves without a system call) per
+// burst. 1 KB holds a few of the events LLM providers send.
 const (
 	readBufSize  = 1 << 10
+	waitReadSize = 64
 	maxPooledBuf = 64 << 10
 )
 
-var readers = sync.Pool{New: func() any { return &eventReader{buf: make([]byte, readBufSize)} }}
+var (
+	readers  = sync.Pool{New: func() any { return new(eventReader) }}
+	readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
+)
 
 // eventReader splits a stream into events as the SSE specification's
 // parsing rules say (html.spec.whatwg.org, "Interpreting an event
@@ -119,15 +131,18 @@ var readers = sync.Pool{New: func() any { return &eventReader{buf: make([]byte, 
 // once for a line end, with bytes.IndexByte, however many reads a line
 // spans.
 type eventReader struct {
-	r        io.Reader
-	buf      []byte // len(buf) == cap(buf); buf[pos:end] is unread
-	pos, end int
-	scan     int // buf[pos:scan] holds no line end (searched already)
-	max      int
-	err      error // a read error, reported once the buffer is used up
-	empties  int   // reads in a row that returned nothing
-	started  bool  // the leading BOM, if any, is behind
-	skipLF   bool  // the last line ended with CR: an LF next belongs to it
+	r          io.Reader
+	buf        []byte             // len(buf) == cap(buf); buf[pos:end] is unread; nil while nothing is
+	box        *[]byte            // buf's pool entry, while buf is the pooled one
+	beforeWait func()             // ReadOptions.BeforeWait
+	wait       [waitReadSize]byte // a read after the buffer went back goes here
+	pos, end   int
+	scan       int // buf[pos:scan] holds no line end (searched already)
+	max        int
+	err        error // a read error, reported once the buffer is used up
+	empties    int   // reads in a row that returned nothing
+	started    bool  // the leading BOM, if any, is behind
+	skipLF     bool  // the last line ended with CR: an LF next belongs to it
 
 	// The event being read.
 	size     int  // bytes of its lines consumed so far
@@ -142,17 +157,18 @@ type eventReader struct {
 
 func newEventReader(r io.Reader, max int) *eventReader {
 	e := readers.Get().(*eventReader)
-	*e = eventReader{r: r, buf: e.buf[:cap(e.buf)], max: max, dataOff: -1, joined: e.joined[:0], typ: e.typ[:0]}
+	*e = eventReader{r: r, max: max, dataOff: -1, joined: e.joined[:0], typ: e.typ[:0]}
 	return e
 }
 
 // release puts the reader back in the pool, unless an event made its
 // buffers large; it is not used again.
 func (e *eventReader) release() {
-	if cap(e.buf) > maxPooledBuf || cap(e.joined) > maxPooledBuf {
+	e.putBuf()
+	if cap(e.joined) > maxPooledBuf {
 		return
 	}
-	*e = eventReader{buf: e.buf, joined: e.joined[:0], typ: e.typ[:0]}
+	*e = eventReader{joined: e.joined[:0], typ: e.typ[:0]}
 	readers.Put(e)
 }
 
@@ -319,12 +335,29 @@ func (e *eventReader) fill() error {
 	if keep == e.end || e.end == len(e.buf) {
 		e.shift(keep)
 	}
-	if e.end == len(e.buf) {
+	var n int
+	var err error
+	switch {
+	case e.end == 0:
+		// Nothing unread: the buffer goes back while the source is awaited.
+		e.putBuf()
+		if e.beforeWait != nil {
+			e.beforeWait()
+		}
+		n, err = e.r.Read(e.wait[:])
+		if n > 0 {
+			e.getBuf()
+			copy(e.buf, e.wait[:n])
+		}
+	case e.end == len(e.buf):
 		grown := make([]byte, min(2*len(e.buf), e.max+len(e.buf)))
 		copy(grown, e.buf[:e.end])
+		e.putBuf()
 		e.buf = grown
+		fallthrough
+	default:
+		n, err = e.r.Read(e.buf[e.end:])
 	}
-	n, err := e.r.Read(e.buf[e.end:])
 	e.end += n
 	switch {
 	case n > 0:
@@ -340,6 +373,21 @@ func (e *eventReader) fill() error {
 		return e.err
 	}
 	return nil
+}
+
+// getBuf takes a buffer from the pool; the reader holds none.
+func (e *eventReader) getBuf() {
+	e.box = readBufs.Get().(*[]byte)
+	e.buf = *e.box
+}
+
+// putBuf lets go of the buffer: back to the pool if it is the pooled one
+// (a grown one is left to the garbage collector).
+func (e *eventReader) putBuf() {
+	if e.box != nil {
+		readBufs.Put(e.box)
+	}
+	e.buf, e.box = nil, nil
 }
 
 // shift moves buf[keep:end] to the front and every offset with it.

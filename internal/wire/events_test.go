@@ -183,3 +183,51 @@ func TestWriter(t *testing.T) {
 		t.Errorf("read back %q", got)
 	}
 }
+
+// scriptReader serves its reads in order, calling seen with the size of
+// each read's buffer first.
+type scriptReader struct {
+	reads []string
+	seen  func(p []byte)
+}
+
+func (s *scriptReader) Read(p []byte) (int, error) {
+	s.seen(p)
+	if len(s.reads) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, s.reads[0])
+	if s.reads[0] = s.reads[0][n:]; s.reads[0] == "" {
+		s.reads = s.reads[1:]
+	}
+	return n, nil
+}
+
+// A reader between events holds no buffer while it waits for the source,
+// and says so before it waits (BeforeWait); in the middle of an event it
+// keeps what it has.
+func TestReaderLetsGoWhileWaiting(t *testing.T) {
+	var held []int
+	waits := 0
+	src := &scriptReader{
+		reads: []string{"data: one\n\n", "data: two\n\n", "data: th", "ree\n\n"},
+		seen: func(p []byte) {
+			// The reader's own buffer, if it holds one, is what it reads into.
+			held = append(held, len(p))
+		},
+	}
+	g := collect(context.Background(), src, ReadOptions{BeforeWait: func() { waits++ }})
+	want := []readEvent{{Data: "one"}, {Data: "two"}, {Data: "three"}}
+	if diff := cmp.Diff(want, g.events); diff != "" || g.err != nil {
+		t.Fatalf("events (-want +got):\n%s\nerr %v", diff, g.err)
+	}
+	// Reads: "data: one…" into the wait buffer; "data: two…" the same; the
+	// first half of "three" the same; its second half into the taken
+	// buffer (the event is under way); EOF into the wait buffer.
+	if wantHeld := []int{waitReadSize, waitReadSize, waitReadSize, readBufSize - len("data: th"), waitReadSize}; !cmp.Equal(held, wantHeld) {
+		t.Errorf("read buffer sizes %v, want %v", held, wantHeld)
+	}
+	if waits != 4 {
+		t.Errorf("BeforeWait called %d times, want 4 (once per read with nothing unread)", waits)
+	}
+}

@@ -102,11 +102,13 @@ type Normalizer struct {
 	tmpl         template // the last chunk, when the next may reuse it (template.go)
 	fullPathOnly bool     // tests: no template
 
-	// Per-chunk scratch, reused.
+	// Per-chunk scratch, reused; let go of while the stream waits (Rest).
 	top, choice, delta []member
 	elems              []span
 	out1, cbuf, dbuf   []byte
 	tbuf               []byte
+	box                *scratch // where the scratch came from, and goes back to at Rest
+	resting            bool     // the scratch is in the pool
 }
 
 type span struct {
@@ -121,6 +123,56 @@ type pendingCall struct {
 	id, name string
 	args     []byte
 	extra    []member
+}
+
+// scratch is a Normalizer's per-chunk working memory. Nothing in it is
+// needed from one chunk to the next, so a Normalizer whose stream waits
+// for its upstream lets go of it (Rest) and takes one again for its next
+// chunk: an idle stream holds its state only.
+type scratch struct {
+	top, choice, delta, frag, fn []member
+	elems                        []span
+	out1, cbuf, dbuf, tbuf       []byte
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// Rest lets go of n's per-chunk scratch while its stream waits for the
+// next event: nothing Chunk returned may be used afterwards. The next
+// Chunk takes it back (from the pool: another stream's, when this one's
+// was taken meanwhile).
+func (n *Normalizer) Rest() {
+	if n.resting {
+		return
+	}
+	b := n.box
+	if b == nil {
+		b = new(scratch)
+	}
+	*b = scratch{top: n.top[:0], choice: n.choice[:0], delta: n.delta[:0], frag: n.collector.frag[:0], fn: n.collector.fn[:0],
+		elems: n.elems[:0], out1: n.out1[:0], cbuf: n.cbuf[:0], dbuf: n.dbuf[:0], tbuf: n.tbuf[:0]}
+	if b.large() {
+		*b = scratch{}
+	}
+	scratches.Put(b)
+	n.top, n.choice, n.delta, n.collector.frag, n.collector.fn = nil, nil, nil, nil, nil
+	n.elems, n.out1, n.cbuf, n.dbuf, n.tbuf = nil, nil, nil, nil, nil
+	n.box, n.resting = nil, true
+}
+
+// wake takes the per-chunk scratch back after Rest.
+func (n *Normalizer) wake() {
+	b := scratches.Get().(*scratch)
+	n.top, n.choice, n.delta, n.collector.frag, n.collector.fn = b.top, b.choice, b.delta, b.frag, b.fn
+	n.elems, n.out1, n.cbuf, n.dbuf, n.tbuf = b.elems, b.out1, b.cbuf, b.dbuf, b.tbuf
+	n.box, n.resting = b, false
+}
+
+// large reports scratch grown by a large chunk: left to the garbage
+// collector rather than kept in the pool.
+func (b *scratch) large() bool {
+	return max(cap(b.out1), cap(b.cbuf), cap(b.dbuf), cap(b.tbuf)) > maxPooledScratch ||
+		cap(b.top)+cap(b.choice)+cap(b.delta)+cap(b.frag)+cap(b.fn)+cap(b.elems) > maxPooledScratch/64
 }
 
 // normalizers are Normalizers released by the streams they served, their
@@ -147,6 +199,7 @@ func (n *Normalizer) reset(opts Options) {
 		out1: n.out1[:0], cbuf: n.cbuf[:0], dbuf: n.dbuf[:0], tbuf: n.tbuf[:0],
 		tmpl:      template{prefix: t.prefix[:0], suffix: t.suffix[:0], out: [2][]byte{t.out[0][:0], t.out[1][:0]}},
 		collector: Collector{frag: n.collector.frag[:0], fn: n.collector.fn[:0]},
+		box:       n.box, resting: n.resting,
 	}
 	if n.out == "" {
 		n.out = "reasoning_content"
@@ -205,6 +258,9 @@ var errErrorObject = errors.New("error object")
 // it. An error is a *ProtocolError (a payload that is not a JSON object
 // included) or an *IncompleteError (an error object, A38).
 func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
+	if n.resting {
+		n.wake()
+	}
 	if n.tmpl.kind != noTemplate {
 		if out, ok := n.fromTemplate(data); ok {
 			return out, true, nil

@@ -30,11 +30,15 @@ func templateOptions(sel []byte) Options {
 }
 
 // outcome is everything a Normalizer says about one stream.
-func normalizeAll(n *Normalizer, payloads [][]byte) string {
+func normalizeAll(n *Normalizer, payloads [][]byte, rest bool) string {
 	var b strings.Builder
 	for _, p := range payloads {
 		out, send, err := n.Chunk(p)
 		fmt.Fprintf(&b, "%q %v %v\n", out, send, err)
+		if rest {
+			n.Rest()
+			poisonScratch()
+		}
 		if err != nil {
 			break
 		}
@@ -49,6 +53,25 @@ func normalizeAll(n *Normalizer, payloads [][]byte) string {
 	res.CallsErr = nil
 	fmt.Fprintf(&b, "finish %v %q\nflush %q\nusage %q\nresult %#v %s\nfixes %v\n", fin.Done, fin.Tail, n.Flush(), n.UsageChunk(), res, callsErr, n.Fixes())
 	return b.String()
+}
+
+// poisonScratch overwrites the scratch a resting Normalizer let go of, as
+// another stream using it meanwhile would.
+func poisonScratch() {
+	b := scratches.Get().(*scratch)
+	for _, buf := range [][]byte{b.out1, b.cbuf, b.dbuf, b.tbuf} {
+		buf = buf[:cap(buf)]
+		for i := range buf {
+			buf[i] = 'x'
+		}
+	}
+	for _, ms := range [][]member{b.top, b.choice, b.delta, b.frag, b.fn} {
+		ms = ms[:cap(ms)]
+		for i := range ms {
+			ms[i] = member{key: "poison", value: []byte(`"poison"`)}
+		}
+	}
+	scratches.Put(b)
 }
 
 // FuzzTemplate: a stream normalized with templates gives the same chunks,
@@ -91,10 +114,15 @@ func FuzzTemplate(f *testing.F) {
 		}
 		full := NewNormalizer(opts)
 		full.fullPathOnly = true
-		want := normalizeAll(full, payloads)
-		got := normalizeAll(NewNormalizer(opts), payloads)
+		want := normalizeAll(full, payloads, false)
+		got := normalizeAll(NewNormalizer(opts), payloads, false)
 		if got != want {
 			t.Fatalf("options %+v\nwith templates:\n%s\nfull path:\n%s", opts, got, want)
+		}
+		// Resting between chunks (as a stream does when it waits) changes
+		// nothing, even when the scratch let go of is overwritten meanwhile.
+		if rested := normalizeAll(NewNormalizer(opts), payloads, true); rested != want {
+			t.Fatalf("options %+v\nresting between chunks:\n%s\nfull path:\n%s", opts, rested, want)
 		}
 	})
 }

@@ -20,6 +20,9 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 	if !Valid(b) {
 		return nil, &IncompleteError{Upstream: n.opts.Upstream, Err: errors.New("the response is not valid JSON")}
 	}
+	if n.resting {
+		n.wake()
+	}
 	if n.top == nil {
 		n.top = make([]member, 0, smallObject)
 	}
