@@ -221,6 +221,24 @@ func retryInfo(body []byte) time.Duration {
 	return 0
 }
 
+// smallBody is the largest request body sent from a bytes.Reader, which
+// the transport writes in one system call with the headers when both fit
+// its 4 KB write buffer; a larger one is a onceBody, for which the
+// transport writes the headers first, then the body (net/http flushes the
+// headers before any body it does not know to be in memory) — two writes,
+// as a body larger than the buffer takes anyway. Sending one write
+// instead of two is worth holding a small body for the life of its
+// response, not a large one.
+const smallBody = 4 << 10
+
+// requestBody is the reader a request's body is sent from.
+func requestBody(b []byte) io.Reader {
+	if len(b) <= smallBody {
+		return bytes.NewReader(b)
+	}
+	return &onceBody{b: b}
+}
+
 // onceBody is a request body that lets go of its bytes once they are
 // read: the transport keeps the request as long as its response is read,
 // and a long stream of a large transcript would otherwise hold the whole
@@ -281,7 +299,7 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 	build := func(ctx context.Context) *http.Request {
 		var b io.Reader
 		if method != http.MethodGet && method != http.MethodHead && method != http.MethodDelete || len(body) > 0 {
-			b = &onceBody{b: body}
+			b = requestBody(body)
 		}
 		req, _ := http.NewRequestWithContext(ctx, method, target, b)
 		req.ContentLength = int64(len(body))
@@ -317,9 +335,9 @@ func (c *Client) request(ctx context.Context, call Call) *http.Request {
 	if call.Path != "" {
 		u = strings.TrimSuffix(c.target.URL, "/") + call.Path
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, &onceBody{b: call.Body})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, requestBody(call.Body))
 	if err != nil { // a path the translator escaped does not fail; the base URL was checked at load
-		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, c.url, &onceBody{b: call.Body})
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, c.url, requestBody(call.Body))
 	}
 	req.ContentLength = int64(len(call.Body))
 	copyRequestHeaders(req.Header, call.Header, c.target.ForwardHeaders)

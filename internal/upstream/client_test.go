@@ -306,3 +306,54 @@ func TestFinish(t *testing.T) {
 		t.Error("a held body was not abandoned")
 	}
 }
+
+// countingConn counts the writes made on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A small request goes out in one write, headers and body together; a
+// large one lets go of its bytes once written (a onceBody), and goes out
+// in two: the headers, then the body.
+func TestRequestWrites(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	c := newClient(Target{Name: "u", URL: srv.URL})
+	defer c.CloseIdleConnections()
+	var writes atomic.Int32
+	tr := c.hc.Transport.(*http.Transport)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		return countingConn{conn, &writes}, err
+	}
+	for _, tc := range []struct {
+		size       int
+		wantWrites int32
+		once       bool
+	}{{300, 1, false}, {smallBody + 1, 2, true}} {
+		if _, once := requestBody(make([]byte, tc.size)).(*onceBody); once != tc.once {
+			t.Errorf("%d bytes: sent from a onceBody %v, want %v", tc.size, once, tc.once)
+		}
+		writes.Store(0)
+		body := append([]byte(`{"a":"`), strings.Repeat("x", tc.size-8)...)
+		resp, _, err := c.Send(context.Background(), Call{Body: append(body, `"}`...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := writes.Load(); got != tc.wantWrites {
+			t.Errorf("%d bytes: %d writes, want %d", tc.size, got, tc.wantWrites)
+		}
+	}
+}
