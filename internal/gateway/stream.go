@@ -91,7 +91,7 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 // the end of the body, an error, or the text limit.
 func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error) {
 	t := s.t
-	opts := wire.ReadOptions{MaxEventSize: t.plan.upstream.maxEvent, BeforeWait: s.n.Rest} // an idle stream holds no scratch
+	opts := wire.ReadOptions{MaxEventSize: t.plan.upstream.maxEvent, BeforeWait: s.n} // an idle stream holds no scratch
 	for ev, err := range wire.Events(ctx, wire.FlushBeforeRead(t.resp.Body, s.sse), opts) {
 		if err != nil {
 			return false, err, nil

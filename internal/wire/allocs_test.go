@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -54,7 +55,10 @@ func TestChunkAllocs(t *testing.T) {
 // Normalizer.Chunk, then Writer.Send — allocates per stream, never per
 // chunk: a stream of 2,000 chunks allocates what one of 200 does (a
 // tool call's arguments, which the collector must hold, grow their buffer
-// by doubling: a few allocations more).
+// by doubling: a few allocations more). A stream whose events arrive one
+// read each, the reader letting go of its buffer and the normalizer of
+// its scratch before every read (as an idle stream does), allocates no
+// more than one read in bulk.
 func TestStreamAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items: make test runs this test without it too")
@@ -64,14 +68,18 @@ func TestStreamAllocs(t *testing.T) {
 		tool  bool
 		allow float64
 	}{{"text", false, 0}, {"tool-call fragments", true, 8}} {
-		allocs := func(chunks int) float64 {
+		allocs := func(chunks int, resting bool) float64 {
 			body := benchStream(chunks, tc.tool)
-			r := strings.NewReader(body)
+			r := &eventAtATime{}
 			return testing.AllocsPerRun(5, func() {
-				r.Reset(body)
+				r.rest, r.whole = body, !resting
 				n := NewNormalizer(Options{Quirks: AllQuirks(), SingleChoice: true})
 				w := NewWriter(discard{})
-				for ev, err := range Events(context.Background(), r, ReadOptions{}) {
+				opts := ReadOptions{}
+				if resting {
+					opts.BeforeWait = n
+				}
+				for ev, err := range Events(context.Background(), r, opts) {
 					if err != nil || ev.Done {
 						break
 					}
@@ -82,10 +90,33 @@ func TestStreamAllocs(t *testing.T) {
 				n.Release()
 			})
 		}
-		short, long := allocs(200), allocs(2000)
+		short, long := allocs(200, false), allocs(2000, false)
 		if long-short > tc.allow {
 			t.Errorf("%s: %v allocations for 2,000 chunks, %v for 200: %.3f per chunk", tc.name, long, short, (long-short)/1800)
 		}
+		if rested := allocs(2000, true); rested > long {
+			t.Errorf("%s: %v allocations for 2,000 chunks resting between events, %v in bulk", tc.name, rested, long)
+		}
 		t.Logf("%s: %v allocations per stream of 200 chunks, %v per stream of 2,000", tc.name, short, long)
 	}
+}
+
+// eventAtATime serves a stream in reads of at most one event each, or
+// all of it as the reader asks (whole).
+type eventAtATime struct {
+	rest  string
+	whole bool
+}
+
+func (e *eventAtATime) Read(p []byte) (int, error) {
+	if e.rest == "" {
+		return 0, io.EOF
+	}
+	end := len(e.rest)
+	if i := strings.Index(e.rest, "\n\n"); i >= 0 && !e.whole {
+		end = i + 2
+	}
+	n := copy(p, e.rest[:end])
+	e.rest = e.rest[n:]
+	return n, nil
 }

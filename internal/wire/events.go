@@ -31,12 +31,16 @@ type ReadOptions struct {
 	// MaxEventSize caps one event's size in bytes (its lines and their
 	// line ends); 0 means DefaultMaxEventSize.
 	MaxEventSize int
-	// BeforeWait, if set, is called before a read made with nothing
-	// unread (between events, where the source most likely makes the
-	// reader wait): the caller may let go of what it holds for the next
-	// event (the Normalizer's Rest).
-	BeforeWait func()
+	// BeforeWait, if set, rests before a read made with nothing unread
+	// (between events, where the source most likely makes the reader
+	// wait): it may let go of what it holds for the next event, as a
+	// Normalizer does. An interface rather than a func: a method value
+	// would be an allocation per stream.
+	BeforeWait Rester
 }
+
+// Rester is what lets go of its working memory while a stream waits.
+type Rester interface{ Rest() }
 
 // ErrEventTooLarge is reported when an event exceeds ReadOptions.MaxEventSize.
 var ErrEventTooLarge = errors.New("wire: upstream SSE event exceeds the size limit")
@@ -134,7 +138,7 @@ type eventReader struct {
 	r          io.Reader
 	buf        []byte             // len(buf) == cap(buf); buf[pos:end] is unread; nil while nothing is
 	box        *[]byte            // buf's pool entry, while buf is the pooled one
-	beforeWait func()             // ReadOptions.BeforeWait
+	beforeWait Rester             // ReadOptions.BeforeWait
 	wait       [waitReadSize]byte // a read after the buffer went back goes here
 	pos, end   int
 	scan       int // buf[pos:scan] holds no line end (searched already)
@@ -342,7 +346,7 @@ func (e *eventReader) fill() error {
 		// Nothing unread: the buffer goes back while the source is awaited.
 		e.putBuf()
 		if e.beforeWait != nil {
-			e.beforeWait()
+			e.beforeWait.Rest()
 		}
 		n, err = e.r.Read(e.wait[:])
 		if n > 0 {

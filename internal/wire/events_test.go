@@ -216,7 +216,7 @@ func TestReaderLetsGoWhileWaiting(t *testing.T) {
 			held = append(held, len(p))
 		},
 	}
-	g := collect(context.Background(), src, ReadOptions{BeforeWait: func() { waits++ }})
+	g := collect(context.Background(), src, ReadOptions{BeforeWait: restFunc(func() { waits++ })})
 	want := []readEvent{{Data: "one"}, {Data: "two"}, {Data: "three"}}
 	if diff := cmp.Diff(want, g.events); diff != "" || g.err != nil {
 		t.Fatalf("events (-want +got):\n%s\nerr %v", diff, g.err)
@@ -231,3 +231,8 @@ func TestReaderLetsGoWhileWaiting(t *testing.T) {
 		t.Errorf("BeforeWait called %d times, want 4 (once per read with nothing unread)", waits)
 	}
 }
+
+// restFunc is a Rester.
+type restFunc func()
+
+func (f restFunc) Rest() { f() }
