@@ -50,7 +50,7 @@ func flattenBlocks(raw []byte) (text, reasoning string, dropped int, ok bool) {
 // flattenContent makes a delta's block content (A31) its text and its
 // reasoning, in e.
 func (n *Normalizer) flattenContent(e *deltaEdit, idx int) {
-	text, reasoning, dropped, ok := flattenBlocks(n.delta[e.cPos].value)
+	text, reasoning, dropped, ok := flattenBlocks(n.s.delta[e.cPos].value)
 	if !ok {
 		return
 	}

@@ -213,7 +213,6 @@ type Collector struct {
 	byIdx  map[int]*collecting // upstream index → the call now using it
 	byID   map[string]*collecting
 	last   *collecting
-	own    Fixes  // fixes, when the collector is not a Normalizer's
 	seed   string // the response's id, for synthesized call ids
 	frag   []member
 	fn     []member
@@ -242,9 +241,7 @@ const (
 
 // NewCollector returns a Collector applying q.
 func NewCollector(q Quirks) *Collector {
-	c := &Collector{quirks: q}
-	c.fixes = &c.own
-	return c
+	return &Collector{quirks: q, fixes: new(Fixes)} // a Normalizer's counts in its own
 }
 
 // Fixes returns how many times each normalization was applied.

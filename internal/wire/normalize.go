@@ -99,16 +99,12 @@ type Normalizer struct {
 	final   [][]byte      // Buffer: held finishing chunks
 	flushed bool
 
-	tmpl         template // the last chunk, when the next may reuse it (template.go)
-	fullPathOnly bool     // tests: no template
+	fullPathOnly bool // tests: no template
 
-	// Per-chunk scratch, reused; let go of while the stream waits (Rest).
-	top, choice, delta []member
-	elems              []span
-	out1, cbuf, dbuf   []byte
-	tbuf               []byte
-	box                *scratch // where the scratch came from, and goes back to at Rest
-	resting            bool     // the scratch is in the pool
+	// s is the per-chunk scratch and the template (template.go): taken
+	// from a pool by Chunk and Whole, let go of while the stream waits
+	// (Rest); nil then.
+	s *scratch
 }
 
 type span struct {
@@ -125,62 +121,58 @@ type pendingCall struct {
 	extra    []member
 }
 
-// scratch is a Normalizer's per-chunk working memory. Nothing in it is
-// needed from one chunk to the next, so a Normalizer whose stream waits
-// for its upstream lets go of it (Rest) and takes one again for its next
-// chunk: an idle stream holds its state only.
+// scratch is a Normalizer's per-chunk working memory, and its template.
+// Nothing in the scratch is needed from one chunk to the next, and the
+// template only saves the next chunk the full path, so a Normalizer whose
+// stream waits for its upstream lets go of both (Rest) and takes a
+// scratch again for its next chunk: an idle stream holds its state only.
 type scratch struct {
 	top, choice, delta, frag, fn []member
 	elems                        []span
 	out1, cbuf, dbuf, tbuf       []byte
+	tmpl                         template // the last chunk, when the next may reuse it
 }
 
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
-// Rest lets go of n's per-chunk scratch while its stream waits for the
-// next event: nothing Chunk returned may be used afterwards. The next
-// Chunk takes it back (from the pool: another stream's, when this one's
-// was taken meanwhile).
+// maxPooledScratch bounds the scratch kept for another chunk or stream.
+const maxPooledScratch = 64 << 10
+
+// Rest lets go of n's per-chunk scratch and template while its stream
+// waits for the next event: nothing Chunk returned may be used
+// afterwards. The next Chunk takes a scratch from the pool (this one, or
+// another stream's), and its first chunk takes the full path.
 func (n *Normalizer) Rest() {
-	if n.resting {
+	s := n.s
+	if s == nil {
 		return
 	}
-	b := n.box
-	if b == nil {
-		b = new(scratch)
+	n.s = nil
+	s.frag, s.fn = n.collector.frag[:0], n.collector.fn[:0]
+	n.collector.frag, n.collector.fn = nil, nil
+	s.tmpl.kind, s.tmpl.call = noTemplate, nil // the call is this stream's
+	if !s.large() {
+		scratches.Put(s)
 	}
-	*b = scratch{top: n.top[:0], choice: n.choice[:0], delta: n.delta[:0], frag: n.collector.frag[:0], fn: n.collector.fn[:0],
-		elems: n.elems[:0], out1: n.out1[:0], cbuf: n.cbuf[:0], dbuf: n.dbuf[:0], tbuf: n.tbuf[:0]}
-	if b.large() {
-		*b = scratch{}
-	}
-	scratches.Put(b)
-	n.top, n.choice, n.delta, n.collector.frag, n.collector.fn = nil, nil, nil, nil, nil
-	n.elems, n.out1, n.cbuf, n.dbuf, n.tbuf = nil, nil, nil, nil, nil
-	n.box, n.resting = nil, true
 }
 
-// wake takes the per-chunk scratch back after Rest.
+// wake takes a scratch for the next chunk.
 func (n *Normalizer) wake() {
-	b := scratches.Get().(*scratch)
-	n.top, n.choice, n.delta, n.collector.frag, n.collector.fn = b.top, b.choice, b.delta, b.frag, b.fn
-	n.elems, n.out1, n.cbuf, n.dbuf, n.tbuf = b.elems, b.out1, b.cbuf, b.dbuf, b.tbuf
-	n.box, n.resting = b, false
+	s := scratches.Get().(*scratch)
+	n.collector.frag, n.collector.fn = s.frag[:0], s.fn[:0]
+	n.s = s
 }
 
 // large reports scratch grown by a large chunk: left to the garbage
 // collector rather than kept in the pool.
-func (b *scratch) large() bool {
-	return max(cap(b.out1), cap(b.cbuf), cap(b.dbuf), cap(b.tbuf)) > maxPooledScratch ||
-		cap(b.top)+cap(b.choice)+cap(b.delta)+cap(b.frag)+cap(b.fn)+cap(b.elems) > maxPooledScratch/64
+func (s *scratch) large() bool {
+	t := &s.tmpl
+	return max(cap(s.out1), cap(s.cbuf), cap(s.dbuf), cap(s.tbuf), cap(t.prefix), cap(t.suffix), cap(t.out[0]), cap(t.out[1])) > maxPooledScratch ||
+		cap(s.top)+cap(s.choice)+cap(s.delta)+cap(s.frag)+cap(s.fn)+cap(s.elems) > maxPooledScratch/64
 }
 
-// normalizers are Normalizers released by the streams they served, their
-// scratch buffers kept for the next.
+// normalizers are Normalizers released by the streams they served.
 var normalizers = sync.Pool{New: func() any { return new(Normalizer) }}
-
-// maxPooledScratch bounds the scratch a released Normalizer may keep.
-const maxPooledScratch = 64 << 10
 
 // NewNormalizer returns a Normalizer for one response.
 func NewNormalizer(opts Options) *Normalizer {
@@ -189,18 +181,10 @@ func NewNormalizer(opts Options) *Normalizer {
 	return n
 }
 
-// reset makes n a new Normalizer for opts, keeping only its scratch
-// buffers (emptied) from the response it served before.
+// reset makes n a new Normalizer for opts, keeping only its buffers
+// (emptied) from the response it served before.
 func (n *Normalizer) reset(opts Options) {
-	t := n.tmpl
-	*n = Normalizer{opts: opts, out: opts.ReasoningOut,
-		head: n.head[:0], finished: n.finished[:0],
-		top: n.top[:0], choice: n.choice[:0], delta: n.delta[:0], elems: n.elems[:0],
-		out1: n.out1[:0], cbuf: n.cbuf[:0], dbuf: n.dbuf[:0], tbuf: n.tbuf[:0],
-		tmpl:      template{prefix: t.prefix[:0], suffix: t.suffix[:0], out: [2][]byte{t.out[0][:0], t.out[1][:0]}},
-		collector: Collector{frag: n.collector.frag[:0], fn: n.collector.fn[:0]},
-		box:       n.box, resting: n.resting,
-	}
+	*n = Normalizer{opts: opts, out: opts.ReasoningOut, head: n.head[:0], finished: n.finished[:0]}
 	if n.out == "" {
 		n.out = "reasoning_content"
 	}
@@ -212,16 +196,12 @@ func (n *Normalizer) reset(opts Options) {
 // Release hands n back for another response once its caller is done with
 // it: nothing n returned that is documented as valid until the next call
 // (Chunk's output, Whole's) may be used afterwards; Result, Usage, Fixes,
-// FinishReason and Model are copies and stay valid. A Normalizer whose
-// scratch grew large is left to the garbage collector.
+// FinishReason and Model are copies and stay valid. Its scratch goes back
+// to its pool (Rest); a Normalizer that grew large is left to the garbage
+// collector.
 func (n *Normalizer) Release() {
-	for _, c := range [...]int{cap(n.head), cap(n.out1), cap(n.cbuf), cap(n.dbuf), cap(n.tbuf),
-		cap(n.tmpl.prefix), cap(n.tmpl.suffix), cap(n.tmpl.out[0]), cap(n.tmpl.out[1])} {
-		if c > maxPooledScratch {
-			return
-		}
-	}
-	if len(n.top)+len(n.choice)+len(n.delta)+len(n.elems)+len(n.finished) > maxPooledScratch/64 {
+	n.Rest()
+	if cap(n.head) > maxPooledScratch || len(n.finished) > maxPooledScratch/64 {
 		return
 	}
 	normalizers.Put(n)
@@ -258,14 +238,14 @@ var errErrorObject = errors.New("error object")
 // it. An error is a *ProtocolError (a payload that is not a JSON object
 // included) or an *IncompleteError (an error object, A38).
 func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
-	if n.resting {
+	if n.s == nil {
 		n.wake()
 	}
-	if n.tmpl.kind != noTemplate {
+	if n.s.tmpl.kind != noTemplate {
 		if out, ok := n.fromTemplate(data); ok {
 			return out, true, nil
 		}
-		n.tmpl.kind = noTemplate
+		n.s.tmpl.kind = noTemplate
 	}
 	before := n.state()
 	if out, send, err = n.chunk(data); send && !n.fullPathOnly {
@@ -284,14 +264,14 @@ func (n *Normalizer) chunk(data []byte) (out []byte, send bool, err error) {
 	case first != '{':
 		return nil, false, notObject(data)
 	}
-	if n.top, err = parseMembers(n.top, data); err != nil {
+	if n.s.top, err = parseMembers(n.s.top, data); err != nil {
 		return nil, false, notObject(data)
 	}
-	if v := lookup(n.top, "error"); !isNull(v) {
+	if v := lookup(n.s.top, "error"); !isNull(v) {
 		return nil, false, n.errorObject(data)
 	}
 	if !n.seen {
-		n.noteHead(n.top)
+		n.noteHead(n.s.top)
 	}
 	e, drop := n.chunkFixes()
 	if drop {
@@ -299,7 +279,7 @@ func (n *Normalizer) chunk(data []byte) (out []byte, send bool, err error) {
 	}
 	changed := e.replaceID || e.dropNullError || e.dropUsage
 	held := false
-	if choices := lookup(n.top, "choices"); len(choices) > 0 && choices[0] == '[' {
+	if choices := lookup(n.s.top, "choices"); len(choices) > 0 && choices[0] == '[' {
 		rewrite, heldOnly, drop, err := n.choices(choices)
 		if err != nil || drop {
 			return nil, false, err

@@ -8,14 +8,14 @@ import (
 // finish reason, held until nothing more comes for that choice.
 
 func (n *Normalizer) chunkChoice(k, count int) (rewrite, heldOnly, drop bool, err error) {
-	raw := n.elems[k].b
-	if n.choice, err = parseMembers(n.choice, raw); err != nil {
+	raw := n.s.elems[k].b
+	if n.s.choice, err = parseMembers(n.s.choice, raw); err != nil {
 		return false, false, false, &ProtocolError{Index: -1, Msg: "a choice must be an object"}
 	}
 	q := n.opts.Quirks
-	idx, idxPos := 0, index(n.choice, "index")
+	idx, idxPos := 0, index(n.s.choice, "index")
 	if idxPos >= 0 {
-		idx, _ = strconv.Atoi(string(n.choice[idxPos].value))
+		idx, _ = strconv.Atoi(string(n.s.choice[idxPos].value))
 	}
 	setIndex := q.Chunks && n.opts.SingleChoice && count == 1 && (idxPos < 0 || idx != 0)
 	if setIndex {
@@ -28,27 +28,27 @@ func (n *Normalizer) chunkChoice(k, count int) (rewrite, heldOnly, drop bool, er
 		addRole = k == 0
 	}
 	d := delta{}
-	dPos := index(n.choice, "delta")
-	if dPos >= 0 && !isNull(n.choice[dPos].value) {
-		if d, err = n.streamDelta(n.choice[dPos].value, idx, addRole); err != nil {
+	dPos := index(n.s.choice, "delta")
+	if dPos >= 0 && !isNull(n.s.choice[dPos].value) {
+		if d, err = n.streamDelta(n.s.choice[dPos].value, idx, addRole); err != nil {
 			return false, false, false, err
 		}
 	}
-	fPos := index(n.choice, "finish_reason")
+	fPos := index(n.s.choice, "finish_reason")
 	finish, omit, drop := n.choiceFinish(idx, count, fPos, dPos, &d)
 	switch {
 	case drop:
 		return false, false, true, nil // nothing of it fits, and it says nothing else
 	case omit:
-		n.elems[k] = span{omit: true}
+		n.s.elems[k] = span{omit: true}
 		return true, true, false, nil
 	}
 	if !setIndex && !d.rewrite && finish == nil {
 		return false, d.heldOnly, false, nil
 	}
-	start := len(n.cbuf)
-	n.cbuf = n.encodeChoice(n.cbuf, choiceEdit{setIndex: setIndex, idxPos: idxPos, dPos: dPos, rewriteDelta: d.rewrite, fPos: fPos, finish: finish})
-	n.elems[k] = span{start: start, end: len(n.cbuf), rewrite: true}
+	start := len(n.s.cbuf)
+	n.s.cbuf = n.encodeChoice(n.s.cbuf, choiceEdit{setIndex: setIndex, idxPos: idxPos, dPos: dPos, rewriteDelta: d.rewrite, fPos: fPos, finish: finish})
+	n.s.elems[k] = span{start: start, end: len(n.s.cbuf), rewrite: true}
 	return true, d.heldOnly, false, nil
 }
 
@@ -60,20 +60,20 @@ func (n *Normalizer) chunkChoice(k, count int) (rewrite, heldOnly, drop bool, er
 // left empty.
 func (n *Normalizer) choiceFinish(idx, count, fPos, dPos int, d *delta) (finish []byte, omit, drop bool) {
 	post := n.opts.Quirks.PostFinish && !n.opts.Buffer
-	if fPos < 0 || isNull(n.choice[fPos].value) {
+	if fPos < 0 || isNull(n.s.choice[fPos].value) {
 		if d.cut && d.cutEmpty && count == 1 && !d.calls {
 			return nil, false, true
 		}
 		if post && idx < len(n.finished) && n.finished[idx] {
 			n.fixes[FixPostFinish]++
 			if !n.choiceSays(dPos, d) {
-				n.held(idx).fold(n.choice)
+				n.held(idx).fold(n.s.choice)
 				return nil, true, false
 			}
 		}
 		return nil, false, false
 	}
-	fRaw := n.choice[fPos].value
+	fRaw := n.s.choice[fPos].value
 	if d.cut {
 		finish, fRaw = []byte(`"length"`), []byte(`"length"`) // the text limit ends it
 	}
@@ -92,7 +92,7 @@ func (n *Normalizer) choiceFinish(idx, count, fPos, dPos int, d *delta) (finish 
 	h := n.held(idx)
 	h.reason = append(h.reason[:0], final...)
 	if !n.choiceSays(dPos, d) {
-		h.fold(n.choice) // the choice goes no more: its other members go with its finish
+		h.fold(n.s.choice) // the choice goes no more: its other members go with its finish
 		return nil, true, false
 	}
 	return []byte("null"), false, false
@@ -145,7 +145,7 @@ func (n *Normalizer) choiceSays(dPos int, d *delta) bool {
 	if dPos < 0 {
 		return false
 	}
-	v := n.choice[dPos].value
+	v := n.s.choice[dPos].value
 	return !isNull(v) && string(v) != "{}"
 }
 
@@ -175,7 +175,7 @@ type choiceEdit struct {
 	setIndex     bool
 	idxPos       int
 	dPos         int
-	rewriteDelta bool // the delta is n.dbuf
+	rewriteDelta bool // the delta is n.s.dbuf
 	fPos         int
 	finish       []byte // the new finish_reason, or nil
 }
@@ -183,18 +183,18 @@ type choiceEdit struct {
 // encodeChoice appends the current choice with its changes to b.
 func (n *Normalizer) encodeChoice(b []byte, e choiceEdit) []byte {
 	b = append(b, '{')
-	for i := range n.choice {
+	for i := range n.s.choice {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		m := &n.choice[i]
+		m := &n.s.choice[i]
 		b = m.appendKey(b)
 		b = append(b, ':')
 		switch {
 		case i == e.idxPos && e.setIndex:
 			b = append(b, '0')
 		case i == e.dPos && e.rewriteDelta:
-			b = append(b, n.dbuf...)
+			b = append(b, n.s.dbuf...)
 		case i == e.fPos && e.finish != nil:
 			b = append(b, e.finish...)
 		default:
@@ -242,8 +242,8 @@ func (n *Normalizer) finishReason(raw []byte, idx int, d delta) (replace []byte,
 // choiceSaysNothing reports whether the current choice's delta is absent,
 // null or {}.
 func (n *Normalizer) choiceSaysNothing() bool {
-	v := lookup(n.choice, "delta")
+	v := lookup(n.s.choice, "delta")
 	return len(v) == 0 || string(v) == "{}" || string(v) == "null"
 }
 
-// encodeChunk writes the chunk with its rewritten members into n.out1.
+// encodeChunk writes the chunk with its rewritten members into n.s.out1.

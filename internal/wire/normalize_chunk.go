@@ -18,10 +18,10 @@ type chunkEdit struct {
 // chunkFixes applies the chunk-level fixes and takes the usage; drop
 // reports a chunk to leave out (a placeholder, or usage alone).
 func (n *Normalizer) chunkFixes() (e chunkEdit, drop bool) {
-	choices, usage := lookup(n.top, "choices"), lookup(n.top, "usage")
+	choices, usage := lookup(n.s.top, "choices"), lookup(n.s.top, "usage")
 	e.usage = len(usage) > 0 && usage[0] == '{'
 	if n.opts.Quirks.Chunks {
-		id := lookup(n.top, "id")
+		id := lookup(n.s.top, "id")
 		if emptyArray(choices) && !e.usage && (len(id) == 0 || string(id) == `""`) {
 			n.fixes[FixPlaceholderChunk]++ // A23
 			return e, true
@@ -30,7 +30,7 @@ func (n *Normalizer) chunkFixes() (e chunkEdit, drop bool) {
 			n.fixes[FixChunkID]++ // A24
 			e.replaceID = true
 		}
-		if v := lookup(n.top, "error"); v != nil { // null, or it would have ended the stream
+		if v := lookup(n.s.top, "error"); v != nil { // null, or it would have ended the stream
 			n.fixes[FixNullError]++ // A40: clients that test for the key would see an error
 			e.dropNullError = true
 		}
@@ -47,17 +47,17 @@ func (n *Normalizer) chunkFixes() (e chunkEdit, drop bool) {
 	return e, false
 }
 
-// choices normalizes a chunk's choices in place in n.elems. held reports
+// choices normalizes a chunk's choices in place in n.s.elems. held reports
 // that every choice's only content was held fragments.
 func (n *Normalizer) choices(raw []byte) (rewrite, held, drop bool, err error) {
 	var ok bool
-	if n.elems, ok = n.elements(raw); !ok {
+	if n.s.elems, ok = n.elements(raw); !ok {
 		return false, false, false, &ProtocolError{Index: -1, Msg: "choices must be an array"}
 	}
-	n.cbuf = n.cbuf[:0]
-	held = len(n.elems) > 0
-	for k := range n.elems {
-		r, heldOnly, drop, err := n.chunkChoice(k, len(n.elems))
+	n.s.cbuf = n.s.cbuf[:0]
+	held = len(n.s.elems) > 0
+	for k := range n.s.elems {
+		r, heldOnly, drop, err := n.chunkChoice(k, len(n.s.elems))
 		if err != nil || drop {
 			return false, false, drop, err
 		}
@@ -111,9 +111,9 @@ func (n *Normalizer) noteHead(top []member) {
 // the trace: decoded only when asked for.
 func (n *Normalizer) Model() string { return modelName(n.model) }
 
-// elements splits a choices array into n.elems.
+// elements splits a choices array into n.s.elems.
 func (n *Normalizer) elements(raw []byte) ([]span, bool) {
-	elems := n.elems[:0]
+	elems := n.s.elems[:0]
 	r := readArray(raw, skipSpace(raw, 0))
 	for {
 		more, err := r.more()
@@ -132,17 +132,17 @@ func (n *Normalizer) elements(raw []byte) ([]span, bool) {
 	}
 }
 
-// chunkChoice normalizes choice k of count, in place in n.elems (its
-// rewritten bytes go to n.cbuf). heldOnly reports a choice whose only
+// chunkChoice normalizes choice k of count, in place in n.s.elems (its
+// rewritten bytes go to n.s.cbuf). heldOnly reports a choice whose only
 // content was tool-call fragments held back; drop, a chunk to leave out
 // altogether (a cut left nothing).
 
 func (n *Normalizer) encodeChunk(e chunkEdit) []byte {
 	replaceID, dropNullError, dropUsage := e.replaceID, e.dropNullError, e.dropUsage
-	b := append(n.out1[:0], '{')
+	b := append(n.s.out1[:0], '{')
 	hadID := false
-	for i := range n.top {
-		m := &n.top[i]
+	for i := range n.s.top {
+		m := &n.s.top[i]
 		switch {
 		case m.key == "error" && dropNullError, m.key == "usage" && dropUsage:
 			continue
@@ -159,7 +159,7 @@ func (n *Normalizer) encodeChunk(e chunkEdit) []byte {
 		case m.key == "choices" && len(m.value) > 0 && m.value[0] == '[':
 			b = append(b, '[')
 			first := true
-			for _, e := range n.elems {
+			for _, e := range n.s.elems {
 				if e.omit {
 					continue
 				}
@@ -168,7 +168,7 @@ func (n *Normalizer) encodeChunk(e chunkEdit) []byte {
 				}
 				first = false
 				if e.rewrite {
-					b = append(b, n.cbuf[e.start:e.end]...)
+					b = append(b, n.s.cbuf[e.start:e.end]...)
 				} else {
 					b = append(b, e.b...)
 				}
@@ -185,8 +185,8 @@ func (n *Normalizer) encodeChunk(e chunkEdit) []byte {
 		b = append(b, `"id":`...)
 		b = append(b, n.headID...)
 	}
-	n.out1 = append(b, '}')
-	return n.out1
+	n.s.out1 = append(b, '}')
+	return n.s.out1
 }
 
 // takeUsage records a chunk's usage as a snapshot (A25).

@@ -8,7 +8,7 @@ import (
 // tool-call fragments (through the collector).
 
 type delta struct {
-	rewrite  bool // n.dbuf holds the new delta
+	rewrite  bool // n.s.dbuf holds the new delta
 	heldOnly bool // its only content was held tool-call fragments
 	calls    bool // it carried tool-call fragments
 	cut      bool // the text limit was reached in it
@@ -26,10 +26,10 @@ type deltaEdit struct {
 	renamePos int    // the upstream's reasoning member, moved to the client's
 	moved     []byte // reasoning to add as the client's member, or nil
 	tPos      int    // tool_calls
-	sendCalls int    // canonical fragments in n.tbuf
+	sendCalls int    // canonical fragments in n.s.tbuf
 }
 
-// streamDelta normalizes one choice's delta into n.dbuf: the role the
+// streamDelta normalizes one choice's delta into n.s.dbuf: the role the
 // first delta lacks (A26), reasoning moved to the client's member (A29,
 // A30), choice 0's text kept and limited, tool-call fragments made
 // canonical (docs/spec.md §2) or held.
@@ -37,14 +37,14 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 	if raw[0] != '{' {
 		return d, &ProtocolError{Index: -1, Msg: "a delta must be an object"}
 	}
-	if n.delta, err = parseMembers(n.delta, raw); err != nil {
+	if n.s.delta, err = parseMembers(n.s.delta, raw); err != nil {
 		return d, &ProtocolError{Index: -1, Msg: "a delta must be an object"}
 	}
-	e := deltaEdit{addRole: addRole && index(n.delta, "role") < 0, cPos: index(n.delta, "content"), renamePos: -1, tPos: index(n.delta, "tool_calls")}
+	e := deltaEdit{addRole: addRole && index(n.s.delta, "role") < 0, cPos: index(n.s.delta, "content"), renamePos: -1, tPos: index(n.s.delta, "tool_calls")}
 	if e.addRole {
 		n.fixes[FixMissingRole]++
 	}
-	if e.cPos >= 0 && n.opts.Quirks.ContentBlocks && firstByte(n.delta[e.cPos].value) == '[' {
+	if e.cPos >= 0 && n.opts.Quirks.ContentBlocks && firstByte(n.s.delta[e.cPos].value) == '[' {
 		n.flattenContent(&e, idx)
 	}
 	n.deltaReasoning(&e, idx)
@@ -52,17 +52,17 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 		n.deltaText(&e, &d)
 	}
 	if e.tPos >= 0 {
-		d.calls = !isNull(n.delta[e.tPos].value) && string(n.delta[e.tPos].value) != "[]"
-		n.tbuf = append(n.tbuf[:0], '[')
+		d.calls = !isNull(n.s.delta[e.tPos].value) && string(n.s.delta[e.tPos].value) != "[]"
+		n.s.tbuf = append(n.s.tbuf[:0], '[')
 		if n.opts.Buffer {
-			err = n.holdFragments(n.delta[e.tPos].value)
+			err = n.holdFragments(n.s.delta[e.tPos].value)
 		} else {
-			n.tbuf, e.sendCalls, err = n.collector.appendFragments(n.tbuf, n.delta[e.tPos].value, false)
+			n.s.tbuf, e.sendCalls, err = n.collector.appendFragments(n.s.tbuf, n.s.delta[e.tPos].value, false)
 		}
 		if err != nil {
 			return d, err
 		}
-		n.tbuf = append(n.tbuf, ']')
+		n.s.tbuf = append(n.s.tbuf, ']')
 	}
 	if !e.addRole && e.content == nil && e.moved == nil && e.renamePos < 0 && e.tPos < 0 && !e.blocks {
 		return d, nil
@@ -77,10 +77,10 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 func (n *Normalizer) deltaReasoning(e *deltaEdit, idx int) {
 	switch n.opts.ReasoningIn {
 	case ReasoningThink:
-		if e.blocks || e.cPos < 0 || len(n.delta[e.cPos].value) <= 2 || n.delta[e.cPos].value[0] != '"' {
+		if e.blocks || e.cPos < 0 || len(n.s.delta[e.cPos].value) <= 2 || n.s.delta[e.cPos].value[0] != '"' {
 			return
 		}
-		r, c := n.think.Split(stringOf2(n.delta[e.cPos].value))
+		r, c := n.think.Split(stringOf2(n.s.delta[e.cPos].value))
 		if n.keepText && idx == 0 {
 			n.text.WriteString(c)
 			n.textChars += utf8.RuneCountInString(c)
@@ -92,11 +92,11 @@ func (n *Normalizer) deltaReasoning(e *deltaEdit, idx int) {
 		}
 	case ReasoningField:
 		if n.out != "reasoning" {
-			e.renamePos = index(n.delta, "reasoning")
+			e.renamePos = index(n.s.delta, "reasoning")
 		}
 	case ReasoningContent:
 		if n.out != "reasoning_content" {
-			e.renamePos = index(n.delta, "reasoning_content")
+			e.renamePos = index(n.s.delta, "reasoning_content")
 		}
 	}
 }
@@ -105,7 +105,7 @@ func (n *Normalizer) deltaReasoning(e *deltaEdit, idx int) {
 // limit (the content then becomes what fits).
 func (n *Normalizer) deltaText(e *deltaEdit, d *delta) {
 	if e.cPos >= 0 {
-		content := n.delta[e.cPos].value
+		content := n.s.delta[e.cPos].value
 		if e.blocks {
 			content = e.content
 		}
@@ -125,42 +125,42 @@ func (n *Normalizer) deltaText(e *deltaEdit, d *delta) {
 	if n.opts.ReasoningIn == ReasoningField {
 		in = "reasoning"
 	}
-	if v, ok := stringViewOf(lookup(n.delta, in)); ok {
+	if v, ok := stringViewOf(lookup(n.s.delta, in)); ok {
 		n.reasoning.WriteString(v)
 	}
 }
 
-// encodeDelta writes the edited delta into n.dbuf.
+// encodeDelta writes the edited delta into n.s.dbuf.
 func (n *Normalizer) encodeDelta(e *deltaEdit, d *delta) {
 	d.rewrite = true
 	says := false // the new delta carries something other than null or ""
-	b := append(n.dbuf[:0], '{')
+	b := append(n.s.dbuf[:0], '{')
 	if e.addRole {
 		b = append(b, `"role":"assistant"`...)
 		says = true
 	}
-	for i := range n.delta {
+	for i := range n.s.delta {
 		if i == e.renamePos || i == e.tPos && e.sendCalls == 0 {
 			continue
 		}
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = n.delta[i].appendKey(b)
+		b = n.s.delta[i].appendKey(b)
 		b = append(b, ':')
-		v := n.delta[i].value
+		v := n.s.delta[i].value
 		switch {
 		case i == e.cPos && e.content != nil:
 			v = e.content
 		case i == e.tPos:
-			v = n.tbuf
+			v = n.s.tbuf
 		}
 		b = append(b, v...)
 		says = says || string(v) != "null" && string(v) != `""`
 	}
 	moved := e.moved
 	if e.renamePos >= 0 {
-		moved = n.delta[e.renamePos].value
+		moved = n.s.delta[e.renamePos].value
 	}
 	if moved != nil {
 		if len(b) > 1 {
@@ -171,8 +171,8 @@ func (n *Normalizer) encodeDelta(e *deltaEdit, d *delta) {
 		b = append(b, moved...)
 		says = says || string(moved) != "null" && string(moved) != `""`
 	}
-	n.dbuf = append(b, '}')
-	d.empty = len(n.dbuf) == 2
+	n.s.dbuf = append(b, '}')
+	d.empty = len(n.s.dbuf) == 2
 	d.heldOnly = e.tPos >= 0 && e.sendCalls == 0 && !says
 }
 

@@ -59,7 +59,7 @@ func (n *Normalizer) state() chunkState {
 // fromTemplate sends data through the template when it fits: it returns
 // what to send and whether it did.
 func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
-	t := &n.tmpl
+	t := &n.s.tmpl
 	p, s := len(t.prefix), len(t.suffix)
 	if len(data) < p+s || !bytes.Equal(data[:p], t.prefix) || !bytes.Equal(data[len(data)-s:], t.suffix) {
 		return nil, false
@@ -93,10 +93,10 @@ func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
 	if t.same {
 		return data, true
 	}
-	b := append(n.out1[:0], t.out[0]...)
+	b := append(n.s.out1[:0], t.out[0]...)
 	b = append(b, data[p:end-1]...)
-	n.out1 = append(b, t.out[1]...)
-	return n.out1, true
+	n.s.out1 = append(b, t.out[1]...)
+	return n.s.out1, true
 }
 
 // noteTemplate makes data, which the full path just made out of from
@@ -110,33 +110,33 @@ func (n *Normalizer) noteTemplate(data, out []byte, before chunkState) {
 	}
 	after.fixes, before.fixes = Fixes{}, Fixes{}
 	if n.opts.ReasoningIn == ReasoningThink || !before.seen || after != before ||
-		len(n.elems) != 1 || len(n.delta) != 1 || string(lookup(n.choice, "index")) != "0" ||
-		!isNull(lookup(n.choice, "finish_reason")) || lookup(n.top, "usage") != nil {
+		len(n.s.elems) != 1 || len(n.s.delta) != 1 || string(lookup(n.s.choice, "index")) != "0" ||
+		!isNull(lookup(n.s.choice, "finish_reason")) || lookup(n.s.top, "usage") != nil {
 		return
 	}
 	var v []byte
-	switch n.delta[0].key {
+	switch n.s.delta[0].key {
 	case "content":
-		v, n.tmpl.kind = n.delta[0].value, textTemplate
+		v, n.s.tmpl.kind = n.s.delta[0].value, textTemplate
 	case "tool_calls":
 		c := &n.collector
 		if n.opts.Buffer || len(c.frag) != 2 || len(c.fn) != 1 || c.fn[0].key != "arguments" ||
 			index(c.frag, "index") < 0 || index(c.frag, "function") < 0 || c.last == nil || !c.last.started {
 			return
 		}
-		if !oneElement(n.delta[0].value) {
+		if !oneElement(n.s.delta[0].value) {
 			return
 		}
-		v, n.tmpl.kind, n.tmpl.call = c.fn[0].value, argsTemplate, c.last
+		v, n.s.tmpl.kind, n.s.tmpl.call = c.fn[0].value, argsTemplate, c.last
 	default:
 		return
 	}
 	start := cap(data) - cap(v) // v is a slice of data
 	if len(v) < 2 || v[0] != '"' || start <= 0 || start+len(v) > len(data) || unsafe.SliceData(data[start:]) != unsafe.SliceData(v) {
-		n.tmpl.kind = noTemplate
+		n.s.tmpl.kind = noTemplate
 		return
 	}
-	t := &n.tmpl
+	t := &n.s.tmpl
 	t.fixes, t.same = fixes, bytes.Equal(out, data)
 	if !t.same {
 		at := bytes.Index(out, v)

@@ -155,7 +155,7 @@ func TestTemplateUsed(t *testing.T) {
 				break
 			}
 			all++
-			if n.tmpl.kind == noTemplate || !n.fromTemplateProbe([]byte(p)) {
+			if n.s == nil || n.s.tmpl.kind == noTemplate || !n.fromTemplateProbe([]byte(p)) {
 				full++
 			}
 			if _, _, err := n.Chunk([]byte(p)); err != nil {
@@ -175,7 +175,7 @@ func TestTemplateUsed(t *testing.T) {
 // fromTemplateProbe reports whether data fits the template, changing
 // nothing.
 func (n *Normalizer) fromTemplateProbe(data []byte) bool {
-	t := &n.tmpl
+	t := &n.s.tmpl
 	p, s := len(t.prefix), len(t.suffix)
 	if len(data) < p+s || !bytes.Equal(data[:p], t.prefix) || !bytes.Equal(data[len(data)-s:], t.suffix) {
 		return false

@@ -20,17 +20,17 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 	if !Valid(b) {
 		return nil, &IncompleteError{Upstream: n.opts.Upstream, Err: errors.New("the response is not valid JSON")}
 	}
-	if n.resting {
+	if n.s == nil {
 		n.wake()
 	}
-	if n.top == nil {
-		n.top = make([]member, 0, smallObject)
+	if n.s.top == nil {
+		n.s.top = make([]member, 0, smallObject)
 	}
-	top, err := parseMembers(n.top, b)
+	top, err := parseMembers(n.s.top, b)
 	if err != nil {
 		return b, nil // not an object: no choice, no finish reason, for the judge to refuse
 	}
-	n.top = top
+	n.s.top = top
 	n.collector.seed = string(lookup(top, "id"))
 	n.model = lookup(top, "model")
 	if v := lookup(top, "error"); !isNull(v) {
@@ -44,14 +44,14 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 		return b, nil
 	}
 	var ok bool
-	if n.elems, ok = n.elements(choices); !ok || len(n.elems) == 0 {
+	if n.s.elems, ok = n.elements(choices); !ok || len(n.s.elems) == 0 {
 		return b, nil
 	}
 	q := n.opts.Quirks
 	var first []byte // choice 0 as it goes out
-	first = n.elems[0].b
+	first = n.s.elems[0].b
 	merged := false
-	if len(n.elems) > 1 && n.opts.SingleChoice && q.Chunks {
+	if len(n.s.elems) > 1 && n.opts.SingleChoice && q.Chunks {
 		if m, ok := n.mergeChoices(); ok {
 			first, merged = m, true
 			n.fixes[FixMergedChoices]++
@@ -73,20 +73,20 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 func (n *Normalizer) encodeWhole(b, choice []byte, merged bool) []byte {
 	out := make([]byte, 0, len(b)+64)
 	out = append(out, '{')
-	for i := range n.top {
+	for i := range n.s.top {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = n.top[i].appendKey(out)
+		out = n.s.top[i].appendKey(out)
 		out = append(out, ':')
-		if n.top[i].key != "choices" {
-			out = append(out, n.top[i].value...)
+		if n.s.top[i].key != "choices" {
+			out = append(out, n.s.top[i].value...)
 			continue
 		}
 		out = append(out, '[')
 		out = append(out, choice...)
 		if !merged {
-			for _, e := range n.elems[1:] {
+			for _, e := range n.s.elems[1:] {
 				out = append(out, ',')
 				out = append(out, e.b...)
 			}
@@ -200,7 +200,7 @@ func (n *Normalizer) moveWholeReasoning(o *Object) bool {
 // reports false, changing nothing, when a choice is not of that shape.
 func (n *Normalizer) mergeChoices() ([]byte, bool) {
 	var calls []byte
-	for k, e := range n.elems {
+	for k, e := range n.s.elems {
 		c, err := ParseObject(e.b)
 		if err != nil {
 			return nil, false
@@ -225,7 +225,7 @@ func (n *Normalizer) mergeChoices() ([]byte, bool) {
 			calls = append(calls, call...)
 		}
 	}
-	out, ok := SetMember(n.elems[0].b, append(append([]byte{'['}, calls...), ']'), "message", "tool_calls")
+	out, ok := SetMember(n.s.elems[0].b, append(append([]byte{'['}, calls...), ']'), "message", "tool_calls")
 	return out, ok
 }
 
