@@ -72,6 +72,7 @@ func New(t Target) *Client {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = 256
 	tr.IdleConnTimeout = 90 * time.Second
+	tr.ReadBufferSize = readBufferSize
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	freshTr := tr.Clone()
 	freshTr.DisableKeepAlives = true
@@ -220,6 +221,13 @@ func retryInfo(body []byte) time.Duration {
 	}
 	return 0
 }
+
+// readBufferSize is the upstream connection's read buffer: 2 KB, not
+// net/http's 4 KB. A stream's events are read in bulk past it (the event
+// reader's reads of 32 KB go straight to the connection while the
+// upstream is busy), so it serves the small reads of an idle stream, which
+// holds it for as long as it waits.
+const readBufferSize = 2 << 10
 
 // smallBody is the largest request body sent from a bytes.Reader, which
 // the transport writes in one system call with the headers when both fit
