@@ -58,6 +58,13 @@
 // and arguments, held members), so the view is enough; a Normalizer is
 // released to a pool when its stream ends ([Normalizer.Release]).
 //
+// A stream waiting for its upstream holds its state only: before a read
+// made with nothing unread, the reader puts its buffer back in its pool
+// and waits with a read of its own 64 bytes, and tells the caller
+// ([ReadOptions.BeforeWait]), whose Normalizer then puts back its
+// per-chunk scratch and template ([Normalizer.Rest]); both are taken
+// again for the next event.
+//
 // # One normalizer
 //
 // Every upstream answer, streamed or whole, goes through one [Normalizer]
