@@ -53,6 +53,10 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	}()
 	sse := wire.NewWriter(dw)
 	sse.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
+	// A chat stream's [DONE] (or error event) leaves with the response's
+	// end, which follows at once; the other APIs store the response after
+	// their last event, which must not wait for that.
+	sse.LeaveLast = x.resp == nil && x.msg == nil
 	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: sse, sse: sse}
 	defer s.n.Release() // after the record has what it needs of it, below
 	if tr := t.plan.upstream.translator; tr != nil {

@@ -38,7 +38,12 @@ type Writer struct {
 	// one per event — and none is held while the caller waits (see
 	// FlushBeforeRead).
 	Lazy bool
-	err  error // the sink's first error: every later Send or Flush reports it
+	// LeaveLast writes the terminal event (Done, Fail) to the sink without
+	// flushing it: a caller that ends the response right after lets the
+	// HTTP server send it with the response's own end (the chunked
+	// encoding's last chunk), in one write instead of two.
+	LeaveLast bool
+	err       error // the sink's first error: every later Send or Flush reports it
 }
 
 // MaxBatch is the most a Lazy Writer gathers before it writes to its sink
@@ -96,11 +101,15 @@ func (w *Writer) SendEvent(name string, data []byte) error {
 	if w.Lazy && !w.ended && len(buf) < MaxBatch {
 		return nil
 	}
-	return w.Flush()
+	return w.write(!(w.ended && w.LeaveLast))
 }
 
 // Flush writes and flushes what Lazy mode gathered, if anything.
-func (w *Writer) Flush() error {
+func (w *Writer) Flush() error { return w.write(true) }
+
+// write writes what was gathered, if anything, and flushes the sink if
+// flush is set.
+func (w *Writer) write(flush bool) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -110,8 +119,10 @@ func (w *Writer) Flush() error {
 	buf := *w.buf
 	if _, err := w.sink.Write(buf); err != nil {
 		w.err = err
-	} else if err := w.sink.Flush(); err != nil {
-		w.err = err
+	} else if flush {
+		if err := w.sink.Flush(); err != nil {
+			w.err = err
+		}
 	}
 	w.release()
 	return w.err

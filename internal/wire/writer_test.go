@@ -157,3 +157,30 @@ func TestFlushBeforeReadBulk(t *testing.T) {
 		t.Errorf("after a short read: busy %v, bulk held %v", r.busy, r.bulk != nil)
 	}
 }
+
+// LeaveLast writes the terminal event, and what was gathered before it,
+// in one write that it does not flush (the server ends the response with
+// it); without it the terminal event is flushed.
+func TestWriterLeaveLast(t *testing.T) {
+	for _, tc := range []struct {
+		leave       bool
+		end         func(*Writer) error
+		wantFlushed int
+	}{
+		{true, (*Writer).Done, 0},
+		{false, (*Writer).Done, 1},
+		{true, func(w *Writer) error { return w.Fail(ErrorBody{}) }, 0},
+		{false, func(w *Writer) error { return w.Fail(ErrorBody{}) }, 1},
+	} {
+		sink := &flushSink{}
+		w := NewWriter(sink)
+		w.Lazy, w.LeaveLast = true, tc.leave
+		w.Send([]byte("one"))
+		if err := tc.end(w); err != nil {
+			t.Fatal(err)
+		}
+		if sink.written != 1 || sink.flushed != tc.wantFlushed {
+			t.Errorf("LeaveLast %v: %d writes, %d flushes; want 1 and %d", tc.leave, sink.written, sink.flushed, tc.wantFlushed)
+		}
+	}
+}
