@@ -47,10 +47,11 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	rc := http.NewResponseController(x.w)
 	dw := &deadlineWriter{w: x.w, rc: rc, idle: g.cfg.Server.WriteIdleTimeout, header: t.resp.Header}
 	stop := context.AfterFunc(x.r.Context(), func() { rc.SetWriteDeadline(time.Now()) }) // unblock a stalled write
-	defer func() {
-		stop()
-		rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
-	}()
+	// The last write's deadline is left in place: it also covers what the
+	// server writes once the handler returns (the end of the chunked body,
+	// and a chat stream's last event with it), and net/http clears it
+	// after that, before the connection serves another request.
+	defer stop()
 	sse := wire.NewWriter(dw)
 	sse.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
 	// A chat stream's [DONE] (or error event) leaves with the response's

@@ -2,16 +2,20 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testing/wait"
 )
@@ -85,4 +89,107 @@ func TestWriteIdleTimeout(t *testing.T) {
 			t.Errorf("access %v", a)
 		}
 	})
+}
+
+// The deadline of a stream's last write also covers what the server
+// writes once the handler has returned (the end of the chunked body, with
+// a chat stream's [DONE]): a client that stops reading just then is cut
+// after server.write_idle_timeout, not held without a deadline.
+func TestWriteIdleTimeoutAtTheEnd(t *testing.T) {
+	up := httptest.NewServer(sim.New(sim.Options{}))
+	defer up.Close()
+	stalling := &stallingListener{}
+	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig+"server: {write_idle_timeout: 300ms}\n",
+		gatewaytest.Options{Listener: func(l net.Listener) net.Listener { stalling.Listener = l; return stalling }})
+	resp := e.Post(t, `{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	defer resp.Body.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the stream ended whole although its last write stalled")
+		}
+	case <-time.After(wait.Patience):
+		stalling.closeAll() // else the server would wait for the stalled write for ever
+		t.Fatal("the stalled end of the stream was not cut: it had no write deadline")
+	}
+}
+
+// stallingListener's connections stall the write that ends a chunked
+// body, as a client that stopped reading just then would make it: the
+// write waits for the connection's write deadline, or for ever.
+type stallingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []*stallingConn
+}
+
+func (l *stallingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	sc := &stallingConn{Conn: c, closed: make(chan struct{})}
+	l.mu.Lock()
+	l.conns = append(l.conns, sc)
+	l.mu.Unlock()
+	return sc, nil
+}
+
+func (l *stallingListener) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+}
+
+type stallingConn struct {
+	net.Conn
+	mu       sync.Mutex
+	deadline time.Time
+	closed   chan struct{}
+	once     sync.Once
+}
+
+func (c *stallingConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *stallingConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *stallingConn) Write(p []byte) (int, error) {
+	if !bytes.HasSuffix(p, []byte("0\r\n\r\n")) {
+		return c.Conn.Write(p)
+	}
+	c.mu.Lock()
+	dl := c.deadline
+	c.mu.Unlock()
+	var expired <-chan time.Time // nil: no deadline, the write waits for ever
+	if !dl.IsZero() {
+		expired = time.After(time.Until(dl))
+	}
+	select {
+	case <-expired:
+		return 0, os.ErrDeadlineExceeded
+	case <-c.closed:
+		return 0, net.ErrClosed
+	}
+}
+
+func (c *stallingConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -75,6 +76,9 @@ type Options struct {
 	Gateway func(*gateway.Options)
 	// Level is the least level observed in Logs; default info.
 	Level zapcore.Level
+	// Listener wraps the gateway's listener (connections that misbehave
+	// as a test needs).
+	Listener func(net.Listener) net.Listener
 }
 
 // Start runs the gateway with config yaml, where UPSTREAM_URL stands for
@@ -108,6 +112,9 @@ func Start(t testing.TB, upstreamURL, yaml string, opts ...Options) *Env {
 	}
 	srv := httptest.NewUnstartedServer(nil)
 	srv.Config = gateway.NewServer(cfg.Server, g, pending, nil)
+	if o.Listener != nil {
+		srv.Listener = o.Listener(srv.Listener)
+	}
 	srv.Start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 2048}
 	answered := &atomic.Int64{}
