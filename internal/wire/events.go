@@ -107,7 +107,7 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 // goes into the reader's own waitReadSize bytes; a buffer is taken again
 // once it returns. An idle stream therefore holds no buffer — what LLM
 // streams mostly are — at the cost of one more read of the body (which the
-// upstream connection's own 4 KB buffer serves without a system call) per
+// upstream connection's own buffer serves without a system call) per
 // burst. 1 KB holds a few of the events LLM providers send.
 const (
 	readBufSize  = 1 << 10
