@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"time"
 )
 
@@ -80,8 +81,11 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 	if len(checks) == 0 {
 		return out, nil
 	}
-	var counts [4]Count
-	refused, err := store.Admit(ctx, checks, counts[:])
+	// The store takes the checks and counts on the heap: copied there only
+	// for a request that has any, so buf stays on the stack.
+	held := slices.Clone(checks)
+	counts := make([]Count, len(held))
+	refused, err := store.Admit(ctx, held, counts)
 	if err != nil {
 		return out, err
 	}
