@@ -111,30 +111,6 @@ func betas(x *exchange, up *upstreamPlan) http.Header {
 	return http.Header{"Anthropic-Beta": v}
 }
 
-// messagesOut is the client's side of a Messages API stream.
-type messagesOut struct {
-	w *wire.Writer
-	s *messages.Stream
-}
-
-func (o messagesOut) Send(chunk []byte) error { return o.s.Send(chunk) }
-func (o messagesOut) Committed() bool         { return o.w.Committed() }
-
-// Done and Fail end the response, its last events flushed at once.
-func (o messagesOut) Done() error {
-	if err := o.s.Done(); err != nil {
-		return err
-	}
-	return o.w.Flush()
-}
-
-func (o messagesOut) Fail(body wire.ErrorBody) error {
-	if err := o.s.Fail(body); err != nil {
-		return err
-	}
-	return o.w.Flush()
-}
-
 // countTokens serves POST /v1/messages/count_tokens: from the upstream's
 // own endpoint for an anthropic upstream, else the gateway's estimate
 // (four characters of the request's text to a token).

@@ -206,28 +206,3 @@ func (g *Gateway) storedResponse(w http.ResponseWriter, r *http.Request, rec *ob
 	rec.BytesOut = int64(n)
 	end(rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK})
 }
-
-// responsesOut writes a chat stream to a Responses API client: the
-// normalized chunks become Responses events.
-type responsesOut struct {
-	w *wire.Writer
-	s *responses.Stream
-}
-
-func (o responsesOut) Send(chunk []byte) error { return o.s.Chunk(chunk) }
-func (o responsesOut) Committed() bool         { return o.w.Committed() }
-
-// Done and Fail end the response, its last events flushed at once.
-func (o responsesOut) Done() error {
-	if err := o.s.Done(); err != nil {
-		return err
-	}
-	return o.w.Flush()
-}
-
-func (o responsesOut) Fail(body wire.ErrorBody) error {
-	if err := o.s.Fail(body); err != nil {
-		return err
-	}
-	return o.w.Flush()
-}

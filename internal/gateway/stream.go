@@ -54,10 +54,6 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	defer stop()
 	sse := wire.NewWriter(dw)
 	sse.Lazy = true // flushed before each read of the upstream: a burst leaves as one write, nothing waits
-	// A chat stream's [DONE] (or error event) leaves with the response's
-	// end, which follows at once; the other APIs store the response after
-	// their last event, which must not wait for that.
-	sse.LeaveLast = x.resp == nil && x.msg == nil
 	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: sse, sse: sse}
 	defer s.n.Release() // after the record has what it needs of it, below
 	if tr := t.plan.upstream.translator; tr != nil {
@@ -67,9 +63,14 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	switch {
 	case x.resp != nil:
 		enc = responses.NewStream(x.resp.meta, sse)
-		s.out = responsesOut{w: sse, s: enc}
+		s.out = encodedOut{w: sse, enc: enc}
 	case x.msg != nil:
-		s.out = messagesOut{w: sse, s: messages.NewStream(x.msg.meta, sse)}
+		s.out = encodedOut{w: sse, enc: messages.NewStream(x.msg.meta, sse)}
+	default:
+		// A chat stream's [DONE] (or error event) leaves with the
+		// response's end, which follows at once (encodedOut flushes its
+		// last events: the response is stored after them).
+		sse.LeaveLast = true
 	}
 	sawDone, readErr, chunkErr := s.pump(ctx)
 	err := g.endStream(s, sawDone, readErr, chunkErr)
@@ -292,13 +293,47 @@ func (g *Gateway) failStream(s *relay, err error, deferFail bool) error {
 }
 
 // clientStream is the client's side of a stream, in its API's words:
-// chat completion chunks (a *wire.Writer), or Responses events
-// (responsesOut).
+// chat completion chunks (a *wire.Writer), or Responses or Messages events
+// (encodedOut).
 type clientStream interface {
 	Send(chunk []byte) error
 	Committed() bool
 	Done() error
 	Fail(body wire.ErrorBody) error
+}
+
+// encodedOut is the client's side of a stream in another API's events
+// (Responses, Messages): each chunk goes through the API's encoder, and
+// its last events are flushed at once, since the response may be stored
+// after them.
+type encodedOut struct {
+	w   *wire.Writer
+	enc apiStream
+}
+
+// apiStream is a client API's stream encoder (responses.Stream,
+// messages.Stream).
+type apiStream interface {
+	Chunk(chunk []byte) error
+	Done() error
+	Fail(body wire.ErrorBody) error
+}
+
+func (o encodedOut) Send(chunk []byte) error { return o.enc.Chunk(chunk) }
+func (o encodedOut) Committed() bool         { return o.w.Committed() }
+
+func (o encodedOut) Done() error {
+	if err := o.enc.Done(); err != nil {
+		return err
+	}
+	return o.w.Flush()
+}
+
+func (o encodedOut) Fail(body wire.ErrorBody) error {
+	if err := o.enc.Fail(body); err != nil {
+		return err
+	}
+	return o.w.Flush()
 }
 
 // statusSent is the status to record when the client went away: 200 if the

@@ -106,8 +106,8 @@ func (s *Stream) start() error {
 	return s.event("ping", map[string]any{})
 }
 
-// Send takes one chat chunk.
-func (s *Stream) Send(data []byte) error {
+// Chunk takes one chat chunk.
+func (s *Stream) Chunk(data []byte) error {
 	return s.tally.Chunk(data, s.start, s.delta)
 }
 

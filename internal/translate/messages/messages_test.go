@@ -119,7 +119,7 @@ func TestStream(t *testing.T) {
 		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
 		`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}}`,
 	} {
-		if err := s.Send([]byte(c)); err != nil {
+		if err := s.Chunk([]byte(c)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,7 +141,7 @@ func TestStream(t *testing.T) {
 	// A failure after the start: one error event, no message_stop.
 	var failed eventLog
 	f := NewStream(Meta{ID: "msg_2"}, &failed)
-	_ = f.Send([]byte(`{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}`))
+	_ = f.Chunk([]byte(`{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}`))
 	_ = f.Fail(wire.NewError("upstream_error", "upstream_stream_incomplete", "", "cut"))
 	if got := failed.types[len(failed.types)-1]; got != "error" || strings.Contains(strings.Join(failed.types, " "), "message_stop") {
 		t.Errorf("events %v", failed.types)
@@ -165,7 +165,7 @@ func TestThoughts(t *testing.T) {
 		`{"choices":[{"index":0,"delta":{"` + translate.SignatureMember + `":"bW9y"},"finish_reason":null}]}`,
 		`{"choices":[{"index":0,"delta":{"content":"Done."},"finish_reason":"stop"}]}`,
 	} {
-		if err := s.Send([]byte(c)); err != nil {
+		if err := s.Chunk([]byte(c)); err != nil {
 			t.Fatal(err)
 		}
 	}
