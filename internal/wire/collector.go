@@ -216,6 +216,7 @@ type Collector struct {
 	seed   string // the response's id, for synthesized call ids
 	frag   []member
 	fn     []member
+	spare  []*collecting // emptied calls of an earlier response, taken before new ones
 }
 
 type collecting struct {
@@ -541,7 +542,12 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 		if len(c.calls) >= MaxCalls {
 			return nil, &ProtocolError{Index: idx, Msg: fmt.Sprintf("more than %d tool calls in one response", MaxCalls)}
 		}
-		call = &collecting{upIndex: idx, index: len(c.calls)}
+		if k := len(c.spare) - 1; k >= 0 {
+			call, c.spare = c.spare[k], c.spare[:k]
+			call.upIndex, call.index = idx, len(c.calls)
+		} else {
+			call = &collecting{upIndex: idx, index: len(c.calls)}
+		}
 		c.calls = append(c.calls, call)
 		if c.byIdx == nil {
 			c.byIdx = map[int]*collecting{}
@@ -550,6 +556,36 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 	}
 	c.last = call
 	return call, nil
+}
+
+// Bounds on the emptied calls a Collector keeps for the next response: a
+// few calls of ordinary size, so that a stream's calls do not regrow their
+// argument buffers from nothing, while large ones are left to the garbage
+// collector.
+const (
+	maxSpareCalls = 8
+	maxSpareBytes = 32 << 10 // their buffers' capacity, in all
+)
+
+// recycle empties the response's calls into spare, for the next response
+// to take, as far as the bounds allow. Nothing the calls held may be used
+// afterwards (Finish's results are copies).
+func (c *Collector) recycle() {
+	size := 0
+	for _, call := range c.spare {
+		size += call.args.Cap() + call.held.Cap()
+	}
+	for _, call := range c.calls {
+		if len(c.spare) == maxSpareCalls || size+call.args.Cap()+call.held.Cap() > maxSpareBytes {
+			continue
+		}
+		size += call.args.Cap() + call.held.Cap()
+		call.args.Reset()
+		call.held.Reset()
+		*call = collecting{args: call.args, held: call.held}
+		c.spare = append(c.spare, call)
+	}
+	c.calls = nil
 }
 
 // ids returns the calls' ids in canonical order.

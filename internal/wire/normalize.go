@@ -130,7 +130,8 @@ type scratch struct {
 	top, choice, delta, frag, fn []member
 	elems                        []span
 	out1, cbuf, dbuf, tbuf       []byte
-	tmpl                         template // the last chunk, when the next may reuse it
+	tmpl                         template      // the last chunk, when the next may reuse it
+	calls                        []*collecting // emptied calls for the collector (Collector.spare)
 }
 
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
@@ -148,8 +149,8 @@ func (n *Normalizer) Rest() {
 		return
 	}
 	n.s = nil
-	s.frag, s.fn = n.collector.frag[:0], n.collector.fn[:0]
-	n.collector.frag, n.collector.fn = nil, nil
+	s.frag, s.fn, s.calls = n.collector.frag[:0], n.collector.fn[:0], n.collector.spare
+	n.collector.frag, n.collector.fn, n.collector.spare = nil, nil, nil
 	s.tmpl.kind, s.tmpl.call = noTemplate, nil // the call is this stream's
 	if !s.large() {
 		scratches.Put(s)
@@ -159,7 +160,8 @@ func (n *Normalizer) Rest() {
 // wake takes a scratch for the next chunk.
 func (n *Normalizer) wake() {
 	s := scratches.Get().(*scratch)
-	n.collector.frag, n.collector.fn = s.frag[:0], s.fn[:0]
+	n.collector.frag, n.collector.fn, n.collector.spare = s.frag[:0], s.fn[:0], s.calls
+	s.calls = nil
 	n.s = s
 }
 
@@ -197,9 +199,15 @@ func (n *Normalizer) reset(opts Options) {
 // it: nothing n returned that is documented as valid until the next call
 // (Chunk's output, Whole's) may be used afterwards; Result, Usage, Fixes,
 // FinishReason and Model are copies and stay valid. Its scratch goes back
-// to its pool (Rest); a Normalizer that grew large is left to the garbage
-// collector.
+// to its pool (Rest), with its calls emptied for another response to
+// fill; a Normalizer that grew large is left to the garbage collector.
 func (n *Normalizer) Release() {
+	if len(n.collector.calls) > 0 {
+		if n.s == nil {
+			n.wake()
+		}
+		n.collector.recycle() // the calls' buffers go with the scratch, for another response
+	}
 	n.Rest()
 	if cap(n.head) > maxPooledScratch || len(n.finished) > maxPooledScratch/64 {
 		return

@@ -124,7 +124,39 @@ func FuzzTemplate(f *testing.F) {
 		if rested := normalizeAll(NewNormalizer(opts), payloads, true); rested != want {
 			t.Fatalf("options %+v\nresting between chunks:\n%s\nfull path:\n%s", opts, rested, want)
 		}
+		// Calls emptied by an earlier response (Release) and taken again
+		// change nothing either, whatever their buffers held.
+		if reused := normalizeAll(withSpareCalls(opts, payloads), payloads, false); reused != want {
+			t.Fatalf("options %+v\nwith an earlier response's calls:\n%s\nfull path:\n%s", opts, reused, want)
+		}
 	})
+}
+
+// withSpareCalls returns a Normalizer for opts holding, as spares, the
+// calls another one collected from payloads, emptied as Release empties
+// them, the free room of their buffers overwritten.
+func withSpareCalls(opts Options, payloads [][]byte) *Normalizer {
+	prev := NewNormalizer(opts)
+	normalizeAll(prev, payloads, false)
+	if prev.s == nil {
+		prev.wake()
+	}
+	prev.collector.recycle()
+	spare := prev.collector.spare
+	for _, call := range spare {
+		for _, buf := range []*bytes.Buffer{&call.args, &call.held} {
+			b := buf.AvailableBuffer()
+			b = b[:cap(b)]
+			for i := range b {
+				b[i] = 'x'
+			}
+		}
+	}
+	prev.collector.spare = nil
+	n := NewNormalizer(opts)
+	n.wake()
+	n.collector.spare = append(n.collector.spare, spare...)
+	return n
 }
 
 // The template serves ordinary streams: after the first chunk of each
