@@ -142,7 +142,7 @@ func checkArguments(args string, sch *jsonschema.Schema) error {
 // of its cost); text that is not JSON goes to the validator's reader, for
 // the reason it gives.
 func decodeJSON(text string) (any, error) {
-	if v, ok := wire.Value([]byte(text)); ok {
+	if v, ok := wire.ValueString(text); ok {
 		return v, nil
 	}
 	_, err := jsonschema.UnmarshalJSON(strings.NewReader(text))

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Value decodes one JSON text into the values encoding/json gives with
@@ -23,6 +24,12 @@ func Value(b []byte) (v any, ok bool) {
 	}
 	v, _ = value(b, skipSpace(b, 0))
 	return v, true
+}
+
+// ValueString is Value for JSON text held in a string: it reads the
+// string's own bytes, which cannot change, without copying them.
+func ValueString(s string) (v any, ok bool) {
+	return Value(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // value decodes the valid JSON value at b[i] and returns where it ends.
