@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -203,8 +204,8 @@ func (r *Record) Log(l *zap.Logger) {
 	if ce == nil {
 		return
 	}
-	fields := make([]zap.Field, 0, 20)
-	fields = append(fields,
+	pooled := fieldSlices.Get().(*[]zap.Field)
+	fields := append((*pooled)[:0],
 		zap.String("request_id", r.RequestID),
 		zap.String("method", r.Method),
 		zap.String("path", r.Path),
@@ -249,8 +250,15 @@ func (r *Record) Log(l *zap.Logger) {
 		fields = append(fields, zap.String("attempt_outcomes", r.AttemptLog()))
 	}
 	fields = nonEmpty(fields, "invalid_arguments", clip(r.Arguments), "error_kind", r.ErrorKind, "error", clip(r.Error))
-	ce.Write(fields...)
+	ce.Write(fields...) // the encoders copy what they keep
+	clear(fields)
+	*pooled = fields[:0]
+	fieldSlices.Put(pooled)
 }
+
+// fieldSlices hold the access line's fields while it is written: one
+// slice per line written at a time, rather than one per request.
+var fieldSlices = sync.Pool{New: func() any { s := make([]zap.Field, 0, 32); return &s }}
 
 // maxField bounds the free-text fields of the access line (the error, the
 // argument validation failures), which may quote what a client sent.
