@@ -35,6 +35,7 @@ type template struct {
 	same   bool        // the chunk goes out as it came
 	out    [2][]byte   // else: what goes out before and after the string
 	fixes  Fixes       // the fixes the chunk applies
+	fixed  bool        // fixes has any
 	call   *collecting // argsTemplate: the call the arguments go to
 }
 
@@ -87,8 +88,10 @@ func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
 		c.args.Write(appendUnquoted(c.args.AvailableBuffer(), data, p-1, end))
 		n.collector.last = c
 	}
-	for k, d := range t.fixes {
-		n.fixes[k] += d
+	if t.fixed {
+		for k, d := range t.fixes {
+			n.fixes[k] += d
+		}
 	}
 	if t.same {
 		return data, true
@@ -137,7 +140,7 @@ func (n *Normalizer) noteTemplate(data, out []byte, before chunkState) {
 		return
 	}
 	t := &n.s.tmpl
-	t.fixes, t.same = fixes, bytes.Equal(out, data)
+	t.fixes, t.fixed, t.same = fixes, fixes != Fixes{}, bytes.Equal(out, data)
 	if !t.same {
 		at := bytes.Index(out, v)
 		if at < 0 || bytes.Contains(out[at+1:], v) {
