@@ -27,10 +27,11 @@ type goBenchmark struct {
 }
 
 // goBenchmarks are the Go benchmarks behind the per-chunk, long-stream
-// and hostile-input targets.
+// and hostile-input targets, and the tool-call stream in process (the
+// tool-call point without the processes' noise; no target).
 var goBenchmarks = []goBenchmark{
 	{"./internal/wire/", "BenchmarkChunk$", nil},
-	{"./internal/gateway/", "BenchmarkChatStream1000$", nil},
+	{"./internal/gateway/", "BenchmarkChatStream1000$|BenchmarkChatToolCalls$", nil},
 	// One round: each shape is served several times inside it.
 	{"./internal/testing/faults/", "BenchmarkHostileCPU$", []string{"-benchtime", "1x"}},
 }

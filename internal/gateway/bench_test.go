@@ -38,9 +38,15 @@ func benchTargets(b *testing.B, chunks int) map[string]string {
 // benchGateway runs toolgate (access log on, at info, to io.Discard;
 // metrics on) in front of upstream and returns its URL.
 func benchGateway(b *testing.B, upstream string) string {
+	return benchGatewayRoute(b, upstream, "")
+}
+
+// benchGatewayRoute is benchGateway with more settings for its one route
+// (YAML flow members, after a comma).
+func benchGatewayRoute(b *testing.B, upstream, route string) string {
 	cfg, err := config.Parse([]byte(`
 upstreams: [{name: sim, url: "`+upstream+`/v1"}]
-routes: [{model: "*", upstream: sim}]
+routes: [{model: "*", upstream: sim`+route+`}]
 `), func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
@@ -64,7 +70,10 @@ func benchChat(b *testing.B, stream bool, chunks int) {
 }
 
 func benchBody(b *testing.B, body []byte, chunks int) {
-	targets := benchTargets(b, chunks)
+	benchTargetsBody(b, benchTargets(b, chunks), body)
+}
+
+func benchTargetsBody(b *testing.B, targets map[string]string, body []byte) {
 	for _, name := range []string{"direct", "reverseproxy", "toolgate"} {
 		b.Run(name, func(b *testing.B) {
 			tr := &http.Transport{MaxIdleConnsPerHost: 16}
@@ -104,6 +113,19 @@ func BenchmarkChatStream(b *testing.B) { benchChat(b, true, 50) }
 
 // BenchmarkChatStream1000 measures one 1000-chunk streamed request end to end.
 func BenchmarkChatStream1000(b *testing.B) { benchChat(b, true, 1000) }
+
+// BenchmarkChatToolCalls measures one stream of four parallel tool calls
+// (the simulator's sim-parallel script, 50 argument fragments each) end
+// to end, through a route with the settings of make bench's tool-call
+// point (repair, the session policy, arguments checked against the
+// tool's schema): in process, the same comparison with less noise.
+func BenchmarkChatToolCalls(b *testing.B) {
+	targets := benchTargets(b, 50)
+	u, _ := url.Parse(targets["direct"])
+	targets["toolgate"] = benchGatewayRoute(b, u.String(), ", repair: fix, policy: session, validate_arguments: annotate")
+	body := []byte(`{"model":"sim-parallel","stream":true,"messages":[{"role":"user","content":"Weather in four cities, please."}],"tools":[` + sim.WeatherTool + `]}`)
+	benchTargetsBody(b, targets, body)
+}
 
 // BenchmarkTTFT measures the time to the first content token, directly
 // against the simulator and through toolgate, in one run. The simulator
