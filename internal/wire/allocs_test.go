@@ -56,10 +56,10 @@ func TestChunkAllocs(t *testing.T) {
 // chunk: a stream of 2,000 chunks allocates what one of 200 does. A tool
 // call's arguments, which the collector must hold, go into a buffer an
 // earlier stream's call grew (Collector.recycle): without it, the longer
-// stream's buffer would regrow by doubling, some twenty allocations more. A stream whose events arrive one
-// read each, the reader letting go of its buffer and the normalizer of
-// its scratch before every read (as an idle stream does), allocates no
-// more than one read in bulk.
+// stream's buffer would regrow by doubling, some twenty allocations more.
+// A stream whose events arrive one read each, the reader letting go of
+// its buffer and the normalizer of its scratch before every read (as an
+// idle stream does), allocates no more than one read in bulk.
 func TestStreamAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items: make test runs this test without it too")
