@@ -22,7 +22,7 @@ import (
 func (g *Gateway) whole(x *exchange, t *try) error {
 	up := t.plan.upstream
 	n := wire.NewNormalizer(t.plan.normalizer(t.prepared))
-	defer n.Release() // once the answer, which may be its bytes, is written and stored
+	defer n.Release() // Whole answers with the upstream's body or a new slice, never n's memory
 	b, err := io.ReadAll(io.LimitReader(t.resp.Body, up.maxResponse+1))
 	var answer translate.Answer
 	sent := b // the upstream's own answer, for a client of its protocol
