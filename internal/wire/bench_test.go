@@ -132,3 +132,52 @@ func BenchmarkEvents(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEventsLineEnds reads the tool-call stream of BenchmarkEvents
+// with each line end written as LF, CRLF and CR, the last with every data
+// line cut in one-byte lines (the same bytes, 40 times the lines): the
+// reader searches each byte once for each line-end byte, so the cost per
+// byte stays that of an LF stream whatever the line ends are. ns/op is per
+// stream.
+func BenchmarkEventsLineEnds(b *testing.B) {
+	lf := benchStream(1000, true)
+	var short strings.Builder
+	for _, line := range strings.Split(lf, "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && len(data) > 1 && data != "[DONE]" {
+			short.WriteString("data: " + data[:1])
+			for _, c := range []byte(data[1:]) {
+				short.WriteString("\rdata:" + string(c))
+			}
+			short.WriteString("\r")
+			continue
+		}
+		short.WriteString(line + "\r")
+	}
+	for _, c := range []struct{ name, body string }{
+		{"lf", lf},
+		{"crlf", strings.ReplaceAll(lf, "\n", "\r\n")},
+		{"cr", strings.ReplaceAll(lf, "\n", "\r")},
+		{"cr-short-lines", short.String()},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(c.body)))
+			r := strings.NewReader(c.body)
+			for b.Loop() {
+				r.Reset(c.body)
+				n := 0
+				for ev, err := range Events(context.Background(), r, ReadOptions{}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					if n++; ev.Done {
+						break
+					}
+				}
+				if n != 1004 {
+					b.Fatalf("%d events, want 1004", n)
+				}
+			}
+		})
+	}
+}

@@ -79,7 +79,8 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 		e.beforeWait = opts.BeforeWait
 		defer e.release()
 		for {
-			ev, err := e.next()
+			err := e.next()
+			ev := e.ev
 			switch {
 			case ctx.Err() != nil:
 				yield(Event{}, context.Cause(ctx))
@@ -132,8 +133,8 @@ var (
 // It reads into one buffer and yields views into it: a single-line data
 // event (what every LLM provider sends) is never copied; the lines of a
 // multi-line one are joined in one reused buffer. Each byte is searched
-// once for a line end, with bytes.IndexByte, however many reads a line
-// spans.
+// at most once for '\n' and once for '\r', with bytes.IndexByte, however
+// many reads a line spans and whichever line ends the stream uses.
 type eventReader struct {
 	r          io.Reader
 	buf        []byte             // len(buf) == cap(buf); buf[pos:end] is unread; nil while nothing is
@@ -141,7 +142,7 @@ type eventReader struct {
 	beforeWait Rester             // ReadOptions.BeforeWait
 	wait       [waitReadSize]byte // a read after the buffer went back goes here
 	pos, end   int
-	scan       int // buf[pos:scan] holds no line end (searched already)
+	lf, cr     mark // where the next '\n' and '\r' are, as far as searched
 	max        int
 	err        error // a read error, reported once the buffer is used up
 	empties    int   // reads in a row that returned nothing
@@ -157,6 +158,7 @@ type eventReader struct {
 	joined   []byte // the data lines joined, reused
 	typ      []byte // the event field's value, reused
 	typeSeen bool
+	ev       Event // the event read last
 }
 
 func newEventReader(r io.Reader, max int) *eventReader {
@@ -176,32 +178,32 @@ func (e *eventReader) release() {
 	readers.Put(e)
 }
 
-// next returns the next event, or io.EOF at a clean end of the stream, or
-// the error that ended it.
-func (e *eventReader) next() (Event, error) {
+// next reads the next event into e.ev, or returns io.EOF at a clean end of
+// the stream, or the error that ended it.
+func (e *eventReader) next() error {
 	for {
 		if !e.started && !e.skipBOM() {
 			if err := e.fill(); err != nil {
-				return Event{}, err
+				return err
 			}
 			continue
 		}
 		start, n, ok := e.line()
 		if !ok {
 			if e.size+(e.end-e.pos) > e.max {
-				return Event{}, ErrEventTooLarge
+				return ErrEventTooLarge
 			}
 			if err := e.fill(); err != nil {
-				return Event{}, err
+				return err
 			}
 			continue
 		}
 		if e.size > e.max {
-			return Event{}, ErrEventTooLarge
+			return ErrEventTooLarge
 		}
 		if n == 0 {
-			if ev, ok := e.dispatch(); ok {
-				return ev, nil
+			if e.dispatch() {
+				return nil
 			}
 			continue
 		}
@@ -227,6 +229,11 @@ func (e *eventReader) skipBOM() bool {
 
 // line finds the next complete line: buf[start:start+n], its line end
 // consumed. ok is false when more input is needed.
+//
+// The two line-end bytes are searched for separately, each over every
+// buffered byte at most once: a line ends at whichever comes first. An
+// LF-only stream (what providers send) costs one search for '\n' per line
+// and one for '\r' per read, which finds none.
 func (e *eventReader) line() (start, n int, ok bool) {
 	if e.skipLF {
 		if e.pos == e.end {
@@ -236,25 +243,18 @@ func (e *eventReader) line() (start, n int, ok bool) {
 		if e.buf[e.pos] == '\n' {
 			e.pos++
 			e.size++
+			e.lf.passed(e.pos)
 		}
 	}
-	from := max(e.scan, e.pos)
-	rest := e.buf[from:e.end]
-	i := bytes.IndexByte(rest, '\n')
-	search := rest
-	if i >= 0 {
-		search = rest[:i]
-	}
-	if j := bytes.IndexByte(search, '\r'); j >= 0 {
-		i = j
-	}
-	if i < 0 {
-		e.scan = e.end
+	e.lf.find(e.buf, '\n', e.pos, e.end)
+	e.cr.find(e.buf, '\r', e.pos, e.end)
+	i := min(e.lf.at, e.cr.at) // e.end when neither is in the buffer
+	if i == e.end {
 		return 0, 0, false
 	}
-	start, n = e.pos, from+i-e.pos
-	next := from + i + 1
-	if e.buf[from+i] == '\r' {
+	start, n = e.pos, i-e.pos
+	next := i + 1
+	if e.buf[i] == '\r' {
 		if next < e.end {
 			if e.buf[next] == '\n' {
 				next++
@@ -264,8 +264,49 @@ func (e *eventReader) line() (start, n int, ok bool) {
 		}
 	}
 	e.size += next - e.pos
-	e.pos, e.scan = next, next
+	e.pos = next
+	e.lf.passed(next)
+	e.cr.passed(next)
 	return start, n, true
+}
+
+// mark is where the next occurrence of one byte is in the reader's buffer,
+// as far as it has been searched: buf[..end] was searched, and at < end is
+// where the byte was found; at == end means it was not found there.
+type mark struct{ at, end int }
+
+// find searches buf[pos:end] for c from where the last search stopped,
+// unless the byte was found already (at or after pos: see passed).
+func (m *mark) find(buf []byte, c byte, pos, end int) {
+	if m.at < m.end {
+		return
+	}
+	from := max(m.end, pos)
+	switch {
+	case from == end:
+	case buf[from] == c: // a blank line, mostly: no call
+		m.at, m.end = from, from+1
+		return
+	default:
+		if j := bytes.IndexByte(buf[from:end], c); j >= 0 {
+			m.at, m.end = from+j, from+j+1
+			return
+		}
+	}
+	m.at, m.end = end, end
+}
+
+// passed forgets a found byte the reader has moved past (pos is the new
+// position).
+func (m *mark) passed(pos int) {
+	if m.at < m.end && m.at < pos {
+		m.at, m.end = pos, pos
+	}
+}
+
+// shift moves the mark with the buffer's bytes (see eventReader.shift).
+func (m *mark) shift(keep, pos int) {
+	m.at, m.end = max(m.at-keep, pos), max(m.end-keep, pos)
 }
 
 // field reads the field on the line buf[start:start+n] (n > 0).
@@ -307,9 +348,10 @@ func (e *eventReader) addData(off, n int) {
 }
 
 // dispatch ends the event at a blank line: an event with data is
-// returned; one without is dropped, as the specification says.
-func (e *eventReader) dispatch() (Event, bool) {
-	ev := Event{}
+// set in e.ev; one without is dropped, as the specification says.
+func (e *eventReader) dispatch() bool {
+	ev := &e.ev
+	*ev = Event{}
 	if e.typeSeen {
 		ev.Type = e.typ
 	}
@@ -322,7 +364,7 @@ func (e *eventReader) dispatch() (Event, bool) {
 		ev.Done = string(ev.Data) == "[DONE]"
 	}
 	e.size, e.hasData, e.multi, e.dataOff, e.typeSeen = 0, false, false, -1, false
-	return ev, ok
+	return ok
 }
 
 // fill reads more input after what the buffer holds, making room first:
@@ -402,7 +444,8 @@ func (e *eventReader) shift(keep int) {
 	copy(e.buf, e.buf[keep:e.end])
 	e.end -= keep
 	e.pos -= keep
-	e.scan = max(e.scan-keep, e.pos)
+	e.lf.shift(keep, e.pos)
+	e.cr.shift(keep, e.pos)
 	if e.dataOff >= 0 {
 		e.dataOff -= keep
 	}
