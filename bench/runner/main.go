@@ -52,26 +52,27 @@ type point struct {
 // row is one target's measurements at one load point, aggregated over
 // rounds (medians; peak RSS is the largest).
 type row struct {
-	Point      string  `json:"point"`
-	Target     string  `json:"target"`
-	Rounds     int     `json:"rounds"`
-	Requests   int     `json:"requests"`
-	Errors     int     `json:"errors"`
-	Rate       float64 `json:"rate_per_s"`
-	P50        float64 `json:"p50_ms"`
-	P90        float64 `json:"p90_ms"`
-	P99        float64 `json:"p99_ms"`
-	TTFB50     float64 `json:"ttfb_p50_ms,omitempty"`
-	Over50     float64 `json:"overhead_p50_ms"`
-	Over99     float64 `json:"overhead_p99_ms"`
-	OverTTFB   float64 `json:"overhead_ttfb_p50_ms,omitempty"`
-	CPUPer1000 float64 `json:"cpu_s_per_1000"`
-	PeakRSSMB  float64 `json:"peak_rss_mb"`
-	Streams    int     `json:"streams,omitempty"`
-	KBPer      float64 `json:"rss_kb_per_stream,omitempty"`
-	HeapKBPer  float64 `json:"heap_kb_per_stream,omitempty"`  // toolgate: Go heap in use, per stream
-	StackKBPer float64 `json:"stack_kb_per_stream,omitempty"` // toolgate: goroutine stacks, per stream
-	FirstErr   string  `json:"first_error,omitempty"`
+	Point      string    `json:"point"`
+	Target     string    `json:"target"`
+	Rounds     int       `json:"rounds"`
+	Requests   int       `json:"requests"`
+	Errors     int       `json:"errors"`
+	Rate       float64   `json:"rate_per_s"`
+	P50        float64   `json:"p50_ms"`
+	P90        float64   `json:"p90_ms"`
+	P99        float64   `json:"p99_ms"`
+	TTFB50     float64   `json:"ttfb_p50_ms,omitempty"`
+	Over50     float64   `json:"overhead_p50_ms"`
+	Over99     float64   `json:"overhead_p99_ms"`
+	OverTTFB   float64   `json:"overhead_ttfb_p50_ms,omitempty"`
+	CPUPer1000 float64   `json:"cpu_s_per_1000"`
+	CPURounds  []float64 `json:"cpu_s_per_1000_rounds,omitempty"` // each round's, in order
+	PeakRSSMB  float64   `json:"peak_rss_mb"`
+	Streams    int       `json:"streams,omitempty"`
+	KBPer      float64   `json:"rss_kb_per_stream,omitempty"`
+	HeapKBPer  float64   `json:"heap_kb_per_stream,omitempty"`  // toolgate: Go heap in use, per stream
+	StackKBPer float64   `json:"stack_kb_per_stream,omitempty"` // toolgate: goroutine stacks, per stream
+	FirstErr   string    `json:"first_error,omitempty"`
 }
 
 func main() {
@@ -307,7 +308,7 @@ func runHold(bin string, p point, profileDir string) ([]row, error) {
 // quantiles, and the overhead as the median over rounds of the per-round
 // difference from direct.
 func aggregate(pointName, t string, rs, direct []load.Result, cpu []float64, peak float64) row {
-	r := row{Point: pointName, Target: t, Rounds: len(rs), PeakRSSMB: peak / 1024, CPUPer1000: median(cpu)}
+	r := row{Point: pointName, Target: t, Rounds: len(rs), PeakRSSMB: peak / 1024, CPUPer1000: median(cpu), CPURounds: cpu}
 	var p50, p90, p99, ttfb, rate, o50, o99, ottfb []float64
 	for i, x := range rs {
 		r.Requests += x.Requests
@@ -338,6 +339,10 @@ type check struct {
 	Unit     string  `json:"unit"`
 	AtLeast  bool    `json:"at_least,omitempty"` // the limit is a floor
 	Met      bool    `json:"met"`
+	// Rounds are a CPU ratio's values round by round (toolgate's round
+	// against the proxy's round just before it): how much one round
+	// decides. Measured is the ratio of the two medians.
+	Rounds []float64 `json:"rounds,omitempty"`
 }
 
 // checks measures the results against the targets: the load points'
@@ -355,6 +360,15 @@ func checks(rows []row, gbs []goBench) []check {
 	add := func(name string, measured, limit float64, unit string) {
 		out = append(out, check{Target: name, Measured: round3(measured), Limit: limit, Unit: unit, Met: measured <= limit})
 	}
+	// cpu is add for a CPU-per-request ratio, with its per-round ratios.
+	cpu := func(name string, g, p row, limit float64) {
+		add(name, ratio(g.CPUPer1000, p.CPUPer1000), limit, "×")
+		if len(g.CPURounds) == len(p.CPURounds) {
+			for i := range g.CPURounds {
+				out[len(out)-1].Rounds = append(out[len(out)-1].Rounds, round3(ratio(g.CPURounds[i], p.CPURounds[i])))
+			}
+		}
+	}
 	atLeast := func(name string, measured, limit float64, unit string) {
 		out = append(out, check{Target: name, Measured: round3(measured), Limit: limit, Unit: unit, AtLeast: true, Met: measured >= limit})
 	}
@@ -363,22 +377,22 @@ func checks(rows []row, gbs []goBench) []check {
 		add("non-streamed 2000/s: toolgate's added p50 / the proxy's", ratio(g.Over50, p.Over50), 1.5, "×")
 		add("non-streamed 2000/s: toolgate's added p99 / the proxy's", ratio(g.Over99, p.Over99), 1.1, "×")
 		add("non-streamed 2000/s: errors", float64(g.Errors), 0, "")
-		add("non-streamed 2000/s: CPU per request / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 2, "×")
+		cpu("non-streamed 2000/s: CPU per request / the proxy's", g, p, 2)
 	}
 	if g, ok := get("stream50-200", "toolgate"); ok {
 		p, _ := get("stream50-200", "proxy")
-		add("streams at 200/s: CPU per stream / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 1.15, "×")
+		cpu("streams at 200/s: CPU per stream / the proxy's", g, p, 1.15)
 		add("streamed: time to first byte over direct", g.OverTTFB, 1, "ms")
 	}
 	if g, ok := get("stream50-saturated", "toolgate"); ok {
 		p, _ := get("stream50-saturated", "proxy")
 		atLeast("saturated streams (1000 clients): streams/s / the proxy's", ratio(g.Rate, p.Rate), 0.95, "×")
-		add("saturated streams: CPU per stream / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 1.2, "×")
+		cpu("saturated streams: CPU per stream / the proxy's", g, p, 1.2)
 		add("saturated streams: added p50 / the proxy's", ratio(g.Over50, p.Over50), 1.5, "×")
 	}
 	if g, ok := get("toolcalls-100", "toolgate"); ok {
 		p, _ := get("toolcalls-100", "proxy")
-		add("tool-call streams (4 calls × 200 fragments) at 100/s: CPU per stream / the proxy's", ratio(g.CPUPer1000, p.CPUPer1000), 1.2, "×")
+		cpu("tool-call streams (4 calls × 200 fragments) at 100/s: CPU per stream / the proxy's", g, p, 1.2)
 	}
 	var idle *row
 	for i, r := range rows {
@@ -445,7 +459,11 @@ func printTable(rows []row, gbs []goBench) {
 		if c.AtLeast {
 			op = "≥"
 		}
-		fmt.Printf("| %s | %.3f %s | %s %g %s | %v |\n", c.Target, c.Measured, c.Unit, op, c.Limit, c.Unit, c.Met)
+		rounds := ""
+		if len(c.Rounds) > 0 {
+			rounds = fmt.Sprintf(" (rounds %.2f–%.2f)", slices.Min(c.Rounds), slices.Max(c.Rounds))
+		}
+		fmt.Printf("| %s | %.3f %s%s | %s %g %s | %v |\n", c.Target, c.Measured, c.Unit, rounds, op, c.Limit, c.Unit, c.Met)
 	}
 }
 
