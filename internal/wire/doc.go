@@ -36,12 +36,12 @@
 // it, valid until the next: a single-line data event (what every provider
 // sends) is never copied, and each byte is searched at most once for
 // '\n' and once for '\r', with bytes.IndexByte, whatever line ends the
-// stream uses (BenchmarkEventsLineEnds). It checks the context before each event it yields
-// (docs/spec.md §6), turns `data: [DONE]` into a terminal event, and
-// reports a broken body as an error. It never decides that a stream is
-// complete; the caller does, from whether [Event.Done] was seen. The
-// default maximum event size is [DefaultMaxEventSize] (8 MiB), because
-// some relays send a whole response as one event.
+// stream uses (BenchmarkEventsLineEnds). It checks the context before
+// each event it yields (docs/spec.md §6), turns `data: [DONE]` into a
+// terminal event, and reports a broken body as an error. It never decides
+// that a stream is complete; the caller does, from whether [Event.Done]
+// was seen. The default maximum event size is [DefaultMaxEventSize]
+// (8 MiB), because some relays send a whole response as one event.
 //
 // The reader is the project's own for the same reason as the JSON scanner
 // (hand-written because it measured 16× faster than encoding/json on the
