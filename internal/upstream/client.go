@@ -223,10 +223,10 @@ func retryInfo(body []byte) time.Duration {
 }
 
 // readBufferSize is the upstream connection's read buffer: 2 KB, not
-// net/http's 4 KB. A stream's events are read in bulk past it (the event
-// reader's reads of 32 KB go straight to the connection while the
-// upstream is busy), so it serves the small reads of an idle stream, which
-// holds it for as long as it waits.
+// net/http's 4 KB. A stream's events are read in bulk past it
+// (wire.FlushBeforeRead's reads of 32 KB go straight to the connection
+// while the upstream is busy), so it serves the small reads of an idle
+// stream, which holds it for as long as it waits.
 const readBufferSize = 2 << 10
 
 // smallBody is the largest request body sent from a bytes.Reader, which

@@ -145,10 +145,10 @@ func (w *Writer) release() {
 // filled the buffer it was given (more is likely waiting), the next read
 // of r goes into a pooled 32 KB buffer, served to the caller from there,
 // so that a burst costs a few reads (and, the writer being flushed before
-// each, a few writes) instead of one per caller buffer (the event reader reads at
-// most 4 KB at a time). After a read that did not fill its buffer the
-// next one goes straight into the caller's: a stream that waits for its
-// source holds no pooled buffer.
+// each, a few writes) instead of one per caller buffer (the event reader
+// reads into its buffer, 1 KB unless an event grew it). After a read that
+// did not fill its buffer the next one goes straight into the caller's: a
+// stream that waits for its source holds no pooled buffer.
 func FlushBeforeRead(r io.Reader, w *Writer) io.Reader {
 	return &flushBeforeRead{r: r, w: w}
 }
