@@ -98,4 +98,19 @@ func TestRestoreSignatures(t *testing.T) {
 	if r := RestoreSignatures(ctx, kept, store); r.Restored != 0 || string(r.Messages[1].Raw) != string(kept[1].Raw) {
 		t.Errorf("a kept signature was replaced: %s", r.Messages[1].Raw)
 	}
+	// A key spelled with an escape is the same key: the call is signed.
+	escaped := strings.Replace(call("a", `{"google":{"thought_signature":"a2VwdA=="}}`), `"extra_content"`, `"extra\u005fcontent"`, 1)
+	kept = wiretest.Messages(t, `[{"role":"user","content":"x"},`+escaped+`]`)
+	if r := RestoreSignatures(ctx, kept, store); r.Restored+r.Placeholders+r.Missed != 0 || string(r.Messages[1].Raw) != string(kept[1].Raw) {
+		t.Errorf("a signature under an escaped key was not seen: restored %d, placeholders %d, missed %d: %s", r.Restored, r.Placeholders, r.Missed, r.Messages[1].Raw)
+	}
+	// A signed second call shows signing: the unsigned first call of
+	// another turn gets the placeholder.
+	second := `{"role":"assistant","content":null,"tool_calls":[{"id":"p","type":"function","function":{"name":"f","arguments":"{}"}},` +
+		`{"id":"q","type":"function","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"cQ=="}}}]},` +
+		`{"role":"tool","tool_call_id":"p","content":"r"},{"role":"tool","tool_call_id":"q","content":"r"}`
+	shown := wiretest.Messages(t, `[{"role":"user","content":"x"},`+call("unknown", "")+`,`+second+`]`)
+	if r := RestoreSignatures(ctx, shown, store); r.Placeholders != 2 || r.Missed != 2 {
+		t.Errorf("signing shown by a second call: %d placeholders, %d missed, want 2 and 2", r.Placeholders, r.Missed)
+	}
 }

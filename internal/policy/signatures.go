@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -69,10 +70,15 @@ func RestoreSignatures(ctx context.Context, msgs []wire.Message, store Reasoning
 		if m.Role != "assistant" || len(m.ToolCalls) == 0 || m.Raw == nil {
 			continue
 		}
-		for _, c := range m.ToolCalls {
-			shows = shows || signed(extraContent(c.Raw))
+		first := signed(extraContent(m.ToolCalls[0].Raw))
+		shows = shows || first
+		for _, c := range m.ToolCalls[1:] {
+			if shows {
+				break
+			}
+			shows = signed(extraContent(c.Raw))
 		}
-		if signed(extraContent(m.ToolCalls[0].Raw)) {
+		if first {
 			continue
 		}
 		v, ok, err := store.Get(ctx, signatureSpace+"call:"+m.ToolCalls[0].ID)
@@ -100,7 +106,12 @@ func RestoreSignatures(ctx context.Context, msgs []wire.Message, store Reasoning
 }
 
 // extraContent is a call's extra_content member, nil when it has none.
+// A call whose bytes spell neither the key nor any \u escape (in which a
+// key could hide it) has none, and is not parsed: most calls are not.
 func extraContent(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"extra_content"`)) && !bytes.Contains(raw, []byte(`\u`)) {
+		return nil
+	}
 	o, err := wire.ParseObject(raw)
 	if err != nil {
 		return nil
