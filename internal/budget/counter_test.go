@@ -133,6 +133,28 @@ func TestRedisStore(t *testing.T) {
 		}
 	}
 
+	// A tenant's strings come back in one MGET per 256 keys; another
+	// tenant's are not among them.
+	strs := s.Strings("reasoning:", time.Minute)
+	keys = make([]string, 300)
+	for i := range keys {
+		keys[i] = fmt.Sprint("call:", i)
+	}
+	for _, i := range []int{0, 255, 256, 299} {
+		if err := strs.Put(ctx, "k", keys[i], fmt.Sprint("r", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = strs.Put(ctx, "other", keys[1], "theirs")
+	gets, mgets := srv.Calls(t, "get"), srv.Calls(t, "mget")
+	got, err := strs.GetMany(ctx, "k", keys)
+	if err != nil || len(got) != 4 || got["call:0"] != "r0" || got["call:255"] != "r255" || got["call:256"] != "r256" || got["call:299"] != "r299" {
+		t.Errorf("GetMany = %v, %v", got, err)
+	}
+	if m, g := srv.Calls(t, "mget")-mgets, srv.Calls(t, "get")-gets; m != 2 || g != 0 {
+		t.Errorf("300 keys took %d MGETs and %d GETs, want 2 and 0", m, g)
+	}
+
 	// Redis gone: an error, not an admission.
 	srv.Stop()
 	if _, err := s.Admit(ctx, []Check{{Key: "x", Limit: 1, Window: time.Minute, Cost: 1}}, make([]Count, 1)); err == nil {
@@ -194,6 +216,9 @@ func TestRedisCluster(t *testing.T) {
 	}
 	if _, ok, err := b.Strings("reasoning:", time.Minute).Get(ctx, "other", "call:x"); err != nil || ok {
 		t.Fatalf("another tenant's string: %v %v", ok, err)
+	}
+	if got, err := b.Strings("reasoning:", time.Minute).GetMany(ctx, "k", []string{"call:y", "call:x"}); err != nil || len(got) != 1 || got["call:x"] != "r" {
+		t.Fatalf("a tenant's strings in one MGET on the cluster: %v %v", got, err)
 	}
 	n := concurrently(100, a, b, func(s *Redis) bool {
 		_, err := Admit(ctx, s, Admission{Key: "shared", RequestsPerMinute: 30})

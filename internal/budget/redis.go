@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -224,6 +225,41 @@ func (s *Strings) Get(ctx context.Context, tenant, key string) (string, bool, er
 	}
 	return v, true, nil
 }
+
+// GetMany returns the strings tenant stored under those of keys that have
+// one: one MGET per maxMGet keys, which share the tenant's hash tag (one
+// slot on a cluster).
+func (s *Strings) GetMany(ctx context.Context, tenant string, keys []string) (map[string]string, error) {
+	found := map[string]string{}
+	names := make([]string, 0, min(len(keys), maxMGet))
+	for batch := range slices.Chunk(keys, maxMGet) {
+		names = names[:0]
+		for _, k := range batch {
+			names = append(names, s.name(tenant, k))
+		}
+		vs, err := s.mget(ctx, names)
+		if err != nil {
+			return nil, s.r.failed("redis mget", err)
+		}
+		for i, v := range vs {
+			if v, ok := v.(string); ok {
+				found[batch[i]] = v
+			}
+		}
+	}
+	return found, nil
+}
+
+// mget is one MGET within the store's timeout.
+func (s *Strings) mget(ctx context.Context, names []string) ([]any, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
+	defer cancel()
+	return s.r.c.MGet(ctx, names...).Result()
+}
+
+// maxMGet bounds the keys of one MGET, so that a long transcript's lookups
+// do not hold Redis for long in one command.
+const maxMGet = 256
 
 // Delete removes the string tenant stored under key; it reports whether
 // there was one.

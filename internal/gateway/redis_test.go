@@ -327,3 +327,26 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 	}
 	t.Logf("admitted per key %v (limit %d, counted before the failover %v, uncounted after it %v); during the failover %d admitted, %d refused", admitted, perKey, before, uncounted, bg[0], bg[1])
 }
+
+// A request's remembered state is looked up in one round trip however
+// long its transcript: a 100-message conversation of 33 tool-call turns,
+// through an upstream that has both its reasoning and its calls'
+// signatures restored, costs Redis two MGETs (one for each) and no GET.
+func TestRedisLookupsPerRequest(t *testing.T) {
+	srv := testredis.Start(t)
+	a, _, _ := twoGateways(t, srv, `
+state: {store: redis, redis_url: "REDIS_URL", timeout: 10s}
+upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
+routes: [{model: "*", upstream: ds}]
+`)
+	gets, mgets := srv.Calls(t, "get"), srv.Calls(t, "mget")
+	resp := a.Post(t, string(sim.Transcript("sim-text", 100, -1)))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if g, m := srv.Calls(t, "get")-gets, srv.Calls(t, "mget")-mgets; g != 0 || m != 2 {
+		t.Errorf("a 33-turn transcript cost %d GETs and %d MGETs, want 0 and 2", g, m)
+	}
+}

@@ -39,19 +39,15 @@ type Carry struct {
 
 // RestoreReasoning puts stored reasoning back into the assistant messages
 // that lack it (in c.Field): found by the turn's tool-call ids, else by
-// its content.
+// its content. Every message's keys are looked up at once.
 func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store ReasoningStore) Restored {
-	field := c.Field
-	out := msgs
-	restored, missed := 0, 0
-	var storeErr error
-	get := func(key string) (string, bool) {
-		v, ok, err := store.Get(ctx, key)
-		if err != nil && storeErr == nil {
-			storeErr = err
-		}
-		return v, ok
+	type lacking struct {
+		i    int
+		obj  wire.Object
+		keys []string // the turn's keys, in the order they are tried
 	}
+	var turns []lacking
+	var keys []string
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role != "assistant" || m.Raw == nil {
@@ -61,45 +57,58 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 		if err != nil {
 			continue
 		}
-		if v, ok := obj.Get(field); ok && string(v) != "null" && string(v) != `""` {
+		if v, ok := obj.Get(c.Field); ok && string(v) != "null" && string(v) != `""` {
 			continue
 		}
-		reasoning, found := "", false
+		from := len(keys)
 		for k, call := range m.ToolCalls {
 			// A turn's reasoning is stored under each of its calls' ids, so
 			// its first calls suffice: a message of 50,000 calls costs no
-			// more store lookups than one of four.
+			// more keys than one of four.
 			if k == maxLookups {
 				break
 			}
-			if reasoning, found = get(c.Space + "call:" + call.ID); found {
+			keys = append(keys, c.Space+"call:"+call.ID)
+		}
+		if len(m.ToolCalls) == 0 {
+			var content string
+			if json.Unmarshal(m.Content, &content) != nil || content == "" {
+				continue
+			}
+			keys = append(keys, c.Space+ContentKey(content))
+		}
+		turns = append(turns, lacking{i: i, obj: obj, keys: keys[from:len(keys):len(keys)]})
+	}
+	if len(turns) == 0 {
+		return Restored{Messages: msgs}
+	}
+	found, err := store.GetMany(ctx, keys) // on a failure every lookup misses
+	r := Restored{Messages: msgs, Err: err}
+	for _, t := range turns {
+		reasoning, ok := "", false
+		for _, k := range t.keys {
+			if reasoning, ok = found[k]; ok {
 				break
 			}
 		}
-		if !found && len(m.ToolCalls) == 0 {
-			var content string
-			if json.Unmarshal(m.Content, &content) == nil && content != "" {
-				reasoning, found = get(c.Space + ContentKey(content))
-			}
-		}
-		if !found {
-			if len(m.ToolCalls) > 0 {
-				missed++
+		if !ok {
+			if len(msgs[t.i].ToolCalls) > 0 {
+				r.Missed++
 			}
 			continue
 		}
-		if restored == 0 {
-			out = append([]wire.Message(nil), msgs...)
+		if r.Restored == 0 {
+			r.Messages = append([]wire.Message(nil), msgs...)
 		}
-		restored++
-		r, _ := json.Marshal(reasoning) // a string always marshals
-		obj.Set(field, r)
-		out[i].Raw = obj.JSON()
+		r.Restored++
+		v, _ := json.Marshal(reasoning) // a string always marshals
+		t.obj.Set(c.Field, v)
+		r.Messages[t.i].Raw = t.obj.JSON()
 	}
-	return Restored{Messages: out, Restored: restored, Missed: missed, Err: storeErr}
+	return r
 }
 
-// maxLookups bounds the store lookups for one assistant turn.
+// maxLookups bounds the keys looked up for one assistant turn.
 const maxLookups = 4
 
 // Turn is one finished assistant turn: its reasoning, the calls it made

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -45,7 +46,29 @@ func TestRestoreReasoning(t *testing.T) {
 	if string(msgs[1].Raw) == string(out[1].Raw) {
 		t.Error("the input was modified")
 	}
+	// A turn is found by any of its first calls' ids.
+	RememberReasoning(ctx, store, Carry{}, Turn{Reasoning: "why-d", Calls: []wire.CollectedCall{{ID: "d"}}})
+	second := wiretest.Messages(t, `[{"role":"assistant","content":null,"tool_calls":[`+
+		`{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"d","type":"function","function":{"name":"f","arguments":"{}"}}]}]`)
+	if r := RestoreReasoning(ctx, second, Carry{Field: "reasoning_content"}, store); r.Restored != 1 || !strings.Contains(string(r.Messages[0].Raw), `"reasoning_content":"why-d"`) {
+		t.Errorf("by the second call: restored %d: %s", r.Restored, r.Messages[0].Raw)
+	}
+	// A store that fails: every lookup misses, and the failure is said.
+	if r := RestoreReasoning(ctx, msgs, Carry{Field: "reasoning_content"}, failingStore{}); r.Restored != 0 || r.Missed != 2 || r.Err == nil {
+		t.Errorf("a failing store: restored %d, missed %d, err %v", r.Restored, r.Missed, r.Err)
+	}
 }
+
+// failingStore is a ReasoningStore whose every call fails.
+type failingStore struct{}
+
+var errStore = errors.New("store unreachable")
+
+func (failingStore) Get(context.Context, string) (string, bool, error) { return "", false, errStore }
+func (failingStore) GetMany(context.Context, []string) (map[string]string, error) {
+	return nil, errStore
+}
+func (failingStore) Put(context.Context, string, string) error { return errStore }
 
 // Each protocol's state lives in its own key space: what a Gemini turn
 // left is never restored into a request to another protocol's upstream.

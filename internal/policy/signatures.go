@@ -35,7 +35,7 @@ func RememberSignatures(ctx context.Context, store ReasoningStore, calls []wire.
 		if !signed(json.RawMessage(c.ExtraContent)) {
 			continue
 		}
-		if err := store.Put(ctx, signatureSpace+"call:"+c.ID, c.ExtraContent); err != nil && first == nil {
+		if err := store.Put(ctx, signatureKey(c.ID), c.ExtraContent); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -55,15 +55,17 @@ func signed(extra json.RawMessage) bool {
 
 // RestoreSignatures puts remembered extra_content back on the first call
 // of each assistant message that lacks a signature (Gemini checks the
-// first call of each step; one lookup per message). In a conversation
-// that shows signing — a call that carries a signature, or got one back —
-// a first call still without one gets the placeholder (Placeholders
+// first call of each step; one key per message, all looked up at once).
+// In a conversation that shows signing — a call that carries a signature,
+// or got one back — a first call still without one gets the placeholder
+// (Placeholders
 // counts them). A conversation that shows none is left as it is: an
 // upstream that never signs has no use for the member, and OpenAI's own
 // refuses members it does not know.
 func RestoreSignatures(ctx context.Context, msgs []wire.Message, store ReasoningStore) Restored {
 	r := Restored{Messages: msgs}
-	var unsigned []int // messages whose first call is still unsigned
+	var lacking []int // messages whose first call is unsigned
+	var keys []string
 	shows := false
 	for i := range msgs {
 		m := &msgs[i]
@@ -78,13 +80,19 @@ func RestoreSignatures(ctx context.Context, msgs []wire.Message, store Reasoning
 			}
 			shows = signed(extraContent(c.Raw))
 		}
-		if first {
-			continue
+		if !first {
+			lacking = append(lacking, i)
+			keys = append(keys, signatureKey(m.ToolCalls[0].ID))
 		}
-		v, ok, err := store.Get(ctx, signatureSpace+"call:"+m.ToolCalls[0].ID)
-		if err != nil && r.Err == nil {
-			r.Err = err
-		}
+	}
+	if len(lacking) == 0 {
+		return r
+	}
+	found, err := store.GetMany(ctx, keys) // on a failure every lookup misses
+	r.Err = err
+	var unsigned []int // messages whose first call is still unsigned
+	for k, i := range lacking {
+		v, ok := found[keys[k]]
 		if !ok {
 			r.Missed++
 			unsigned = append(unsigned, i)
@@ -104,6 +112,9 @@ func RestoreSignatures(ctx context.Context, msgs []wire.Message, store Reasoning
 	}
 	return r
 }
+
+// signatureKey is the store key of a call's extra_content.
+func signatureKey(id string) string { return signatureSpace + "call:" + id }
 
 // extraContent is a call's extra_content member, nil when it has none.
 // A call whose bytes spell neither the key nor any \u escape (in which a

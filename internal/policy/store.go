@@ -14,6 +14,10 @@ import (
 // are safe for concurrent use.
 type ReasoningStore interface {
 	Get(ctx context.Context, key string) (string, bool, error)
+	// GetMany returns the strings stored under those of keys that have
+	// one, in one round trip to a shared store: a request's lookups cost
+	// one wait however long its transcript.
+	GetMany(ctx context.Context, keys []string) (map[string]string, error)
 	Put(ctx context.Context, key, reasoning string) error
 }
 
@@ -25,6 +29,7 @@ type ReasoningStore interface {
 // Implementations are safe for concurrent use.
 type TenantStore interface {
 	Get(ctx context.Context, tenant, key string) (string, bool, error)
+	GetMany(ctx context.Context, tenant string, keys []string) (map[string]string, error)
 	Put(ctx context.Context, tenant, key, v string) error
 	Delete(ctx context.Context, tenant, key string) (bool, error)
 }
@@ -39,6 +44,10 @@ type tenantView struct {
 
 func (v tenantView) Get(ctx context.Context, key string) (string, bool, error) {
 	return v.s.Get(ctx, v.tenant, key)
+}
+
+func (v tenantView) GetMany(ctx context.Context, keys []string) (map[string]string, error) {
+	return v.s.GetMany(ctx, v.tenant, keys)
 }
 
 func (v tenantView) Put(ctx context.Context, key, reasoning string) error {

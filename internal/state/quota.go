@@ -88,21 +88,43 @@ func NewQuotaStore(o QuotaOptions) *QuotaStore {
 func (s *QuotaStore) Get(_ context.Context, tenant, key string) (string, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	v, ok := s.getLocked(tenant, key, s.o.Now())
+	return v, ok, nil
+}
+
+// GetMany returns what tenant stored under each of keys that has a value
+// that has not expired, under one lock.
+func (s *QuotaStore) GetMany(_ context.Context, tenant string, keys []string) (map[string]string, error) {
+	found := map[string]string{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.o.Now()
+	for _, k := range keys {
+		if v, ok := s.getLocked(tenant, k, now); ok {
+			found[k] = v
+		}
+	}
+	return found, nil
+}
+
+// getLocked returns tenant's unexpired value under key, removing an
+// expired one.
+func (s *QuotaStore) getLocked(tenant, key string, now time.Time) (string, bool) {
 	t := s.tenants[tenant]
 	if t == nil {
-		return "", false, nil
+		return "", false
 	}
 	e, ok := t.m[key]
 	if !ok {
-		return "", false, nil
+		return "", false
 	}
 	v := e.Value.(*quotaEntry)
-	if s.o.Now().After(v.expires) {
+	if now.After(v.expires) {
 		s.removeLocked(tenant, t, e)
-		return "", false, nil
+		return "", false
 	}
 	t.ll.MoveToFront(e)
-	return v.value, true, nil
+	return v.value, true
 }
 
 // Put stores v under tenant's key, evicting as the type's doc says.

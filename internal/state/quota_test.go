@@ -27,9 +27,18 @@ func TestQuotaStore(t *testing.T) {
 	if _, ok, _ := s.Get(ctx, "k2", "a"); ok {
 		t.Error("k2 read k1's entry")
 	}
+	if got, _ := s.GetMany(ctx, "k1", []string{"a", "b", "c", "a"}); len(got) != 2 || got["a"] != "ra" || got["c"] != "rc" {
+		t.Errorf("GetMany = %v, want a and c", got)
+	}
+	if got, _ := s.GetMany(ctx, "k2", []string{"a", "c"}); len(got) != 0 {
+		t.Errorf("k2 read k1's entries: %v", got)
+	}
 	now = now.Add(2 * time.Minute)
 	if _, ok, _ := s.Get(ctx, "k1", "c"); ok {
 		t.Error("an expired entry was returned")
+	}
+	if got, _ := s.GetMany(ctx, "k1", []string{"a"}); len(got) != 0 {
+		t.Errorf("GetMany returned an expired entry: %v", got)
 	}
 }
 

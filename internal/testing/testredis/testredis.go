@@ -5,11 +5,14 @@
 package testredis
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +135,38 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Calls returns how many times the server has run cmd (lower case, as
+// INFO commandstats names it): a test counts the round trips a request
+// cost.
+func (s *Server) Calls(t testing.TB, cmd string) int {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.Addr, wait.Patience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(wait.Patience))
+	if _, err := io.WriteString(c, "*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	n, convErr := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if err != nil || convErr != nil || !strings.HasPrefix(head, "$") {
+		t.Fatalf("INFO commandstats: %q %v", head, err)
+	}
+	info := make([]byte, n)
+	if _, err := io.ReadFull(r, info); err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(info)) {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			calls, _, _ := strings.Cut(rest, ",")
+			v, _ := strconv.Atoi(calls)
+			return v
+		}
+	}
+	return 0
 }
