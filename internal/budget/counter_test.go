@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/toolgate/toolgate/internal/testing/testredis"
 	"github.com/toolgate/toolgate/internal/testing/wait"
@@ -155,6 +158,22 @@ func TestRedisStore(t *testing.T) {
 		t.Errorf("300 keys took %d MGETs and %d GETs, want 2 and 0", m, g)
 	}
 
+	// A turn's strings go in one round trip, each with its expiry.
+	trips := &roundTrips{}
+	s.Client().AddHook(trips)
+	entries := map[string]string{"call:a": "x", "call:b": "y", "call:c": "z"}
+	if err := strs.PutMany(ctx, "k", entries); err != nil || trips.n.Load() != 1 {
+		t.Errorf("PutMany of 3 took %d round trips (%v), want 1", trips.n.Load(), err)
+	}
+	if got, err := strs.GetMany(ctx, "k", []string{"call:a", "call:b", "call:c"}); err != nil || len(got) != 3 || got["call:b"] != "y" {
+		t.Errorf("GetMany after PutMany = %v, %v", got, err)
+	}
+	for k := range entries {
+		if ttl := s.Client().PTTL(ctx, strs.name("k", k)).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Errorf("%s has ttl %v", k, ttl)
+		}
+	}
+
 	// Redis gone: an error, not an admission.
 	srv.Stop()
 	if _, err := s.Admit(ctx, []Check{{Key: "x", Limit: 1, Window: time.Minute, Cost: 1}}, make([]Count, 1)); err == nil {
@@ -217,7 +236,10 @@ func TestRedisCluster(t *testing.T) {
 	if _, ok, err := b.Strings("reasoning:", time.Minute).Get(ctx, "other", "call:x"); err != nil || ok {
 		t.Fatalf("another tenant's string: %v %v", ok, err)
 	}
-	if got, err := b.Strings("reasoning:", time.Minute).GetMany(ctx, "k", []string{"call:y", "call:x"}); err != nil || len(got) != 1 || got["call:x"] != "r" {
+	if err := strs.PutMany(ctx, "k", map[string]string{"call:y": "ry", "call:z": "rz"}); err != nil {
+		t.Fatalf("PutMany on the cluster: %v", err)
+	}
+	if got, err := b.Strings("reasoning:", time.Minute).GetMany(ctx, "k", []string{"call:y", "call:x", "call:w", "call:z"}); err != nil || len(got) != 3 || got["call:x"] != "r" || got["call:y"] != "ry" {
 		t.Fatalf("a tenant's strings in one MGET on the cluster: %v %v", got, err)
 	}
 	n := concurrently(100, a, b, func(s *Redis) bool {
@@ -248,3 +270,31 @@ func concurrently(n int, a, b *Redis, admit func(*Redis) bool) int {
 	}
 	return got
 }
+
+// roundTrips counts a Redis client's round trips (a command, or a
+// pipeline of them), leaving out those that set up a new connection
+// (HELLO, CLIENT SETINFO).
+type roundTrips struct{ n atomic.Int32 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !setup(cmd) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && !setup(cmds[0]) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// setup reports whether cmd sets up a connection.
+func setup(cmd redis.Cmder) bool { return cmd.Name() == "hello" || cmd.Name() == "client" }

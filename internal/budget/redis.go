@@ -273,6 +273,26 @@ func (s *Strings) Delete(ctx context.Context, tenant, key string) (bool, error) 
 	return n > 0, nil
 }
 
+// PutMany stores each of entries under tenant: one pipeline of SETs, all
+// under the tenant's hash tag (one slot on a cluster), so one round trip.
+func (s *Strings) PutMany(ctx context.Context, tenant string, entries map[string]string) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
+	defer cancel()
+	_, err := s.r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, v := range entries {
+			p.Set(ctx, s.name(tenant, k), v, s.ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.r.failed("redis set", err)
+	}
+	return nil
+}
+
 // Put stores v under tenant's key.
 func (s *Strings) Put(ctx context.Context, tenant, key, v string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)

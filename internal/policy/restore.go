@@ -120,24 +120,18 @@ type Turn struct {
 }
 
 // RememberReasoning stores a finished turn's reasoning under each of its
-// call ids, or under its content when it made no call, in c's key space.
-// It returns the store's first failure.
+// call ids, or under its content when it made no call, in c's key space,
+// in one write. It returns the store's failure.
 func RememberReasoning(ctx context.Context, store ReasoningStore, c Carry, t Turn) error {
-	reasoning, calls, content := t.Reasoning, t.Calls, t.Content
-	if reasoning == "" {
+	if t.Reasoning == "" {
 		return nil
 	}
-	var first error
-	put := func(key string) {
-		if err := store.Put(ctx, key, reasoning); err != nil && first == nil {
-			first = err
-		}
+	entries := make(map[string]string, max(len(t.Calls), 1))
+	for _, call := range t.Calls {
+		entries[c.Space+"call:"+call.ID] = t.Reasoning
 	}
-	for _, call := range calls {
-		put(c.Space + "call:" + call.ID)
+	if len(t.Calls) == 0 && t.Content != "" {
+		entries[c.Space+ContentKey(t.Content)] = t.Reasoning
 	}
-	if len(calls) == 0 && content != "" {
-		put(c.Space + ContentKey(content))
-	}
-	return first
+	return store.PutMany(ctx, entries)
 }

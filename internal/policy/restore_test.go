@@ -68,7 +68,8 @@ func (failingStore) Get(context.Context, string) (string, bool, error) { return 
 func (failingStore) GetMany(context.Context, []string) (map[string]string, error) {
 	return nil, errStore
 }
-func (failingStore) Put(context.Context, string, string) error { return errStore }
+func (failingStore) Put(context.Context, string, string) error        { return errStore }
+func (failingStore) PutMany(context.Context, map[string]string) error { return errStore }
 
 // Each protocol's state lives in its own key space: what a Gemini turn
 // left is never restored into a request to another protocol's upstream.

@@ -27,19 +27,19 @@ const SkipSignature = "skip_thought_signature_validator"
 var placeholder = json.RawMessage(`{"google":{"thought_signature":"` + SkipSignature + `"}}`)
 
 // RememberSignatures stores the extra_content of each call that carries a
-// thought signature, under the call's id. It returns the store's first
-// failure.
+// thought signature, under the call's id, in one write. It returns the
+// store's failure.
 func RememberSignatures(ctx context.Context, store ReasoningStore, calls []wire.CollectedCall) error {
-	var first error
+	entries := map[string]string{}
 	for _, c := range calls {
-		if !signed(json.RawMessage(c.ExtraContent)) {
-			continue
-		}
-		if err := store.Put(ctx, signatureKey(c.ID), c.ExtraContent); err != nil && first == nil {
-			first = err
+		if signed(json.RawMessage(c.ExtraContent)) {
+			entries[signatureKey(c.ID)] = c.ExtraContent
 		}
 	}
-	return first
+	if len(entries) == 0 {
+		return nil
+	}
+	return store.PutMany(ctx, entries)
 }
 
 // signed reports whether an extra_content member holds a thought

@@ -19,6 +19,9 @@ type ReasoningStore interface {
 	// one wait however long its transcript.
 	GetMany(ctx context.Context, keys []string) (map[string]string, error)
 	Put(ctx context.Context, key, reasoning string) error
+	// PutMany stores each of entries (key to value), in one round trip
+	// to a shared store.
+	PutMany(ctx context.Context, entries map[string]string) error
 }
 
 // TenantStore keeps strings per tenant (a client key; "open" on a gateway
@@ -31,6 +34,7 @@ type TenantStore interface {
 	Get(ctx context.Context, tenant, key string) (string, bool, error)
 	GetMany(ctx context.Context, tenant string, keys []string) (map[string]string, error)
 	Put(ctx context.Context, tenant, key, v string) error
+	PutMany(ctx context.Context, tenant string, entries map[string]string) error
 	Delete(ctx context.Context, tenant, key string) (bool, error)
 }
 
@@ -52,6 +56,10 @@ func (v tenantView) GetMany(ctx context.Context, keys []string) (map[string]stri
 
 func (v tenantView) Put(ctx context.Context, key, reasoning string) error {
 	return v.s.Put(ctx, v.tenant, key, reasoning)
+}
+
+func (v tenantView) PutMany(ctx context.Context, entries map[string]string) error {
+	return v.s.PutMany(ctx, v.tenant, entries)
 }
 
 // ContentKey is the store key of a turn that made no call: a hash of its

@@ -129,9 +129,25 @@ func (s *QuotaStore) getLocked(tenant, key string, now time.Time) (string, bool)
 
 // Put stores v under tenant's key, evicting as the type's doc says.
 func (s *QuotaStore) Put(_ context.Context, tenant, key, v string) error {
-	size := int64(len(key)+len(v)) + entryOverhead
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.putLocked(tenant, key, v)
+	return nil
+}
+
+// PutMany stores each of entries under tenant, under one lock.
+func (s *QuotaStore) PutMany(_ context.Context, tenant string, entries map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range entries {
+		s.putLocked(tenant, k, v)
+	}
+	return nil
+}
+
+// putLocked stores v under tenant's key, evicting as the type's doc says.
+func (s *QuotaStore) putLocked(tenant, key, v string) {
+	size := int64(len(key)+len(v)) + entryOverhead
 	t := s.tenants[tenant]
 	if t == nil {
 		t = &quotaTenant{ll: list.New(), m: map[string]*list.Element{}}
@@ -142,7 +158,7 @@ func (s *QuotaStore) Put(_ context.Context, tenant, key, v string) error {
 	}
 	if size > s.o.TenantBytes || size > s.o.MaxBytes {
 		s.dropIfEmptyLocked(tenant, t)
-		return nil
+		return
 	}
 	for t.bytes+size > s.o.TenantBytes || t.ll.Len()+1 > s.o.TenantEntries {
 		s.removeLocked(tenant, t, t.ll.Back())
@@ -158,7 +174,6 @@ func (s *QuotaStore) Put(_ context.Context, tenant, key, v string) error {
 	t.bytes += size
 	s.bytes += size
 	s.entries++
-	return nil
 }
 
 // Delete removes tenant's entry under key; it reports whether there was

@@ -33,6 +33,14 @@ func TestQuotaStore(t *testing.T) {
 	if got, _ := s.GetMany(ctx, "k2", []string{"a", "c"}); len(got) != 0 {
 		t.Errorf("k2 read k1's entries: %v", got)
 	}
+	// PutMany is bounded as Put is: k3 keeps two of its three.
+	s.PutMany(ctx, "k3", map[string]string{"x": "rx", "y": "ry", "z": "rz"})
+	if got, _ := s.GetMany(ctx, "k3", []string{"x", "y", "z"}); len(got) != 2 {
+		t.Errorf("k3 holds %v, want 2 entries", got)
+	}
+	if got, _ := s.GetMany(ctx, "k1", []string{"a", "c"}); len(got) != 2 {
+		t.Errorf("k3's PutMany evicted k1's entries: %v", got)
+	}
 	now = now.Add(2 * time.Minute)
 	if _, ok, _ := s.Get(ctx, "k1", "c"); ok {
 		t.Error("an expired entry was returned")
