@@ -418,7 +418,8 @@ func checks(rows []row, gbs []goBench) []check {
 	for _, c := range []struct {
 		name, bench string
 		ns, allocs  float64
-	}{{"text delta", "BenchmarkChunk/text/chunks=1000", 1000, 0.01}, {"tool-call fragment", "BenchmarkChunk/toolcall/chunks=1000", 2000, 0.05}} {
+	}{{"text delta", "BenchmarkChunk/text/chunks=1000", 1000, 0.01}, {"tool-call fragment", "BenchmarkChunk/toolcall/chunks=1000", 2000, 0.05},
+		{"text delta, one per read", "BenchmarkChunk/text-paced/chunks=1000", 1000, 0.01}, {"tool-call fragment, one per read", "BenchmarkChunk/toolcall-paced/chunks=1000", 2000, 0.05}} {
 		if g, ok := goResult(gbs, c.bench); ok {
 			add("per chunk, "+c.name+": time (BenchmarkChunk)", g.NsPerOp/1000, c.ns, "ns")
 			add("per chunk, "+c.name+": allocations", g.AllocsOp/1000, c.allocs, "")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -38,39 +39,68 @@ func benchStream(n int, tool bool) string {
 // BenchmarkChunk measures the per-chunk path of a stream: read (Events),
 // restream (collector), write (sse message), for 1000 text deltas and for
 // 1000 tool-call argument fragments. ns/op and allocs/op are per stream of
-// 1000 chunks: divide by 1000 for one chunk.
+// 1000 chunks: divide by 1000 for one chunk. The -paced variants read
+// one event per read of the source, the Normalizer resting before each
+// (ReadOptions.BeforeWait), as a stream does whose model sends its chunks
+// one at a time — every real provider's.
 func BenchmarkChunk(b *testing.B) {
-	for _, tool := range []bool{false, true} {
-		body := benchStream(1000, tool)
-		name := "text"
-		if tool {
-			name = "toolcall"
-		}
-		b.Run(name+"/chunks=1000", func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				rs := NewNormalizer(Options{Quirks: AllQuirks(), SingleChoice: true})
-				w := NewWriter(discard{})
-				for ev, err := range Events(context.Background(), strings.NewReader(body), ReadOptions{}) {
-					if err != nil {
-						b.Fatal(err)
-					}
-					if ev.Done {
-						break
-					}
-					out, ok, err := rs.Chunk(ev.Data)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if ok {
-						w.Send(out)
-					}
-				}
-				rs.Release()
+	for _, paced := range []bool{false, true} {
+		for _, tool := range []bool{false, true} {
+			body := benchStream(1000, tool)
+			name := "text"
+			if tool {
+				name = "toolcall"
 			}
-		})
+			if paced {
+				name += "-paced"
+			}
+			b.Run(name+"/chunks=1000", func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					rs := NewNormalizer(Options{Quirks: AllQuirks(), SingleChoice: true})
+					w := NewWriter(discard{})
+					var src io.Reader = strings.NewReader(body)
+					opts := ReadOptions{}
+					if paced {
+						src, opts.BeforeWait = &eventPerRead{rest: body}, rs
+					}
+					for ev, err := range Events(context.Background(), src, opts) {
+						if err != nil {
+							b.Fatal(err)
+						}
+						if ev.Done {
+							break
+						}
+						out, ok, err := rs.Chunk(ev.Data)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if ok {
+							w.Send(out)
+						}
+					}
+					rs.Release()
+				}
+			})
+		}
 	}
+}
+
+// eventPerRead returns one event (up to its blank line) per Read.
+type eventPerRead struct{ rest string }
+
+func (r *eventPerRead) Read(p []byte) (int, error) {
+	if r.rest == "" {
+		return 0, io.EOF
+	}
+	end := strings.Index(r.rest, "\n\n") + 2
+	if end < 2 {
+		end = len(r.rest)
+	}
+	n := copy(p, r.rest[:end])
+	r.rest = r.rest[n:]
+	return n, nil
 }
 
 // BenchmarkEvents measures reading alone over the BenchmarkChunk streams:

@@ -63,8 +63,11 @@
 // made with nothing unread, the reader puts its buffer back in its pool
 // and waits with a read of its own 64 bytes, and tells the caller
 // ([ReadOptions.BeforeWait]), whose Normalizer then puts back its
-// per-chunk scratch and template ([Normalizer.Rest]); both are taken
-// again for the next event.
+// per-chunk scratch ([Normalizer.Rest]); both are taken again for the
+// next event. The Normalizer keeps its template (its last chunk's bytes
+// around the string that changes, up to 2 KB), so that a stream paced by
+// its model — one chunk per read, as every provider sends them — is not
+// parsed in full chunk by chunk.
 //
 // # One normalizer
 //

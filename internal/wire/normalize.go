@@ -101,10 +101,11 @@ type Normalizer struct {
 
 	fullPathOnly bool // tests: no template
 
-	// s is the per-chunk scratch and the template (template.go): taken
-	// from a pool by Chunk and Whole, let go of while the stream waits
-	// (Rest); nil then.
+	// s is the per-chunk scratch: taken from a pool by Chunk and Whole,
+	// let go of while the stream waits (Rest); nil then.
 	s *scratch
+	// tmpl is the last chunk, when the next may reuse it (template.go).
+	tmpl template
 }
 
 type span struct {
@@ -121,16 +122,14 @@ type pendingCall struct {
 	extra    []member
 }
 
-// scratch is a Normalizer's per-chunk working memory, and its template.
-// Nothing in the scratch is needed from one chunk to the next, and the
-// template only saves the next chunk the full path, so a Normalizer whose
-// stream waits for its upstream lets go of both (Rest) and takes a
-// scratch again for its next chunk: an idle stream holds its state only.
+// scratch is a Normalizer's per-chunk working memory. Nothing in it is
+// needed from one chunk to the next, so a Normalizer whose stream waits
+// for its upstream lets go of it (Rest) and takes a scratch again for its
+// next chunk: an idle stream holds its state and its template only.
 type scratch struct {
 	top, choice, delta, frag, fn []member
 	elems                        []span
 	out1, cbuf, dbuf, tbuf       []byte
-	tmpl                         template      // the last chunk, when the next may reuse it
 	calls                        []*collecting // emptied calls for the collector (Collector.spare)
 }
 
@@ -139,11 +138,16 @@ var scratches = sync.Pool{New: func() any { return new(scratch) }}
 // maxPooledScratch bounds the scratch kept for another chunk or stream.
 const maxPooledScratch = 64 << 10
 
-// Rest lets go of n's per-chunk scratch and template while its stream
-// waits for the next event: nothing Chunk returned may be used
-// afterwards. The next Chunk takes a scratch from the pool (this one, or
-// another stream's), and its first chunk takes the full path.
+// Rest lets go of n's per-chunk scratch while its stream waits for the
+// next event: nothing Chunk returned may be used afterwards. The next
+// Chunk takes a scratch from the pool (this one, or another stream's).
+// The template stays, when it is small (maxRestingTemplate): a stream
+// paced by its model, one chunk per read as real providers send them,
+// would otherwise take the full path for every chunk.
 func (n *Normalizer) Rest() {
+	if n.tmpl.size() > maxRestingTemplate {
+		n.tmpl = template{}
+	}
 	s := n.s
 	if s == nil {
 		return
@@ -151,11 +155,15 @@ func (n *Normalizer) Rest() {
 	n.s = nil
 	s.frag, s.fn, s.calls = n.collector.frag[:0], n.collector.fn[:0], n.collector.spare
 	n.collector.frag, n.collector.fn, n.collector.spare = nil, nil, nil
-	s.tmpl.kind, s.tmpl.call = noTemplate, nil // the call is this stream's
 	if !s.large() {
 		scratches.Put(s)
 	}
 }
+
+// maxRestingTemplate bounds the template's bytes a waiting stream keeps:
+// a chunk and its rewrite, each of a few hundred bytes from every
+// provider measured, fit.
+const maxRestingTemplate = 2 << 10
 
 // wake takes a scratch for the next chunk.
 func (n *Normalizer) wake() {
@@ -168,8 +176,7 @@ func (n *Normalizer) wake() {
 // large reports scratch grown by a large chunk: left to the garbage
 // collector rather than kept in the pool.
 func (s *scratch) large() bool {
-	t := &s.tmpl
-	return max(cap(s.out1), cap(s.cbuf), cap(s.dbuf), cap(s.tbuf), cap(t.prefix), cap(t.suffix), cap(t.out[0]), cap(t.out[1])) > maxPooledScratch ||
+	return max(cap(s.out1), cap(s.cbuf), cap(s.dbuf), cap(s.tbuf)) > maxPooledScratch ||
 		cap(s.top)+cap(s.choice)+cap(s.delta)+cap(s.frag)+cap(s.fn)+cap(s.elems) > maxPooledScratch/64
 }
 
@@ -186,7 +193,7 @@ func NewNormalizer(opts Options) *Normalizer {
 // reset makes n a new Normalizer for opts, keeping only its buffers
 // (emptied) from the response it served before.
 func (n *Normalizer) reset(opts Options) {
-	*n = Normalizer{opts: opts, out: opts.ReasoningOut, head: n.head[:0], finished: n.finished[:0]}
+	*n = Normalizer{opts: opts, out: opts.ReasoningOut, head: n.head[:0], finished: n.finished[:0], tmpl: n.tmpl.emptied()}
 	if n.out == "" {
 		n.out = "reasoning_content"
 	}
@@ -249,11 +256,11 @@ func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
 	if n.s == nil {
 		n.wake()
 	}
-	if n.s.tmpl.kind != noTemplate {
+	if n.tmpl.kind != noTemplate {
 		if out, ok := n.fromTemplate(data); ok {
 			return out, true, nil
 		}
-		n.s.tmpl.kind = noTemplate
+		n.tmpl.kind = noTemplate
 	}
 	before := n.state()
 	if out, send, err = n.chunk(data); send && !n.fullPathOnly {

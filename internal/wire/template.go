@@ -39,6 +39,16 @@ type template struct {
 	call   *collecting // argsTemplate: the call the arguments go to
 }
 
+// size is the bytes the template holds.
+func (t *template) size() int {
+	return cap(t.prefix) + cap(t.suffix) + cap(t.out[0]) + cap(t.out[1])
+}
+
+// emptied is an unset template with t's buffers, for another response.
+func (t *template) emptied() template {
+	return template{prefix: t.prefix[:0], suffix: t.suffix[:0], out: [2][]byte{t.out[0][:0], t.out[1][:0]}}
+}
+
 // chunkState is what a chunk may change that later chunks depend on,
 // besides the text kept and the calls' arguments.
 type chunkState struct {
@@ -60,7 +70,7 @@ func (n *Normalizer) state() chunkState {
 // fromTemplate sends data through the template when it fits: it returns
 // what to send and whether it did.
 func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
-	t := &n.s.tmpl
+	t := &n.tmpl
 	p, s := len(t.prefix), len(t.suffix)
 	if len(data) < p+s || !bytes.Equal(data[:p], t.prefix) || !bytes.Equal(data[len(data)-s:], t.suffix) {
 		return nil, false
@@ -120,7 +130,7 @@ func (n *Normalizer) noteTemplate(data, out []byte, before chunkState) {
 	var v []byte
 	switch n.s.delta[0].key {
 	case "content":
-		v, n.s.tmpl.kind = n.s.delta[0].value, textTemplate
+		v, n.tmpl.kind = n.s.delta[0].value, textTemplate
 	case "tool_calls":
 		c := &n.collector
 		if n.opts.Buffer || len(c.frag) != 2 || len(c.fn) != 1 || c.fn[0].key != "arguments" ||
@@ -130,16 +140,16 @@ func (n *Normalizer) noteTemplate(data, out []byte, before chunkState) {
 		if !oneElement(n.s.delta[0].value) {
 			return
 		}
-		v, n.s.tmpl.kind, n.s.tmpl.call = c.fn[0].value, argsTemplate, c.last
+		v, n.tmpl.kind, n.tmpl.call = c.fn[0].value, argsTemplate, c.last
 	default:
 		return
 	}
 	start := cap(data) - cap(v) // v is a slice of data
 	if len(v) < 2 || v[0] != '"' || start <= 0 || start+len(v) > len(data) || unsafe.SliceData(data[start:]) != unsafe.SliceData(v) {
-		n.s.tmpl.kind = noTemplate
+		n.tmpl.kind = noTemplate
 		return
 	}
-	t := &n.s.tmpl
+	t := &n.tmpl
 	t.fixes, t.fixed, t.same = fixes, fixes != Fixes{}, bytes.Equal(out, data)
 	if !t.same {
 		at := bytes.Index(out, v)

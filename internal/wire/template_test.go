@@ -161,8 +161,9 @@ func withSpareCalls(opts Options, payloads [][]byte) *Normalizer {
 
 // The template serves ordinary streams: after the first chunk of each
 // shape, text deltas and argument fragments skip the full path — also
-// when every fragment is rewritten (keys in another order) — and what
-// they add still reaches the result.
+// when every fragment is rewritten (keys in another order), and when the
+// stream rests between chunks — and what they add still reaches the
+// result.
 func TestTemplateUsed(t *testing.T) {
 	sortedStream := func(n int) string {
 		var b strings.Builder
@@ -180,26 +181,33 @@ func TestTemplateUsed(t *testing.T) {
 		{"tool", strings.ReplaceAll(strings.ReplaceAll(benchStream(100, true), "data: ", ""), "\n\n", "\n")},
 		{"tool, keys sorted", sortedStream(100)},
 	} {
-		n := NewNormalizer(Options{Quirks: AllQuirks(), KeepText: true, SingleChoice: true})
-		full, all := 0, 0
-		for _, p := range strings.Split(strings.TrimSuffix(tc.stream, "\n"), "\n") {
-			if p == "[DONE]" {
-				break
+		// Resting between chunks is a stream paced by its model, one
+		// chunk per read: the template outlives the wait.
+		for _, rest := range []bool{false, true} {
+			n := NewNormalizer(Options{Quirks: AllQuirks(), KeepText: true, SingleChoice: true})
+			full, all := 0, 0
+			for _, p := range strings.Split(strings.TrimSuffix(tc.stream, "\n"), "\n") {
+				if p == "[DONE]" {
+					break
+				}
+				all++
+				if n.tmpl.kind == noTemplate || !n.fromTemplateProbe([]byte(p)) {
+					full++
+				}
+				if _, _, err := n.Chunk([]byte(p)); err != nil {
+					t.Fatal(err)
+				}
+				if rest {
+					n.Rest()
+				}
 			}
-			all++
-			if n.s == nil || n.s.tmpl.kind == noTemplate || !n.fromTemplateProbe([]byte(p)) {
-				full++
+			res := n.Result(nil)
+			if full > 4 {
+				t.Errorf("%s, resting %v: %d of %d chunks took the full path", tc.name, rest, full, all)
 			}
-			if _, _, err := n.Chunk([]byte(p)); err != nil {
-				t.Fatal(err)
+			if tc.name == "text" && !strings.HasPrefix(res.Text, "tok0 tok1 ") || tc.name != "text" && (len(res.Calls) != 1 || !strings.HasPrefix(res.Calls[0].Arguments, "tok0 tok1 ")) {
+				t.Errorf("%s, resting %v: result %+v", tc.name, rest, res)
 			}
-		}
-		res := n.Result(nil)
-		if full > 4 {
-			t.Errorf("%s: %d of %d chunks took the full path", tc.name, full, all)
-		}
-		if tc.name == "text" && !strings.HasPrefix(res.Text, "tok0 tok1 ") || tc.name != "text" && (len(res.Calls) != 1 || !strings.HasPrefix(res.Calls[0].Arguments, "tok0 tok1 ")) {
-			t.Errorf("%s: result %+v", tc.name, res)
 		}
 	}
 }
@@ -207,7 +215,7 @@ func TestTemplateUsed(t *testing.T) {
 // fromTemplateProbe reports whether data fits the template, changing
 // nothing.
 func (n *Normalizer) fromTemplateProbe(data []byte) bool {
-	t := &n.s.tmpl
+	t := &n.tmpl
 	p, s := len(t.prefix), len(t.suffix)
 	if len(data) < p+s || !bytes.Equal(data[:p], t.prefix) || !bytes.Equal(data[len(data)-s:], t.suffix) {
 		return false
