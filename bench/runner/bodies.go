@@ -15,6 +15,12 @@ var streamBody = []byte(`{"model":"sim-text","stream":true,"messages":[{"role":"
 // the traffic toolgate exists for.
 var parallelBody = []byte(`{"model":"sim-parallel","stream":true,"messages":[{"role":"user","content":"Weather in four cities, please."}],"tools":[` + sim.WeatherTool + `]}`)
 
+// pacedParallelBody is parallelBody's answer paced by the simulator, its
+// 800 fragments a millisecond apart (about a second a stream): each
+// fragment reaches the gateway in a read of its own, as a model's tokens
+// do.
+var pacedParallelBody = []byte(`{"model":"sim-parallel-paced","stream":true,"messages":[{"role":"user","content":"Weather in four cities, please."}],"tools":[` + sim.WeatherTool + `]}`)
+
 // slowBody is a long stream of one chunk a second (the slow simulator).
 var slowBody = []byte(`{"model":"sim-text","stream":true,"messages":[{"role":"user","content":"Take your time."}]}`)
 

@@ -111,6 +111,7 @@ func run(bin string, full bool, out, profileDir, only string, withGo bool) error
 		{Name: "transcript100-200", Kind: "open", Rate: 200, Body: transcriptBody()},
 		{Name: "stream50-saturated", Kind: "closed", Clients: 1000, Body: streamBody, Stream: true},
 		{Name: "toolcalls-100", Kind: "open", Rate: 100, Body: parallelBody, Stream: true},
+		{Name: "toolcalls-paced-20", Kind: "open", Rate: 20, Body: pacedParallelBody, Stream: true},
 	}
 	for _, n := range holds {
 		points = append(points, point{Name: fmt.Sprintf("idle-streams-%d", n), Kind: "hold", Hold: n, Body: slowBody, Stream: true})
@@ -393,6 +394,10 @@ func checks(rows []row, gbs []goBench) []check {
 	if g, ok := get("toolcalls-100", "toolgate"); ok {
 		p, _ := get("toolcalls-100", "proxy")
 		cpu("tool-call streams (4 calls × 200 fragments) at 100/s: CPU per stream / the proxy's", g, p, 1.2)
+	}
+	if g, ok := get("toolcalls-paced-20", "toolgate"); ok {
+		p, _ := get("toolcalls-paced-20", "proxy")
+		cpu("the same streams paced, a fragment a millisecond, at 20/s: CPU per stream / the proxy's", g, p, 1.2)
 	}
 	var idle *row
 	for i, r := range rows {

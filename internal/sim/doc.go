@@ -17,6 +17,11 @@
 //	        arguments of each (about 500 bytes) streamed in 200 fragments
 //	else    a short text answer in Chunks content chunks
 //
+// Independently of the script, a streamed answer whose model name
+// contains "paced" (sim-parallel-paced) leaves one chunk at a time,
+// Options.PacedDelay apart (1ms by default), also in fast mode: a model
+// emitting its tokens, each chunk in its own read at the other end.
+//
 // A streamed request whose model name contains "q-<name>" plays one of the
 // quirk scripts of docs/quirks.md section A instead; QuirkNames lists them, and
 // quirks.go says which quirk each reproduces.

@@ -17,6 +17,7 @@ type plan struct {
 	tool   string
 	chunks int
 	usage  bool
+	paced  bool // a stream's chunks leave one at a time, PacedDelay apart
 }
 
 type obj = map[string]any

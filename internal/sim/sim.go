@@ -24,6 +24,9 @@ type Options struct {
 	ChunkDelay time.Duration
 	// SlowDelay is the pause between chunks of the slow script; 0 means 200ms.
 	SlowDelay time.Duration
+	// PacedDelay is the pause between chunks of a stream whose model name
+	// contains "paced"; 0 means 1ms.
+	PacedDelay time.Duration
 	// Strict checks every transcript against OpenAI's tool-call pairing
 	// rules, as a model name containing "strict" does.
 	Strict bool
@@ -71,6 +74,9 @@ func New(opts Options) *Sim {
 	}
 	if opts.SlowDelay <= 0 {
 		opts.SlowDelay = 200 * time.Millisecond
+	}
+	if opts.PacedDelay <= 0 {
+		opts.PacedDelay = time.Millisecond
 	}
 	s := &Sim{opts: opts, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
@@ -237,7 +243,8 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, "server_error", fmt.Sprintf("The simulator was asked to fail (model %s).", req.Model))
 		return
 	}
-	if b, ok := s.fast[fastKey{sc, req.Stream, req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}]; ok {
+	paced := req.Stream && strings.Contains(req.Model, "paced")
+	if b, ok := s.fast[fastKey{sc, req.Stream, req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}]; ok && !paced {
 		s.writeFast(w, b, req.Stream)
 		return
 	}
@@ -248,6 +255,10 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 		tool:   "get_weather",
 		chunks: s.opts.Chunks,
 		usage:  req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		paced:  paced,
+	}
+	if s.opts.Fast {
+		p.model, p.id = "sim", "chatcmpl-sim" // as the pre-encoded answers
 	}
 	if len(req.Tools) > 0 && req.Tools[0].Function.Name != "" {
 		p.tool = req.Tools[0].Function.Name
@@ -283,8 +294,11 @@ func (s *Sim) stream(w http.ResponseWriter, r *http.Request, p plan) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	delay := s.opts.ChunkDelay
-	if p.script == scriptSlow {
+	switch {
+	case p.script == scriptSlow:
 		delay = s.opts.SlowDelay
+	case p.paced:
+		delay = s.opts.PacedDelay
 	}
 	events := p.events()
 	for i, ev := range events {

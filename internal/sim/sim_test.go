@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/testing/wait"
 	"github.com/toolgate/toolgate/internal/testing/wiretest"
@@ -83,6 +84,24 @@ func TestFast(t *testing.T) {
 	_, body, _ := post(t, srv.URL, `{"model":"m","stream":true,"messages":[]}`)
 	if n := strings.Count(body, "data: "); n != 53 { // role, 50 chunks, finish, [DONE]
 		t.Errorf("%d events", n)
+	}
+}
+
+// A paced stream, also in fast mode, is the same bytes as the pre-encoded
+// one, its chunks PacedDelay apart: 52 pauses for a 50-chunk answer.
+func TestPaced(t *testing.T) {
+	const delay = 2 * time.Millisecond
+	srv := httptest.NewServer(New(Options{Fast: true, Chunks: 50, PacedDelay: delay}))
+	defer srv.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	_, whole, _ := post(t, srv.URL, `{"model":"m","stream":true,"messages":[]}`)
+	start := time.Now()
+	_, paced, err := post(t, srv.URL, `{"model":"m-paced","stream":true,"messages":[]}`)
+	if err != nil || paced != whole {
+		t.Fatalf("paced stream %v:\n%s\nwant the pre-encoded one:\n%s", err, paced, whole)
+	}
+	if took := time.Since(start); took < 52*delay {
+		t.Errorf("a 53-event paced stream took %v, less than 52 pauses of %v", took, delay)
 	}
 }
 
