@@ -58,10 +58,9 @@ func signed(extra json.RawMessage) bool {
 // first call of each step; one key per message, all looked up at once).
 // In a conversation that shows signing — a call that carries a signature,
 // or got one back — a first call still without one gets the placeholder
-// (Placeholders
-// counts them). A conversation that shows none is left as it is: an
-// upstream that never signs has no use for the member, and OpenAI's own
-// refuses members it does not know.
+// (Placeholders counts them). A conversation that shows none is left as
+// it is: an upstream that never signs has no use for the member, and
+// OpenAI's own refuses members it does not know.
 func RestoreSignatures(ctx context.Context, msgs []wire.Message, store ReasoningStore) Restored {
 	r := Restored{Messages: msgs}
 	var lacking []int // messages whose first call is unsigned

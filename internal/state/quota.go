@@ -8,6 +8,7 @@ package state
 import (
 	"container/list"
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -93,19 +94,25 @@ func (s *QuotaStore) Get(_ context.Context, tenant, key string) (string, bool, e
 }
 
 // GetMany returns what tenant stored under each of keys that has a value
-// that has not expired, under one lock.
+// that has not expired, taking the lock once per manyUnderLock keys: a
+// long transcript's lookups do not hold other requests' for long.
 func (s *QuotaStore) GetMany(_ context.Context, tenant string, keys []string) (map[string]string, error) {
 	found := map[string]string{}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.o.Now()
-	for _, k := range keys {
-		if v, ok := s.getLocked(tenant, k, now); ok {
-			found[k] = v
+	for batch := range slices.Chunk(keys, manyUnderLock) {
+		s.mu.Lock()
+		now := s.o.Now()
+		for _, k := range batch {
+			if v, ok := s.getLocked(tenant, k, now); ok {
+				found[k] = v
+			}
 		}
+		s.mu.Unlock()
 	}
 	return found, nil
 }
+
+// manyUnderLock bounds the keys GetMany reads under one hold of the lock.
+const manyUnderLock = 256
 
 // getLocked returns tenant's unexpired value under key, removing an
 // expired one.

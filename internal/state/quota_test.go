@@ -41,6 +41,17 @@ func TestQuotaStore(t *testing.T) {
 	if got, _ := s.GetMany(ctx, "k1", []string{"a", "c"}); len(got) != 2 {
 		t.Errorf("k3's PutMany evicted k1's entries: %v", got)
 	}
+	// More keys than one hold of the lock reads all come back.
+	big := NewQuotaStore(QuotaOptions{})
+	entries, keys := map[string]string{}, []string{}
+	for i := range 2*manyUnderLock + 1 {
+		k := fmt.Sprint("call:", i)
+		entries[k], keys = "r"+k, append(keys, k)
+	}
+	big.PutMany(ctx, "k", entries)
+	if got, _ := big.GetMany(ctx, "k", keys); len(got) != len(keys) || got["call:512"] != "rcall:512" {
+		t.Errorf("GetMany of %d keys found %d", len(keys), len(got))
+	}
 	now = now.Add(2 * time.Minute)
 	if _, ok, _ := s.Get(ctx, "k1", "c"); ok {
 		t.Error("an expired entry was returned")
