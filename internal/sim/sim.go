@@ -257,8 +257,8 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 		usage:  req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
 		paced:  paced,
 	}
-	if s.opts.Fast {
-		p.model, p.id = "sim", "chatcmpl-sim" // as the pre-encoded answers
+	if s.opts.Fast && paced {
+		p.model, p.id = "sim", "chatcmpl-sim" // the pre-encoded answer's bytes, paced
 	}
 	if len(req.Tools) > 0 && req.Tools[0].Function.Name != "" {
 		p.tool = req.Tools[0].Function.Name
