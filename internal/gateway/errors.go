@@ -176,8 +176,10 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "rejected", N: 1})
 	}
 	// A body read that failed cancels the request's context (net/http
-	// does): an intake error is answered all the same.
-	if _, intake := errors.AsType[*IntakeError](err); r.Context().Err() != nil && !intake {
+	// does), and so does the read deadline of a refusal that leaves the
+	// body unread (leaveBody): both are answered all the same. Only a
+	// client that went away is not.
+	if _, intake := errors.AsType[*IntakeError](err); r.Context().Err() != nil && !intake && !leftBody(w) {
 		end(rec, ending{status: 499, outcome: observe.OutcomeClientGone, clientGone: true, err: err})
 		return
 	}

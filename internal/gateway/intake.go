@@ -103,6 +103,12 @@ func leaveBody(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // unsupported by test recorders
 }
 
+// leftBody reports whether leaveBody prepared w's answer. Its read
+// deadline fails net/http's background read of the connection, which
+// cancels the request's context: that end is the gateway's own doing, not
+// the client leaving, and the refusal must still be written.
+func leftBody(w http.ResponseWriter) bool { return w.Header().Get("Connection") == "close" }
+
 func (g *Gateway) receiveBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) (_ []byte, err error) {
 	decode, err := contentDecoder(r.Header.Get("Content-Encoding"))
 	if err != nil {
