@@ -133,15 +133,19 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 1}}]
 	}
 }
 
+// reasoningOnRedis is a gateway whose state is in Redis, in front of an
+// upstream whose reasoning is restored (DeepSeek's thinking mode).
+const reasoningOnRedis = `
+state: {store: redis, redis_url: "REDIS_URL", timeout: 10s}
+upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
+routes: [{model: "*", upstream: ds}]
+`
+
 // Reasoning remembered by one replica is restored by the other: a
 // DeepSeek-style tool conversation whose turns alternate between them.
 func TestRedisSharedReasoning(t *testing.T) {
 	srv := testredis.Start(t)
-	a, b, s := twoGateways(t, srv, `
-state: {store: redis, redis_url: "REDIS_URL", timeout: 10s}
-upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
-routes: [{model: "*", upstream: ds}]
-`)
+	a, b, s := twoGateways(t, srv, reasoningOnRedis)
 	msgs := gatewaytest.UserMsg("Weather in Paris, twice please.")
 	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})}
 	for turn, e := range []*gatewaytest.Env{a, b, a} {
@@ -334,11 +338,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 2}}]
 // signatures restored, costs Redis two MGETs (one for each) and no GET.
 func TestRedisLookupsPerRequest(t *testing.T) {
 	srv := testredis.Start(t)
-	a, _, _ := twoGateways(t, srv, `
-state: {store: redis, redis_url: "REDIS_URL", timeout: 10s}
-upstreams: [{name: ds, url: "UPSTREAM_URL/v1", restore_reasoning: true}]
-routes: [{model: "*", upstream: ds}]
-`)
+	a, _, _ := twoGateways(t, srv, reasoningOnRedis)
 	gets, mgets := srv.Calls(t, "get"), srv.Calls(t, "mget")
 	resp := a.Post(t, string(sim.Transcript("sim-text", 100, -1)))
 	body, _ := io.ReadAll(resp.Body)
