@@ -77,13 +77,6 @@ func (g *Gateway) readAnyBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 	return body, err
 }
 
-// leaveBody prepares the answer to a request whose body will not be read
-// (refused before it, or while it arrived): the connection is closed after
-// the answer, and what is left of the body is not waited for. Without
-// both, net/http would read and discard up to 256 KB of it first — before
-// the answer is written, or after it with no deadline — and a client that
-// stops sending would hold the connection and its goroutine for as long as
-// it likes.
 // checkKey checks the request's client key before a byte of its body is
 // read: refused, the body is left unread and the connection closed after
 // the answer; accepted (or no keys configured), the connection leaves the
@@ -98,6 +91,13 @@ func (g *Gateway) checkKey(w http.ResponseWriter, r *http.Request) (*auth.Key, e
 	return key, nil
 }
 
+// leaveBody prepares the answer to a request whose body will not be read
+// (refused before it, or while it arrived): the connection is closed after
+// the answer, and what is left of the body is not waited for. Without
+// both, net/http would read and discard up to 256 KB of it first — before
+// the answer is written, or after it with no deadline — and a client that
+// stops sending would hold the connection and its goroutine for as long as
+// it likes.
 func leaveBody(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // unsupported by test recorders
