@@ -30,13 +30,17 @@ var placeholder = json.RawMessage(`{"google":{"thought_signature":"` + SkipSigna
 // thought signature, under the call's id, in one write. It returns the
 // store's failure.
 func RememberSignatures(ctx context.Context, store ReasoningStore, calls []wire.CollectedCall) error {
-	entries := map[string]string{}
+	var entries map[string]string // made for the first signed call: most answers have none
 	for _, c := range calls {
-		if signed(json.RawMessage(c.ExtraContent)) {
-			entries[signatureKey(c.ID)] = c.ExtraContent
+		if !signed(json.RawMessage(c.ExtraContent)) {
+			continue
 		}
+		if entries == nil {
+			entries = map[string]string{}
+		}
+		entries[signatureKey(c.ID)] = c.ExtraContent
 	}
-	if len(entries) == 0 {
+	if entries == nil {
 		return nil
 	}
 	return store.PutMany(ctx, entries)
