@@ -64,11 +64,9 @@ type failingStore struct{}
 
 var errStore = errors.New("store unreachable")
 
-func (failingStore) Get(context.Context, string) (string, bool, error) { return "", false, errStore }
 func (failingStore) GetMany(context.Context, []string) (map[string]string, error) {
 	return nil, errStore
 }
-func (failingStore) Put(context.Context, string, string) error        { return errStore }
 func (failingStore) PutMany(context.Context, map[string]string) error { return errStore }
 
 // Each protocol's state lives in its own key space: what a Gemini turn

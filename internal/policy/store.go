@@ -13,12 +13,10 @@ import (
 // the store's failure (Redis unreachable), never a miss. Implementations
 // are safe for concurrent use.
 type ReasoningStore interface {
-	Get(ctx context.Context, key string) (string, bool, error)
 	// GetMany returns the strings stored under those of keys that have
 	// one, in one round trip to a shared store: a request's lookups cost
 	// one wait however long its transcript.
 	GetMany(ctx context.Context, keys []string) (map[string]string, error)
-	Put(ctx context.Context, key, reasoning string) error
 	// PutMany stores each of entries (key to value), in one round trip
 	// to a shared store.
 	PutMany(ctx context.Context, entries map[string]string) error
@@ -46,16 +44,8 @@ type tenantView struct {
 	tenant string
 }
 
-func (v tenantView) Get(ctx context.Context, key string) (string, bool, error) {
-	return v.s.Get(ctx, v.tenant, key)
-}
-
 func (v tenantView) GetMany(ctx context.Context, keys []string) (map[string]string, error) {
 	return v.s.GetMany(ctx, v.tenant, keys)
-}
-
-func (v tenantView) Put(ctx context.Context, key, reasoning string) error {
-	return v.s.Put(ctx, v.tenant, key, reasoning)
 }
 
 func (v tenantView) PutMany(ctx context.Context, entries map[string]string) error {
