@@ -125,18 +125,23 @@ type pairs struct {
 	requests   []request // by message position; calls is nil for a message that made none
 	unanswered int
 	rep        Report
+	// next links the replies a request owns, in input order: next[i] is
+	// the position + 1 of the reply after message i, 0 after its last.
+	next []int
 }
 
 type request struct {
 	calls    []*wire.ToolCall
 	answered []bool // by position in calls
-	owned    []int  // indexes of its replies, in input order
+	// first and last are the positions + 1 of its first and last reply
+	// (0: none yet); the rest are linked through pairs.next.
+	first, last int
 }
 
 // pairing gives each reply its owner: the closest earlier call with its
 // id that nothing has answered yet.
 func pairing(msgs []wire.Message) *pairs {
-	p := &pairs{requests: make([]request, len(msgs))}
+	p := &pairs{requests: make([]request, len(msgs)), next: make([]int, len(msgs))}
 	nCalls := 0
 	for i := range msgs {
 		nCalls += len(msgs[i].ToolCalls)
@@ -145,10 +150,12 @@ func pairing(msgs []wire.Message) *pairs {
 	callArena := make([]*wire.ToolCall, 0, nCalls)
 	answeredArena := make([]bool, nCalls)
 	// open holds, per call id, the calls with that id nothing has answered
-	// yet, oldest first: a reply's owner is the last one, taken in O(1)
-	// however many messages reuse the id.
-	type slot struct{ msg, call int }
-	open := make(map[string][]slot, nCalls)
+	// yet, as a stack through slots (the position + 1 of the newest, 0 for
+	// none): a reply's owner is its top, taken in O(1) however many
+	// messages reuse the id, and an id costs no allocation of its own.
+	type slot struct{ msg, call, below int }
+	slots := make([]slot, 0, nCalls)
+	open := make(map[string]int, nCalls)
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
@@ -161,20 +168,27 @@ func pairing(msgs []wire.Message) *pairs {
 			}
 			p.requests[i] = request{calls: calls, answered: answeredArena[start:len(callArena):len(callArena)]}
 			for s, c := range calls {
-				open[c.ID] = append(open[c.ID], slot{i, s})
+				slots = append(slots, slot{msg: i, call: s, below: open[c.ID]})
+				open[c.ID] = len(slots)
 			}
 			p.unanswered += len(calls)
 		case "tool":
 			id := m.ToolCallID
-			calls := open[id]
-			if len(calls) == 0 {
+			top := open[id]
+			if top == 0 {
 				p.rep.Dropped = append(p.rep.Dropped, Reply{Index: i, CallID: id})
 				continue
 			}
-			owner := calls[len(calls)-1]
-			open[id] = calls[:len(calls)-1]
-			p.requests[owner.msg].answered[owner.call] = true
-			p.requests[owner.msg].owned = append(p.requests[owner.msg].owned, i)
+			owner := slots[top-1]
+			open[id] = owner.below
+			req := &p.requests[owner.msg]
+			req.answered[owner.call] = true
+			if req.last == 0 {
+				req.first = i + 1
+			} else {
+				p.next[req.last-1] = i + 1
+			}
+			req.last = i + 1
 			p.unanswered--
 		}
 	}
@@ -204,7 +218,8 @@ func (p *pairs) output(msgs []wire.Message) []wire.Message {
 		for runEnd < len(msgs) && msgs[runEnd].Role == "tool" {
 			runEnd++
 		}
-		for _, at := range req.owned {
+		for next := req.first; next != 0; next = p.next[next-1] {
+			at := next - 1
 			out = append(out, msgs[at])
 			if at >= runEnd {
 				p.rep.Moved = append(p.rep.Moved, Reply{Index: at, CallID: msgs[at].ToolCallID})
