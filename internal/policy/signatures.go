@@ -48,13 +48,19 @@ func RememberSignatures(ctx context.Context, store ReasoningStore, calls []wire.
 
 // signed reports whether an extra_content member holds a thought
 // signature.
+// A call without the member costs nothing: the decoding target, which
+// escapes to the heap, is made only for a member to decode.
 func signed(extra json.RawMessage) bool {
+	return len(extra) > 0 && signatureIn(extra)
+}
+
+func signatureIn(extra json.RawMessage) bool {
 	var e struct {
 		Google struct {
 			ThoughtSignature string `json:"thought_signature"`
 		} `json:"google"`
 	}
-	return len(extra) > 0 && json.Unmarshal(extra, &e) == nil && e.Google.ThoughtSignature != ""
+	return json.Unmarshal(extra, &e) == nil && e.Google.ThoughtSignature != ""
 }
 
 // RestoreSignatures puts remembered extra_content back on the first call
@@ -67,12 +73,21 @@ func signed(extra json.RawMessage) bool {
 // OpenAI's own refuses members it does not know.
 func RestoreSignatures(ctx context.Context, msgs []wire.Message, store ReasoningStore) Restored {
 	r := Restored{Messages: msgs}
-	var lacking []int // messages whose first call is unsigned
-	var keys []string
+	steps := 0
+	for i := range msgs {
+		if replaysCalls(&msgs[i]) {
+			steps++
+		}
+	}
+	if steps == 0 {
+		return r
+	}
+	lacking := make([]int, 0, steps) // messages whose first call is unsigned
+	keys := make([]string, 0, steps)
 	shows := false
 	for i := range msgs {
 		m := &msgs[i]
-		if m.Role != "assistant" || len(m.ToolCalls) == 0 || m.Raw == nil {
+		if !replaysCalls(m) {
 			continue
 		}
 		first := signed(extraContent(m.ToolCalls[0].Raw))
@@ -114,6 +129,12 @@ func RestoreSignatures(ctx context.Context, msgs []wire.Message, store Reasoning
 		}
 	}
 	return r
+}
+
+// replaysCalls reports whether m is an assistant message that replays
+// tool calls, as the client sent it.
+func replaysCalls(m *wire.Message) bool {
+	return m.Role == "assistant" && len(m.ToolCalls) > 0 && m.Raw != nil
 }
 
 // signatureKey is the store key of a call's extra_content.
