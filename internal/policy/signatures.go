@@ -47,13 +47,14 @@ func RememberSignatures(ctx context.Context, store ReasoningStore, calls []wire.
 }
 
 // signed reports whether an extra_content member holds a thought
-// signature.
-// A call without the member costs nothing: the decoding target, which
-// escapes to the heap, is made only for a member to decode.
+// signature. A call without the member costs nothing: signatureIn's
+// decoding target escapes to the heap, so it is made only for a member
+// there is.
 func signed(extra json.RawMessage) bool {
 	return len(extra) > 0 && signatureIn(extra)
 }
 
+// signatureIn decodes a member's thought signature.
 func signatureIn(extra json.RawMessage) bool {
 	var e struct {
 		Google struct {
