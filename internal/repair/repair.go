@@ -200,6 +200,9 @@ func pairing(msgs []wire.Message) *pairs {
 // replies.
 func (p *pairs) output(msgs []wire.Message) []wire.Message {
 	out := make([]wire.Message, 0, len(msgs)+p.unanswered)
+	if p.unanswered > 0 {
+		p.rep.Sealed = make([]Reply, 0, p.unanswered) // one per unanswered call
+	}
 	for i := range msgs {
 		if msgs[i].Role == "tool" {
 			continue
