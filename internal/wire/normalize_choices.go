@@ -202,7 +202,10 @@ func (n *Normalizer) encodeChoice(b []byte, e choiceEdit) []byte {
 		}
 	}
 	if e.setIndex && e.idxPos < 0 {
-		b = append(b, `,"index":0`...)
+		if len(n.s.choice) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"index":0`...)
 	}
 	return append(b, '}')
 }
