@@ -425,8 +425,13 @@ func (c *Client) capture(r io.ReadCloser, cancel context.CancelFunc) []byte {
 // a real provider) saved per streamed answer. It reads at most 64 KB and
 // waits at most wait; an upstream that holds the body open after its end
 // marker has its connection closed then.
+//
+// A body that has already reported its end (the usual case: the chunked
+// encoding's end arrives with the end marker, in the same read) is only
+// closed: no timer is armed, since arming the process's earliest timer
+// wakes the network poller.
 func Finish(body io.ReadCloser, wait time.Duration) {
-	if cb, ok := body.(*callBody); ok {
+	if cb, ok := body.(*callBody); ok && !cb.ended {
 		t := time.AfterFunc(wait, cb.cancel)
 		_, _ = io.Copy(io.Discard, io.LimitReader(cb.ReadCloser, 64<<10))
 		t.Stop()
@@ -434,10 +439,20 @@ func Finish(body io.ReadCloser, wait time.Duration) {
 	body.Close()
 }
 
-// callBody releases the call's context when the caller closes it.
+// callBody releases the call's context when the caller closes it, and
+// notes when its body has reported its end (for Finish).
 type callBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
+	ended  bool
+}
+
+func (b *callBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.ended = true
+	}
+	return n, err
 }
 
 func (b *callBody) Close() error {

@@ -270,9 +270,11 @@ type eofBody struct {
 	rest           io.Reader
 	eof, closedEOF bool
 	block          chan struct{} // non-nil: a read waits for it (a body held open)
+	reads          int
 }
 
 func (b *eofBody) Read(p []byte) (int, error) {
+	b.reads++
 	if b.block != nil {
 		<-b.block
 		return 0, context.Canceled
@@ -304,6 +306,20 @@ func TestFinish(t *testing.T) {
 	}}, 10*time.Millisecond)
 	if !cancelled.Load() {
 		t.Error("a held body was not abandoned")
+	}
+
+	// A body that reported its end while the answer was read (the chunked
+	// encoding's end in the same read as the last event, or a non-streamed
+	// body read whole) is closed without another read, so without a timer.
+	ended := &eofBody{rest: strings.NewReader("")}
+	cb := &callBody{ReadCloser: ended, cancel: func() {}}
+	if _, err := io.ReadAll(cb); err != nil {
+		t.Fatal(err)
+	}
+	reads := ended.reads
+	Finish(cb, time.Minute)
+	if ended.reads != reads || !ended.closedEOF {
+		t.Errorf("the ended body was read %d more times, closed %v", ended.reads-reads, ended.closedEOF)
 	}
 }
 
