@@ -54,11 +54,18 @@ type Client struct {
 	target Target
 	base   *url.URL // the API base URL; nil when it does not parse (Forward then fails)
 	url    string
-	hc     *http.Client
+	// tr sends the calls. It is used directly, not through an
+	// http.Client: the gateway follows no redirects and sets no client
+	// timeout, so a client's per-request work (a copy of the headers and
+	// of the URL for redirects, the error wrapped with the URL) bought
+	// nothing.
+	tr *http.Transport
 	// fresh sends on a new connection each time (keep-alives off): the
 	// resend after a dead keep-alive connection must not draw another
 	// dead one from the pool.
-	fresh *http.Client
+	fresh *http.Transport
+	// bearer is the Authorization header's value for APIKey, made once.
+	bearer []string
 }
 
 // New returns a Client for t with its own connection pool. t is used as
@@ -73,7 +80,6 @@ func New(t Target) *Client {
 	tr.MaxIdleConnsPerHost = 256
 	tr.IdleConnTimeout = 90 * time.Second
 	tr.ReadBufferSize = readBufferSize
-	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	freshTr := tr.Clone()
 	freshTr.DisableKeepAlives = true
 	base, _ := url.Parse(t.URL) // checked at load
@@ -81,10 +87,11 @@ func New(t Target) *Client {
 		target: t,
 		base:   base,
 		url:    strings.TrimSuffix(t.URL, "/") + cmp.Or(t.Path, "/chat/completions"),
-		// No Client.Timeout: it would cut long streams. Deadlines come from
-		// the caller's context.
-		hc:    &http.Client{Transport: tr, CheckRedirect: noRedirect},
-		fresh: &http.Client{Transport: freshTr, CheckRedirect: noRedirect},
+		// No timeout of its own: it would cut long streams. Deadlines come
+		// from the caller's context.
+		tr:     tr,
+		fresh:  freshTr,
+		bearer: []string{"Bearer " + t.APIKey},
 	}
 }
 
@@ -93,7 +100,7 @@ func (c *Client) Name() string { return c.target.Name }
 
 // CloseIdleConnections closes the client's idle connections.
 func (c *Client) CloseIdleConnections() {
-	c.hc.CloseIdleConnections()
+	c.tr.CloseIdleConnections()
 	c.fresh.CloseIdleConnections()
 }
 
@@ -169,11 +176,11 @@ func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reco
 	ctx, cancel := context.WithCancel(ctx)
 	var reused bool
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
-	resp, err = c.hc.Do(c.request(httptrace.WithClientTrace(ctx, trace), call))
+	resp, err = c.tr.RoundTrip(c.request(httptrace.WithClientTrace(ctx, trace), call))
 	if err != nil && reused && ctx.Err() == nil && !isTimeout(err) {
 		// The connection died under the request: a fresh one, once.
 		reconnected = true
-		resp, err = c.fresh.Do(c.request(ctx, call))
+		resp, err = c.fresh.RoundTrip(c.request(ctx, call))
 	}
 	if err != nil {
 		e := c.transportError(ctx, err)
@@ -328,10 +335,10 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 	}
 	var reused bool
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
-	resp, err = c.hc.Do(build(httptrace.WithClientTrace(ctx, trace)))
+	resp, err = c.tr.RoundTrip(build(httptrace.WithClientTrace(ctx, trace)))
 	if err != nil && reused && ctx.Err() == nil && !isTimeout(err) {
 		reconnected = true
-		resp, err = c.fresh.Do(build(ctx))
+		resp, err = c.fresh.RoundTrip(build(ctx))
 	}
 	if err != nil {
 		e := c.transportError(ctx, err)
@@ -357,15 +364,23 @@ func (c *Client) request(ctx context.Context, call Call) *http.Request {
 	for k, v := range call.Extra {
 		req.Header[k] = v
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header["Content-Type"] = jsonType
 	if call.Stream {
-		req.Header.Set("Accept", "text/event-stream")
+		req.Header["Accept"] = eventStreamType
 	} else {
-		req.Header.Set("Accept", "application/json")
+		req.Header["Accept"] = jsonType
 	}
 	c.authorize(req)
 	return req
 }
+
+// The media types a call's request states, shared by every request: a
+// header value set from them is never changed in place (the transport
+// only reads it).
+var (
+	jsonType        = []string{"application/json"}
+	eventStreamType = []string{"text/event-stream"}
+)
 
 // authorize sets the upstream's own headers and credentials on req.
 func (c *Client) authorize(req *http.Request) {
@@ -374,7 +389,7 @@ func (c *Client) authorize(req *http.Request) {
 	}
 	if c.target.APIKey != "" {
 		if strings.EqualFold(c.target.AuthHeader, "Authorization") || c.target.AuthHeader == "" {
-			req.Header.Set("Authorization", "Bearer "+c.target.APIKey)
+			req.Header["Authorization"] = c.bearer
 		} else {
 			req.Header.Set(c.target.AuthHeader, c.target.APIKey)
 		}

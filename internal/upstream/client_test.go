@@ -346,7 +346,7 @@ func TestRequestWrites(t *testing.T) {
 	c := newClient(Target{Name: "u", URL: srv.URL})
 	defer c.CloseIdleConnections()
 	var writes atomic.Int32
-	tr := c.hc.Transport.(*http.Transport)
+	tr := c.tr
 	dial := tr.DialContext
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
