@@ -441,10 +441,12 @@ func (c *Client) capture(r io.ReadCloser, cancel context.CancelFunc) []byte {
 // waits at most wait; an upstream that holds the body open after its end
 // marker has its connection closed then.
 //
-// A body that has already reported its end (the usual case: the chunked
-// encoding's end arrives with the end marker, in the same read) is only
-// closed: no timer is armed, since arming the process's earliest timer
-// wakes the network poller.
+// A body that has already reported its end (a non-streamed answer read
+// whole, or a stream whose chunked encoding ended in the same read as its
+// end marker) is only closed: no timer is armed, since arming the
+// process's earliest timer wakes the network poller. A Go upstream ends
+// its chunked encoding in a write of its own, after the end marker, so
+// for its streams the wait stays.
 func Finish(body io.ReadCloser, wait time.Duration) {
 	if cb, ok := body.(*callBody); ok && !cb.ended {
 		t := time.AfterFunc(wait, cb.cancel)
