@@ -373,3 +373,21 @@ func TestRequestWrites(t *testing.T) {
 		}
 	}
 }
+
+// A transport error names the upstream and what failed, not the URL it
+// was sent to (which may carry more than the host: a path, a query).
+func TestTransportErrorWithoutURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: the connection is refused
+	c := newClient(Target{Name: "u", URL: "http://" + addr + "/v1/secret-path"})
+	defer c.CloseIdleConnections()
+	_, _, err = c.Send(context.Background(), Call{Body: []byte(`{}`)})
+	e, ok := errors.AsType[*Error](err)
+	if !ok || e.Kind != KindConnect || strings.Contains(err.Error(), "secret-path") || !strings.Contains(err.Error(), "upstream u") {
+		t.Fatalf("error %v (kind %v)", err, e)
+	}
+}
