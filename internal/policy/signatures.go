@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 
@@ -91,13 +90,13 @@ func RestoreSignatures(ctx context.Context, msgs []wire.Message, store Reasoning
 		if !replaysCalls(m) {
 			continue
 		}
-		first := signed(extraContent(m.ToolCalls[0].Raw))
+		first := signed(m.ToolCalls[0].Extra)
 		shows = shows || first
 		for _, c := range m.ToolCalls[1:] {
 			if shows {
 				break
 			}
-			shows = signed(extraContent(c.Raw))
+			shows = signed(c.Extra)
 		}
 		if !first {
 			lacking = append(lacking, i)
@@ -141,21 +140,6 @@ func replaysCalls(m *wire.Message) bool {
 // signatureKey is the store key of a call's extra_content.
 func signatureKey(id string) string { return signatureSpace + "call:" + id }
 
-// extraContent is a call's extra_content member, nil when it has none.
-// A call whose bytes spell neither the key nor any \u escape (in which a
-// key could hide it) has none, and is not parsed: most calls are not.
-func extraContent(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`"extra_content"`)) && !bytes.Contains(raw, []byte(`\u`)) {
-		return nil
-	}
-	o, err := wire.ParseObject(raw)
-	if err != nil {
-		return nil
-	}
-	v, _ := o.Get("extra_content")
-	return v
-}
-
 // setFirstExtra sets the extra_content of message i's first call, on a
 // copy of the messages made at the first change.
 func setFirstExtra(r *Restored, i int, extra json.RawMessage) bool {
@@ -183,6 +167,7 @@ func setFirstExtra(r *Restored, i int, extra json.RawMessage) bool {
 	m.Raw = obj.JSON()
 	m.ToolCalls = append([]wire.ToolCall(nil), m.ToolCalls...)
 	m.ToolCalls[0].Raw = calls[0]
+	m.ToolCalls[0].Extra = extra
 	r.Messages[i] = m
 	return true
 }

@@ -464,6 +464,10 @@ func (d *decoder) toolCall(at int, pos callAt, c *ToolCall) (int, error) {
 			}
 		case "function":
 			end, err = d.function(v, pos, &c.Function)
+		case "extra_content":
+			if end, err = skipValue(b, v, 5); err == nil {
+				c.Extra = b[v:end]
+			}
 		default:
 			end, err = skipValue(b, v, 5)
 		}

@@ -52,6 +52,12 @@ type ToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
 	Function FunctionCall `json:"function"`
+	// Extra is the call's extra_content member as the client sent it
+	// (where Gemini's OpenAI-compatible dialect keeps a thought
+	// signature), nil when it has none: read once by the decoder, so
+	// nothing needs to parse Raw again to find it, and kept when a call
+	// is rebuilt from these fields.
+	Extra json.RawMessage `json:"extra_content,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
 }

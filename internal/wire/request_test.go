@@ -30,6 +30,35 @@ func TestEncodeKeepsUnknownFields(t *testing.T) {
 	}
 }
 
+// A call's extra_content (where a thought signature travels) is read by
+// the decoder, under an escaped key too, and kept when a call is written
+// from its typed fields.
+func TestToolCallExtra(t *testing.T) {
+	in := `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"a","type":"function","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}},` +
+		`{"id":"b","type":"function","function":{"name":"f","arguments":"{}"},"extra\u005fcontent":{"google":{"thought_signature":"ZXNj"}}},` +
+		`{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`
+	req, err := DecodeRequest([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := req.Messages[0].ToolCalls
+	for i, want := range []string{`{"google":{"thought_signature":"c2ln"}}`, `{"google":{"thought_signature":"ZXNj"}}`, ``} {
+		if string(calls[i].Extra) != want || (want == "") != (calls[i].Extra == nil) {
+			t.Errorf("call %d: Extra %q, want %q", i, calls[i].Extra, want)
+		}
+	}
+	built := calls[0]
+	built.Raw = nil
+	out, err := json.Marshal(built)
+	if err != nil || !strings.Contains(string(out), `"extra_content":{"google":{"thought_signature":"c2ln"}}`) {
+		t.Errorf("a call written from its fields lost extra_content: %s (%v)", out, err)
+	}
+	if out, _ := json.Marshal(ToolCall{ID: "x", Type: "function"}); strings.Contains(string(out), "extra_content") {
+		t.Errorf("a call without extra_content was written with one: %s", out)
+	}
+}
+
 // The gateway's own members are a client's to send nowhere: stripped from
 // the messages and the top level of what a client sends, kept in what the
 // gateway made itself (DecodeTranslated).
