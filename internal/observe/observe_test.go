@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,6 +65,38 @@ func TestBufferedLog(t *testing.T) {
 		t.Fatalf("stop did not write the pending line: %s", buf.String())
 	}
 }
+
+// Flushes write the buffered lines and never sync the writer: an fsync
+// of a stderr sent to a file would hold every line's lock while the disk
+// works.
+func TestBufferedLogDoesNotSync(t *testing.T) {
+	w := &syncCounter{}
+	log, stop, err := NewLogger(w, Info, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("access")
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(w.String(), `"msg":"access"`) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	log.Warn("urgent")
+	stop()
+	if !strings.Contains(w.String(), `"msg":"access"`) || !strings.Contains(w.String(), `"msg":"urgent"`) {
+		t.Fatalf("lines not written: %s", w.String())
+	}
+	if n := w.syncs.Load(); n != 0 {
+		t.Errorf("the log's writer was synced %d times", n)
+	}
+}
+
+// syncCounter is a syncBuffer with a Sync method, as an *os.File has.
+type syncCounter struct {
+	syncBuffer
+	syncs atomic.Int32
+}
+
+func (s *syncCounter) Sync() error { s.syncs.Add(1); return nil }
 
 type syncBuffer struct {
 	mu sync.Mutex
