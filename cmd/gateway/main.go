@@ -30,6 +30,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/heapfloor"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -109,6 +110,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer stopLog()
+
+	// The collector's goal stays at 8 MB at the least, unless GOGC is set.
+	defer heapfloor.FromEnv(getenv, heapfloor.Default)()
 
 	reg := prometheus.NewRegistry()
 	metrics := observe.NewMetrics(reg, observe.MetricsOptions{HideKeyNames: !*cfg.Metrics.KeyLabels})
