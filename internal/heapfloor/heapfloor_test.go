@@ -40,8 +40,8 @@ func TestPercent(t *testing.T) {
 }
 
 // With the floor, allocating 256 MB of short-lived garbage over a small
-// live heap takes a fraction of the collections it takes without; after
-// stop, GOGC is 100 again.
+// live heap takes far fewer collections than without; after stop, GOGC
+// is 100 again.
 func TestFloorCollectsLess(t *testing.T) {
 	if p := debug.SetGCPercent(100); p != 100 {
 		defer debug.SetGCPercent(p)
@@ -51,8 +51,10 @@ func TestFloorCollectsLess(t *testing.T) {
 	with := cycles(churn)
 	stop()
 	t.Logf("collections for 256 MB of garbage: %d at Go's pace, %d with a 16 MB floor", without, with)
-	if with*3 > without {
-		t.Errorf("with the floor %d collections, without %d: want at most a third", with, without)
+	// Four times fewer in theory (a 16 MB goal against 4 MB); at most half
+	// leaves room for a busy machine's late collections.
+	if with*2 > without {
+		t.Errorf("with the floor %d collections, without %d: want at most half", with, without)
 	}
 	if p := debug.SetGCPercent(100); p != 100 {
 		t.Errorf("after stop GOGC is %d, want 100", p)
