@@ -46,22 +46,8 @@ func RememberSignatures(ctx context.Context, store ReasoningStore, calls []wire.
 }
 
 // signed reports whether an extra_content member holds a thought
-// signature. A call without the member costs nothing: signatureIn's
-// decoding target escapes to the heap, so it is made only for a member
-// there is.
-func signed(extra json.RawMessage) bool {
-	return len(extra) > 0 && signatureIn(extra)
-}
-
-// signatureIn decodes a member's thought signature.
-func signatureIn(extra json.RawMessage) bool {
-	var e struct {
-		Google struct {
-			ThoughtSignature string `json:"thought_signature"`
-		} `json:"google"`
-	}
-	return json.Unmarshal(extra, &e) == nil && e.Google.ThoughtSignature != ""
-}
+// signature.
+func signed(extra json.RawMessage) bool { return wire.ThoughtSignature(extra) != "" }
 
 // RestoreSignatures puts remembered extra_content back on the first call
 // of each assistant message that lacks a signature (Gemini checks the

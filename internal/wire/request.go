@@ -62,6 +62,27 @@ type ToolCall struct {
 	Raw json.RawMessage `json:"-"`
 }
 
+// ThoughtSignature is the thought signature an extra_content member
+// holds (extra_content.google.thought_signature, where Gemini's
+// OpenAI-compatible dialect signs a call), or "". Member names are
+// matched exactly, the last of a repeated one counting.
+func ThoughtSignature(extra json.RawMessage) string {
+	if len(extra) == 0 {
+		return ""
+	}
+	o, err := ParseObject(extra)
+	if err != nil {
+		return ""
+	}
+	google, _ := o.Get("google")
+	if o, err = ParseObject(google); err != nil {
+		return ""
+	}
+	v, _ := o.Get("thought_signature")
+	sig, _ := String(v)
+	return sig
+}
+
 // UnmarshalJSON decodes a call and keeps its bytes in Raw.
 func (c *ToolCall) UnmarshalJSON(b []byte) error {
 	type plain ToolCall

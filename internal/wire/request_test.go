@@ -31,8 +31,8 @@ func TestEncodeKeepsUnknownFields(t *testing.T) {
 }
 
 // A call's extra_content (where a thought signature travels) is read by
-// the decoder, under an escaped key too, and kept when a call is written
-// from its typed fields.
+// the decoder, under an escaped key too, its signature found there, and
+// the member kept when a call is written from its typed fields.
 func TestToolCallExtra(t *testing.T) {
 	in := `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[` +
 		`{"id":"a","type":"function","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}},` +
@@ -46,6 +46,13 @@ func TestToolCallExtra(t *testing.T) {
 	for i, want := range []string{`{"google":{"thought_signature":"c2ln"}}`, `{"google":{"thought_signature":"ZXNj"}}`, ``} {
 		if string(calls[i].Extra) != want || (want == "") != (calls[i].Extra == nil) {
 			t.Errorf("call %d: Extra %q, want %q", i, calls[i].Extra, want)
+		}
+	}
+	for extra, want := range map[string]string{string(calls[0].Extra): "c2ln", string(calls[1].Extra): "ZXNj", "": "",
+		`{"google":{}}`: "", `{"google":{"thought_signature":7}}`: "", `{"other":{"thought_signature":"x"}}`: "",
+		`{"google":{"thought\u005fsignature":"ZQ=="}}`: "ZQ==", `{"google":null}`: "", `null`: "", `{"google":{"thought_signature":"YQ=="}`: ""} {
+		if got := ThoughtSignature(json.RawMessage(extra)); got != want {
+			t.Errorf("ThoughtSignature(%s) = %q, want %q", extra, got, want)
 		}
 	}
 	built := calls[0]

@@ -149,7 +149,7 @@ func modelParts(m wire.Message, i int, carriedMember string, names map[string]st
 		}
 		names[c.ID] = c.Function.Name
 		p := part{FunctionCall: &call{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(args)}}
-		p.ThoughtSignature = cmp.Or(keptSignature(c.Extra), sigs.Calls[c.ID])
+		p.ThoughtSignature = cmp.Or(wire.ThoughtSignature(c.Extra), sigs.Calls[c.ID])
 		if k == 0 && p.ThoughtSignature == "" {
 			p.ThoughtSignature = SkipSignature
 			*placeholders++
@@ -164,23 +164,6 @@ func restored(m wire.Message, member string) Signatures {
 	var sigs Signatures
 	translate.Restored(m, member, &sigs)
 	return sigs
-}
-
-// keptSignature is the signature a client kept on a call, as Gemini's
-// OpenAI-compatible endpoint and this gateway hand it out:
-// extra_content.google.thought_signature (extra is the call's
-// extra_content member).
-func keptSignature(extra json.RawMessage) string {
-	if len(extra) == 0 {
-		return ""
-	}
-	var e struct {
-		Google struct {
-			ThoughtSignature string `json:"thought_signature"`
-		} `json:"google"`
-	}
-	_ = json.Unmarshal(extra, &e)
-	return e.Google.ThoughtSignature
 }
 
 // responsePart turns a tool reply into a functionResponse part, named as
