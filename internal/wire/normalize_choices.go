@@ -154,7 +154,11 @@ func (n *Normalizer) choiceSays(dPos int, d *delta) bool {
 func (n *Normalizer) heldFinishChunks() [][]byte {
 	var out [][]byte
 	for _, h := range n.heldFinishes {
-		b := []byte(`[{"index":`)
+		size := 64 + len(h.reason)
+		for i := range h.extra {
+			size += len(h.extra[i].key) + len(h.extra[i].value) + 8
+		}
+		b := append(n.madeHead(size), `[{"index":`...)
 		b = strconv.AppendInt(b, int64(h.index), 10)
 		b = append(b, `,"delta":{},"finish_reason":`...)
 		b = append(b, h.reason...)
@@ -164,7 +168,7 @@ func (n *Normalizer) heldFinishChunks() [][]byte {
 			b = append(b, ':')
 			b = append(b, h.extra[i].value...)
 		}
-		out = append(out, n.made(string(append(b, "}]"...))))
+		out = append(out, append(b, "}]}"...))
 	}
 	n.heldFinishes = nil
 	return out

@@ -37,8 +37,10 @@ func (n *Normalizer) Finish(sawDone bool) Finished {
 	if f.Done && !n.cut && n.finish == "" && q.MissingFinishReason {
 		f.Tail = append(f.Tail, n.finishChunk())
 	}
-	if u := n.UsageChunk(); u != nil && n.opts.ClientUsage && n.hold {
-		f.Tail = append(f.Tail, u) // once, last, as OpenAI sends it (docs/quirks.md A22, A25)
+	if n.opts.ClientUsage && n.hold { // made only for a client that asked for it
+		if u := n.UsageChunk(); u != nil {
+			f.Tail = append(f.Tail, u) // once, last, as OpenAI sends it (docs/quirks.md A22, A25)
+		}
 	}
 	return f
 }
@@ -110,15 +112,19 @@ func (n *Normalizer) Flush() [][]byte {
 // made is a chunk the Normalizer makes: the first chunk's id, object,
 // created and model, then choices.
 func (n *Normalizer) made(choices string) []byte {
-	b := make([]byte, 0, len(n.head)+len(choices)+16)
+	return append(append(n.madeHead(len(choices)), choices...), '}')
+}
+
+// madeHead starts a chunk the Normalizer makes, up to its choices, in a
+// buffer with room for more bytes of choices and the closing brace.
+func (n *Normalizer) madeHead(more int) []byte {
+	b := make([]byte, 0, len(n.head)+more+16)
 	b = append(b, '{')
 	b = append(b, n.head...)
 	if len(n.head) > 0 {
 		b = append(b, ',')
 	}
-	b = append(b, `"choices":`...)
-	b = append(b, choices...)
-	return append(b, '}')
+	return append(b, `"choices":`...)
 }
 
 // LengthChunk returns a chunk that ends choice 0 with finish_reason
