@@ -19,7 +19,8 @@
 // The floor's size was measured (docs/performance.md): 8 MB took a
 // fifth of the CPU off a transcript request and left streams as they
 // were; 16 MB took as much off transcripts but made 50-chunk streams
-// cost 10–15% more, the working set outgrowing what the caches hold.
+// cost 10–15% more (the larger working set, presumably, outgrowing the
+// caches; that part was not measured).
 package heapfloor
 
 import (
@@ -27,7 +28,6 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
-	"sync/atomic"
 )
 
 // Default is the floor the gateway runs with: the goal GOGC=200 gives a
@@ -52,11 +52,14 @@ func Percent(live, floor uint64) int {
 	return max(100, min(ceiling, int((floor-live)*100/live)))
 }
 
-// floor is one started floor: its size, whether it was stopped, and the
-// percent it last set (only the finalizer goroutine touches that).
+// floor is one started floor: its size, and under mu whether it was
+// stopped and the percent it last set (Start sets the first, the
+// finalizer goroutine the others; stop must not be undone by an
+// adjustment already under way).
 type floor struct {
 	bytes   uint64
-	stopped atomic.Bool
+	mu      sync.Mutex
+	stopped bool
 	last    int
 	sample  []metrics.Sample
 }
@@ -74,12 +77,13 @@ func Start(bytes uint64) (stop func()) {
 	f := &floor{bytes: bytes, last: 100, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	f.adjust() // before the first collection: the live heap is the start's
 	f.arm()
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			f.stopped.Store(true)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !f.stopped {
+			f.stopped = true
 			debug.SetGCPercent(100)
-		})
+		}
 	}
 }
 
@@ -95,23 +99,28 @@ func FromEnv(getenv func(string) string, bytes uint64) (stop func()) {
 // arm sets a sentinel for the next collection to find.
 func (f *floor) arm() {
 	runtime.SetFinalizer(new(sentinel), func(*sentinel) {
-		if f.stopped.Load() {
-			return
+		if f.adjust() {
+			f.arm()
 		}
-		f.adjust()
-		f.arm()
 	})
 }
 
-// adjust sets GOGC for the live heap the last collection left.
-func (f *floor) adjust() {
+// adjust sets GOGC for the live heap the last collection left; false
+// once the floor is stopped.
+func (f *floor) adjust() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return false
+	}
 	metrics.Read(f.sample)
 	var live uint64
 	if f.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = f.sample[0].Value.Uint64()
 	}
-	if p := Percent(live, f.bytes); p != f.last && !f.stopped.Load() {
+	if p := Percent(live, f.bytes); p != f.last {
 		debug.SetGCPercent(p)
 		f.last = p
 	}
+	return true
 }
