@@ -174,14 +174,7 @@ func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reco
 	// The call's own cancel lets an error body's read be abandoned on time
 	// (closing a body that is being read would wait for the read).
 	ctx, cancel := context.WithCancel(ctx)
-	var reused bool
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
-	resp, err = c.tr.RoundTrip(c.request(httptrace.WithClientTrace(ctx, trace), call))
-	if err != nil && reused && ctx.Err() == nil && !isTimeout(err) {
-		// The connection died under the request: a fresh one, once.
-		reconnected = true
-		resp, err = c.fresh.RoundTrip(c.request(ctx, call))
-	}
+	resp, reconnected, err = c.roundTrip(ctx, func(ctx context.Context) *http.Request { return c.request(ctx, call) })
 	if err != nil {
 		e := c.transportError(ctx, err)
 		cancel()
@@ -333,13 +326,7 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 		c.authorize(req)
 		return req
 	}
-	var reused bool
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
-	resp, err = c.tr.RoundTrip(build(httptrace.WithClientTrace(ctx, trace)))
-	if err != nil && reused && ctx.Err() == nil && !isTimeout(err) {
-		reconnected = true
-		resp, err = c.fresh.RoundTrip(build(ctx))
-	}
+	resp, reconnected, err = c.roundTrip(ctx, build)
 	if err != nil {
 		e := c.transportError(ctx, err)
 		cancel()
@@ -347,6 +334,21 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 	}
 	resp.Body = &callBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, reconnected, nil
+}
+
+// roundTrip sends the request build makes for ctx. When it fails on a
+// reused keep-alive connection before any response (the upstream closed
+// the connection as it was reused), it sends a new one once on a fresh
+// connection: reconnected reports it.
+func (c *Client) roundTrip(ctx context.Context, build func(context.Context) *http.Request) (resp *http.Response, reconnected bool, err error) {
+	var reused bool
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+	resp, err = c.tr.RoundTrip(build(httptrace.WithClientTrace(ctx, trace)))
+	if err != nil && reused && ctx.Err() == nil && !isTimeout(err) {
+		reconnected = true
+		resp, err = c.fresh.RoundTrip(build(ctx))
+	}
+	return resp, reconnected, err
 }
 
 // request builds one upstream request for a call.
