@@ -495,6 +495,34 @@ func printTable(rows []row, gbs []goBench) {
 		}
 		fmt.Printf("| %s | %.3f %s%s | %s %g %s | %v |\n", c.Target, c.Measured, c.Unit, rounds, op, c.Limit, c.Unit, c.Met)
 	}
+	if lines := inProcessCPU(gbs); len(lines) > 0 {
+		fmt.Println()
+		fmt.Println("In process (one Go process: the client, the simulator and the target; no target):")
+		for _, l := range lines {
+			fmt.Println("- " + l)
+		}
+	}
+}
+
+// inProcessCPU describes the end-to-end Go benchmarks' CPU per request
+// (their cpu-µs/op: the whole test process's user and system time, the
+// client's and the simulator's included): toolgate's against the bare
+// proxy's, and the hop's own (each less direct's). The same stream as a
+// load point, without separate processes' noise.
+func inProcessCPU(gbs []goBench) []string {
+	var out []string
+	for _, name := range []string{"BenchmarkChatStream1000", "BenchmarkChatToolCalls"} {
+		g, okG := goResult(gbs, name+"/toolgate")
+		p, okP := goResult(gbs, name+"/reverseproxy")
+		d, okD := goResult(gbs, name+"/direct")
+		gc, pc, dc := g.Metrics["cpu-µs/op"], p.Metrics["cpu-µs/op"], d.Metrics["cpu-µs/op"]
+		if !okG || !okP || !okD || gc == 0 || pc == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: CPU per request %.0f µs (proxy %.0f, direct %.0f): %.2f× the proxy's; the hop alone (less direct's) %.2f×",
+			name, gc, pc, dc, gc/pc, ratio(gc-dc, pc-dc)))
+	}
+	return out
 }
 
 // baselineBin is -baseline's binary, "" without it.

@@ -30,3 +30,27 @@ func TestTranscriptDifferencePaired(t *testing.T) {
 		}
 	}
 }
+
+// The in-process lines read the end-to-end benchmarks' cpu-µs/op, as go
+// test prints it, and compare toolgate with the proxy whole and by the
+// hop alone (each less the direct run's CPU).
+func TestInProcessCPU(t *testing.T) {
+	var gbs []goBench
+	for _, line := range []string{
+		"BenchmarkChatToolCalls/direct-2      	   22111	    161134 ns/op	       180.0 cpu-µs/op	    9462 B/op	     108 allocs/op",
+		"BenchmarkChatToolCalls/reverseproxy-2	    6639	    502113 ns/op	       580.0 cpu-µs/op	   50474 B/op	     213 allocs/op",
+		"BenchmarkChatToolCalls/toolgate-2    	    5067	    615086 ns/op	       780.0 cpu-µs/op	   35819 B/op	     375 allocs/op",
+		"BenchmarkChatStream1000/toolgate-2   	    5067	    615086 ns/op	    35819 B/op	     375 allocs/op", // no CPU metric: no line
+	} {
+		g, ok := parseBenchLine(line)
+		if !ok {
+			t.Fatalf("not parsed: %q", line)
+		}
+		gbs = append(gbs, g)
+	}
+	got := inProcessCPU(gbs)
+	want := "BenchmarkChatToolCalls: CPU per request 780 µs (proxy 580, direct 180): 1.34× the proxy's; the hop alone (less direct's) 1.50×"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got %q, want [%q]", got, want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +82,7 @@ func benchTargetsBody(b *testing.B, targets map[string]string, body []byte) {
 			c := &http.Client{Transport: tr}
 			url := targets[name] + "/v1/chat/completions"
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				resp, err := c.Post(url, "application/json", bytes.NewReader(body))
 				if err != nil {
@@ -92,8 +94,20 @@ func benchTargetsBody(b *testing.B, targets map[string]string, body []byte) {
 					b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
 				}
 			}
+			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
+}
+
+// processCPU is the CPU time (user and system) the process has used: the
+// client, the simulator and the target under test together, so the
+// difference between targets is what the hop costs in CPU.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkChatNonStream measures one non-streamed request end to end over
