@@ -9,7 +9,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // benchTargets runs the fast simulator and three ways to reach it over
@@ -82,7 +82,7 @@ func benchTargetsBody(b *testing.B, targets map[string]string, body []byte) {
 			c := &http.Client{Transport: tr}
 			url := targets[name] + "/v1/chat/completions"
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := gatewaytest.ProcessCPU() // the whole process: the targets differ by their hop's CPU
 			for b.Loop() {
 				resp, err := c.Post(url, "application/json", bytes.NewReader(body))
 				if err != nil {
@@ -94,20 +94,9 @@ func benchTargetsBody(b *testing.B, targets map[string]string, body []byte) {
 					b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
 				}
 			}
-			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64((gatewaytest.ProcessCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
-}
-
-// processCPU is the CPU time (user and system) the process has used: the
-// client, the simulator and the target under test together, so the
-// difference between targets is what the hop costs in CPU.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkChatNonStream measures one non-streamed request end to end over

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -340,24 +339,17 @@ func TestHostile(t *testing.T) {
 	}
 }
 
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // serveCPU is the CPU time one request of body costs the whole request
 // path (gateway and discarding upstream), the least of n runs.
 func serveCPU(t testing.TB, e *hostileEnv, body []byte, n int) time.Duration {
 	best := time.Duration(1<<63 - 1)
 	for range n {
 		runtime.GC()
-		start := cpuTime()
+		start := gatewaytest.ProcessCPU()
 		if code, resp := e.post(t, body); code != 200 {
 			t.Fatalf("%d %.300s", code, resp)
 		}
-		best = min(best, cpuTime()-start)
+		best = min(best, gatewaytest.ProcessCPU()-start)
 	}
 	return best
 }
@@ -401,13 +393,13 @@ func BenchmarkHostile(b *testing.B) {
 		b.Run(s.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(s.Body)))
-			start := cpuTime()
+			start := gatewaytest.ProcessCPU()
 			for b.Loop() {
 				if code, resp := e.post(b, s.Body); code != 200 {
 					b.Fatalf("%d %.300s", code, resp)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/op")
+			b.ReportMetric(float64(gatewaytest.ProcessCPU()-start)/float64(b.N)/1e6, "cpu-ms/op")
 		})
 	}
 }

@@ -19,7 +19,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -347,3 +349,13 @@ func StartHeld(t testing.TB) *Held {
 
 // Release lets every held stream, and every later one, end.
 func (h *Held) Release() { h.once.Do(func() { close(h.release) }) }
+
+// ProcessCPU is the CPU time (user and system) the test process has used
+// so far: the client's, the gateway's and the upstream's together, so the
+// difference between two runs of one workload is what the one that costs
+// more adds.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
