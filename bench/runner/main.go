@@ -84,6 +84,7 @@ func main() {
 	only := flag.String("only", "", "run only the load points whose name contains this")
 	goBenchFlag := flag.Bool("go", true, "also run the Go benchmarks behind the per-chunk and long-stream targets (BenchmarkChunk, BenchmarkChatStream1000)")
 	baseline := flag.String("baseline", "", "another toolgate binary (a build of an earlier commit) measured beside this one, as the target \"baseline\"")
+	flag.StringVar(&perfDir, "perf", "", "directory for Linux perf recordings of the proxy's and toolgate's first round of each open load point; prints where each spends its CPU per request (needs perf)")
 	flag.Parse()
 	if *baseline != "" {
 		baselineBin = *baseline
@@ -132,6 +133,7 @@ func run(bin string, full bool, out, profileDir, only string, withGo bool) error
 	enc.Encode(map[string]any{"machine": host, "cpus": runtime.NumCPU(), "cpu_model": cpuModel(), "go": runtime.Version(), "rounds": rounds, "seconds": dur.Seconds(), "time": time.Now().UTC().Format(time.RFC3339)})
 
 	var all []row
+	var perfRows []perfRow
 	var open, hold []point
 	for _, p := range points {
 		if p.Kind != "hold" {
@@ -141,11 +143,11 @@ func run(bin string, full bool, out, profileDir, only string, withGo bool) error
 		}
 	}
 	if len(open) > 0 {
-		rows, err := runOpen(bin, open, rounds, dur, profileDir)
+		rows, prs, err := runOpen(bin, open, rounds, dur, profileDir)
 		if err != nil {
 			return err
 		}
-		all = append(all, rows...)
+		all, perfRows = append(all, rows...), prs
 	}
 	for _, p := range hold {
 		rows, err := runHold(bin, p, profileDir)
@@ -155,6 +157,9 @@ func run(bin string, full bool, out, profileDir, only string, withGo bool) error
 		all = append(all, rows...)
 	}
 	for _, r := range all {
+		enc.Encode(r)
+	}
+	for _, r := range perfRows {
 		enc.Encode(r)
 	}
 	var gbs []goBench
@@ -170,6 +175,7 @@ func run(bin string, full bool, out, profileDir, only string, withGo bool) error
 		enc.Encode(c)
 	}
 	printTable(all, gbs)
+	printPerf(perfRows)
 	return nil
 }
 
@@ -193,16 +199,17 @@ func maxHold(n int) int {
 
 // runOpen starts the fast simulator, the proxy and toolgate, and runs the
 // open-loop points in interleaved rounds.
-func runOpen(bin string, points []point, rounds int, dur time.Duration, profileDir string) ([]row, error) {
+func runOpen(bin string, points []point, rounds int, dur time.Duration, profileDir string) ([]row, []perfRow, error) {
 	procs, urls, err := startAll(bin, []string{"--fast", "--chunks", "50"})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer stopAll(procs)
 	client := load.NewClient(1024)
 	defer client.CloseIdleConnections()
 	ctx := context.Background()
 	var rows []row
+	var perfRows []perfRow
 	for _, p := range points {
 		// Warm up every target (connections, caches, the Go runtime).
 		for _, t := range targets {
@@ -220,9 +227,21 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 				if profileDir != "" && t == "toolgate" && round == 0 {
 					stopProfile = startProfile(urls["toolgate-admin"], profileDir, p.Name, dur)
 				}
+				var perfFile string
+				var perfWait func() error
+				if perfDir != "" && t != "direct" && round == 0 {
+					perfFile, perfWait = startPerf(pid, perfDir, p.Name+"."+t, dur)
+				}
 				r := p.run(ctx, client, urls[t], dur)
 				if stopProfile != nil {
 					stopProfile()
+				}
+				if perfWait != nil {
+					pr, err := recordedPerf(perfWait, perfFile, p.Name, t, len(r.Latencies)+r.Errors)
+					if err != nil {
+						return nil, nil, err
+					}
+					perfRows = append(perfRows, pr)
 				}
 				res[t] = append(res[t], r)
 				if n := len(r.Latencies) + r.Errors; n > 0 {
@@ -237,7 +256,7 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 			rows = append(rows, aggregate(p.Name, t, res[t], res["direct"], cpu[t], peak[t]))
 		}
 	}
-	return rows, nil
+	return rows, perfRows, nil
 }
 
 // run sends the point's load to url for d: at its rate (open) or from its
