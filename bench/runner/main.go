@@ -227,25 +227,24 @@ func runOpen(bin string, points []point, rounds int, dur time.Duration, profileD
 				if profileDir != "" && t == "toolgate" && round == 0 {
 					stopProfile = startProfile(urls["toolgate-admin"], profileDir, p.Name, dur)
 				}
-				var perfFile string
-				var perfWait func() error
+				var finishPerf func(requests int) (perfRow, error)
 				if perfDir != "" && t != "direct" && round == 0 {
-					perfFile, perfWait = startPerf(pid, perfDir, p.Name+"."+t, dur)
+					finishPerf = startPerf(pid, p.Name, t, dur)
 				}
 				r := p.run(ctx, client, urls[t], dur)
 				if stopProfile != nil {
 					stopProfile()
 				}
-				if perfWait != nil {
-					pr, err := recordedPerf(perfWait, perfFile, p.Name, t, len(r.Latencies)+r.Errors)
+				res[t] = append(res[t], r)
+				if n := len(r.Latencies) + r.Errors; n > 0 {
+					cpu[t] = append(cpu[t], (cpuSeconds(pid)-before)/float64(n)*1000)
+				}
+				if finishPerf != nil {
+					pr, err := finishPerf(len(r.Latencies) + r.Errors)
 					if err != nil {
 						return nil, nil, err
 					}
 					perfRows = append(perfRows, pr)
-				}
-				res[t] = append(res[t], r)
-				if n := len(r.Latencies) + r.Errors; n > 0 {
-					cpu[t] = append(cpu[t], (cpuSeconds(pid)-before)/float64(n)*1000)
 				}
 				peak[t] = max(peak[t], peakRSS(pid))
 				fmt.Printf("  %-18s round %d %-8s p50 %7.3f ms  p99 %7.3f ms  %6.0f/s  errors %d\n", p.Name, round+1, t,

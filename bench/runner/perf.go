@@ -23,23 +23,26 @@ var perfDir string
 const perfHz = 1999
 
 // startPerf records pid's CPU for d with perf (cpu-clock samples with call
-// stacks) into dir; the returned function waits for the recording to end.
-// A missing or refused perf is reported once the recording ends.
-func startPerf(pid int, dir, name string, d time.Duration) (file string, wait func() error) {
-	os.MkdirAll(dir, 0o755)
-	file = filepath.Join(dir, name+".perf.data")
+// stacks) into perfDir, as the point's target; the returned function waits
+// for the recording to end and summarizes it for the round's requests. A
+// missing or refused perf is reported then.
+func startPerf(pid int, point, target string, d time.Duration) (finish func(requests int) (perfRow, error)) {
+	os.MkdirAll(perfDir, 0o755)
+	file := filepath.Join(perfDir, point+"."+target+".perf.data")
 	cmd := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", fmt.Sprint(perfHz), "-g",
 		"-p", fmt.Sprint(pid), "-o", file, "--", "sleep", fmt.Sprintf("%.1f", d.Seconds()))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return file, func() error { return fmt.Errorf("perf: %w (Debian: apt-get install linux-perf)", err) }
-	}
-	return file, func() error {
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("perf record: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return func(int) (perfRow, error) {
+			return perfRow{}, fmt.Errorf("perf: %w (Debian: apt-get install linux-perf)", err)
 		}
-		return nil
+	}
+	return func(requests int) (perfRow, error) {
+		if err := cmd.Wait(); err != nil {
+			return perfRow{}, fmt.Errorf("perf record: %w: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		return perfSummary(file, point, target, requests)
 	}
 }
 
@@ -229,15 +232,6 @@ func printPerf(rows []perfRow) {
 			fmt.Printf("  %7.1f  %s\n", f.US, f.Name)
 		}
 	}
-}
-
-// recordedPerf waits for a round's recording and summarizes it for the n
-// requests the round sent.
-func recordedPerf(wait func() error, file, point, target string, n int) (perfRow, error) {
-	if err := wait(); err != nil {
-		return perfRow{}, err
-	}
-	return perfSummary(file, point, target, n)
 }
 
 // perfNode is a call in a tree of samples' call paths: its samples (its
