@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -82,4 +83,53 @@ func BenchmarkDecodeRepairEncode(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkSimTranscript is the request path of make bench's transcript
+// load point, in a loop: the simulator's 100-message transcript (short
+// messages, one call unanswered) decoded, repaired (the seal), and all of
+// it with the encoding of the body sent.
+func BenchmarkSimTranscript(b *testing.B) {
+	body := sim.Transcript("sim-text", 100, 16)
+	steps := ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true}
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := wire.DecodeRequest(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	req, err := wire.DecodeRequest(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("repair", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			msgs, _ := FixToolCalls(req.Messages, steps)
+			if _, rep := Repair(msgs); len(rep.Sealed) != 1 || rep.Sealed[0].CallID != "call_16" {
+				b.Fatalf("sealed %+v, want the one unanswered call, call_16", rep.Sealed)
+			}
+		}
+	})
+	b.Run("all", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			req, err := wire.DecodeRequest(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			msgs, fixes := FixToolCalls(req.Messages, steps)
+			msgs, rep := Repair(msgs)
+			if fixes.Any() || !rep.Empty() {
+				req.SetMessages(msgs)
+			}
+			if _, err := req.Encode("m"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
