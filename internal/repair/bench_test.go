@@ -59,7 +59,6 @@ func BenchmarkRepair(b *testing.B) {
 // BenchmarkDecodeRepairEncode measures the request path around repair:
 // decode the body, normalize, repair, encode the body sent upstream.
 func BenchmarkDecodeRepairEncode(b *testing.B) {
-	steps := ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true}
 	for _, n := range []int{10, 100, 1000} {
 		for _, broken := range []bool{false, true} {
 			body := benchBody(n, broken)
@@ -67,18 +66,7 @@ func BenchmarkDecodeRepairEncode(b *testing.B) {
 				b.ReportAllocs()
 				b.SetBytes(int64(len(body)))
 				for b.Loop() {
-					req, err := wire.DecodeRequest(body)
-					if err != nil {
-						b.Fatal(err)
-					}
-					msgs, fixes := FixToolCalls(req.Messages, steps)
-					msgs, rep := Repair(msgs)
-					if fixes.Any() || !rep.Empty() {
-						req.SetMessages(msgs)
-					}
-					if _, err := req.Encode("m"); err != nil {
-						b.Fatal(err)
-					}
+					requestPath(b, body)
 				}
 			})
 		}
@@ -91,7 +79,6 @@ func BenchmarkDecodeRepairEncode(b *testing.B) {
 // it with the encoding of the body sent.
 func BenchmarkSimTranscript(b *testing.B) {
 	body := sim.Transcript("sim-text", 100, 16)
-	steps := ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true}
 	b.Run("decode", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
@@ -108,7 +95,7 @@ func BenchmarkSimTranscript(b *testing.B) {
 	b.Run("repair", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			msgs, _ := FixToolCalls(req.Messages, steps)
+			msgs, _ := FixToolCalls(req.Messages, benchSteps)
 			if _, rep := Repair(msgs); len(rep.Sealed) != 1 || rep.Sealed[0].CallID != "call_16" {
 				b.Fatalf("sealed %+v, want the one unanswered call, call_16", rep.Sealed)
 			}
@@ -118,18 +105,27 @@ func BenchmarkSimTranscript(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			req, err := wire.DecodeRequest(body)
-			if err != nil {
-				b.Fatal(err)
-			}
-			msgs, fixes := FixToolCalls(req.Messages, steps)
-			msgs, rep := Repair(msgs)
-			if fixes.Any() || !rep.Empty() {
-				req.SetMessages(msgs)
-			}
-			if _, err := req.Encode("m"); err != nil {
-				b.Fatal(err)
-			}
+			requestPath(b, body)
 		}
 	})
+}
+
+// benchSteps are the tool-call fixes the gateway's default route applies.
+var benchSteps = ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true}
+
+// requestPath is the gateway's request path around repair: decode the
+// body, fix and repair its transcript, encode the body sent upstream.
+func requestPath(b *testing.B, body []byte) {
+	req, err := wire.DecodeRequest(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs, fixes := FixToolCalls(req.Messages, benchSteps)
+	msgs, rep := Repair(msgs)
+	if fixes.Any() || !rep.Empty() {
+		req.SetMessages(msgs)
+	}
+	if _, err := req.Encode("m"); err != nil {
+		b.Fatal(err)
+	}
 }
