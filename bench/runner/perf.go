@@ -124,13 +124,16 @@ func readPerfScript(r io.Reader) ([]perfSample, error) {
 	return out, sc.Err()
 }
 
+// handlerFrame is the frame every HTTP handler's call runs under.
+const handlerFrame = "net/http.serverHandler.ServeHTTP"
+
 // perfParts are the outermost frames that name a part, most specific
 // first: a sample is counted in the first part one of its frames names.
 var perfParts = []struct {
 	part   string
 	frames []string
 }{
-	{"handler", []string{"net/http.serverHandler.ServeHTTP"}},
+	{"handler", []string{handlerFrame}},
 	{"server", []string{"net/http.(*conn).serve"}},
 	{"transport", []string{"net/http.(*persistConn).readLoop", "net/http.(*persistConn).writeLoop"}},
 	{"gc", []string{"runtime.gcBgMarkWorker", "runtime.bgsweep", "runtime.bgscavenge"}},
@@ -163,7 +166,7 @@ func summarizePerf(point, target string, samples []perfSample, n int) perfRow {
 		}
 		parts[part]++
 		if part == "handler" {
-			tree.add(s.frames[:slices.Index(s.frames, "net/http.serverHandler.ServeHTTP")+1])
+			tree.add(s.frames[:slices.Index(s.frames, handlerFrame)+1])
 		}
 	}
 	row.Total = float64(len(samples)) * us

@@ -1,11 +1,12 @@
 package observe
 
 import (
-	"io"
+	"bytes"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // benchRecord is a streamed request's record as the benchmark's load
@@ -21,16 +22,28 @@ func benchRecord() *Record {
 // encoder and buffer, in a loop (warm caches): docs/performance.md sets it
 // beside the same line's share of a request in the running gateway.
 func BenchmarkRecordLog(b *testing.B) {
-	l, stop, err := NewLogger(io.Discard, Info, time.Second)
+	var out countingWriter
+	l, stop, err := NewLogger(&out, Info, time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer stop()
 	r := benchRecord()
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Log(l)
 	}
+	stop()
+	if out.lines < b.N {
+		b.Fatalf("%d access lines written for %d requests", out.lines, b.N)
+	}
+}
+
+// countingWriter counts the lines written to it.
+type countingWriter struct{ lines int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.lines += bytes.Count(p, []byte("\n"))
+	return len(p), nil
 }
 
 // BenchmarkMetricsObserve is one request's metrics, in a loop.
@@ -40,5 +53,8 @@ func BenchmarkMetricsObserve(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.Observe(r)
+	}
+	if n := testutil.ToFloat64(m.requests.WithLabelValues(routeLabel(r.Route), "200")); n != float64(b.N) {
+		b.Fatalf("%v requests counted for %d", n, b.N)
 	}
 }
