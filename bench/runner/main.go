@@ -84,19 +84,41 @@ func main() {
 	only := flag.String("only", "", "run only the load points whose name contains this")
 	goBenchFlag := flag.Bool("go", true, "also run the Go benchmarks behind the per-chunk and long-stream targets (BenchmarkChunk, BenchmarkChatStream1000)")
 	baseline := flag.String("baseline", "", "another toolgate binary (a build of an earlier commit) measured beside this one, as the target \"baseline\"")
+	rates := flag.String("rates", "", "extra rates per second, comma-separated, for the 50-chunk stream: each a load point stream50-<rate>, to show how CPU per stream moves with the rate")
 	flag.StringVar(&perfDir, "perf", "", "directory for Linux perf recordings of the proxy's and toolgate's first round of each open load point; prints where each spends its CPU per request (needs perf)")
 	flag.Parse()
 	if *baseline != "" {
 		baselineBin = *baseline
 		targets = append(targets, "baseline")
 	}
-	if err := run(*bin, *full, *out, *profile, *only, *goBenchFlag); err != nil {
+	extra, err := ratePoints(*rates)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-runner: -rates:", err)
+		os.Exit(2)
+	}
+	if err := run(*bin, *full, *out, *profile, *only, *goBenchFlag, extra); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-runner:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, full bool, out, profileDir, only string, withGo bool) error {
+// ratePoints are -rates' load points: the 50-chunk stream at each rate.
+func ratePoints(list string) ([]point, error) {
+	var out []point
+	for f := range strings.SplitSeq(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		r, err := strconv.Atoi(f)
+		if err != nil || r <= 0 || r > 100000 {
+			return nil, fmt.Errorf("%q is not a rate per second (1 to 100000)", f)
+		}
+		out = append(out, point{Name: fmt.Sprintf("stream50-%d", r), Kind: "open", Rate: float64(r), Body: streamBody, Stream: true})
+	}
+	return out, nil
+}
+
+func run(bin string, full bool, out, profileDir, only string, withGo bool, extra []point) error {
 	rounds, dur := 3, 3*time.Second
 	holds := []int{1000}
 	if full {
@@ -114,6 +136,11 @@ func run(bin string, full bool, out, profileDir, only string, withGo bool) error
 		{Name: "stream50-saturated", Kind: "closed", Clients: 1000, Body: streamBody, Stream: true},
 		{Name: "toolcalls-100", Kind: "open", Rate: 100, Body: parallelBody, Stream: true},
 		{Name: "toolcalls-paced-20", Kind: "open", Rate: 20, Body: pacedParallelBody, Stream: true},
+	}
+	for _, e := range extra {
+		if !slices.ContainsFunc(points, func(p point) bool { return p.Name == e.Name }) {
+			points = append(points, e)
+		}
 	}
 	for _, n := range holds {
 		points = append(points, point{Name: fmt.Sprintf("idle-streams-%d", n), Kind: "hold", Hold: n, Body: slowBody, Stream: true})
@@ -175,6 +202,7 @@ func run(bin string, full bool, out, profileDir, only string, withGo bool) error
 		enc.Encode(c)
 	}
 	printTable(all, gbs)
+	printRatios(all)
 	printPerf(perfRows)
 	return nil
 }
@@ -520,6 +548,45 @@ func printTable(rows []row, gbs []goBench) {
 			fmt.Println("- " + l)
 		}
 	}
+}
+
+// printRatios prints toolgate's CPU per request over the proxy's at each
+// load point that measured both, with each round's ratio: the figure the
+// CPU targets compare, for every point (and -rates' points) at once.
+func printRatios(rows []row) {
+	lines := cpuRatios(rows)
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Println()
+	fmt.Println("| point | rate/s | proxy CPU ms/request | toolgate CPU ms/request | toolgate / proxy (rounds) |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+}
+
+// cpuRatios are printRatios' table rows, in the rows' order.
+func cpuRatios(rows []row) []string {
+	var out []string
+	for _, g := range rows {
+		if g.Target != "toolgate" || g.CPUPer1000 <= 0 {
+			continue
+		}
+		i := slices.IndexFunc(rows, func(r row) bool { return r.Point == g.Point && r.Target == "proxy" })
+		if i < 0 || rows[i].CPUPer1000 <= 0 {
+			continue
+		}
+		p := rows[i]
+		each := make([]string, 0, len(g.CPURounds))
+		if len(g.CPURounds) == len(p.CPURounds) {
+			for k := range g.CPURounds {
+				each = append(each, fmt.Sprintf("%.2f", ratio(g.CPURounds[k], p.CPURounds[k])))
+			}
+		}
+		out = append(out, fmt.Sprintf("| %s | %.0f | %.3f | %.3f | %.3f× (%s) |", g.Point, p.Rate, p.CPUPer1000, g.CPUPer1000, ratio(g.CPUPer1000, p.CPUPer1000), strings.Join(each, ", ")))
+	}
+	return out
 }
 
 // inProcessCPU describes the end-to-end Go benchmarks' CPU per request

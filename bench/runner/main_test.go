@@ -54,3 +54,42 @@ func TestInProcessCPU(t *testing.T) {
 		t.Errorf("got %q, want [%q]", got, want)
 	}
 }
+
+func TestRatePoints(t *testing.T) {
+	got, err := ratePoints(" 50, 1200,,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "stream50-50" || got[0].Rate != 50 || got[1].Name != "stream50-1200" || got[1].Rate != 1200 {
+		t.Fatalf("got %+v", got)
+	}
+	for _, p := range got {
+		if p.Kind != "open" || !p.Stream || string(p.Body) != string(streamBody) {
+			t.Errorf("%s: not the 50-chunk stream point: %+v", p.Name, p)
+		}
+	}
+	for _, bad := range []string{"fast", "0", "-5", "2.5", "1000000"} {
+		if _, err := ratePoints(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if got, err := ratePoints(""); err != nil || len(got) != 0 {
+		t.Errorf("empty list: %v, %v", got, err)
+	}
+}
+
+func TestCPURatios(t *testing.T) {
+	rows := []row{
+		{Point: "stream50-50", Target: "direct", Rate: 50, CPUPer1000: 0.4},
+		{Point: "stream50-50", Target: "proxy", Rate: 50, CPUPer1000: 0.5, CPURounds: []float64{0.5, 0.4}},
+		{Point: "stream50-50", Target: "toolgate", Rate: 50, CPUPer1000: 0.75, CPURounds: []float64{0.75, 0.6}},
+		{Point: "toolcalls-100", Target: "toolgate", Rate: 100, CPUPer1000: 2}, // no proxy row: no line
+		{Point: "idle-streams-1000", Target: "proxy", Streams: 1000},
+		{Point: "idle-streams-1000", Target: "toolgate", Streams: 1000}, // no CPU: no line
+	}
+	got := cpuRatios(rows)
+	want := "| stream50-50 | 50 | 0.500 | 0.750 | 1.500× (1.50, 1.50) |"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got %q, want [%q]", got, want)
+	}
+}
