@@ -27,11 +27,12 @@ type goBenchmark struct {
 }
 
 // goBenchmarks are the Go benchmarks behind the per-chunk, long-stream
-// and hostile-input targets, and the tool-call stream in process (the
-// tool-call point without the processes' noise; no target).
+// and hostile-input targets, and in process (without the processes'
+// noise; no target) the tool-call stream and the 50-chunk stream, hot and
+// with the caches cold.
 var goBenchmarks = []goBenchmark{
 	{"./internal/wire/", "BenchmarkChunk$", nil},
-	{"./internal/gateway/", "BenchmarkChatStream1000$|BenchmarkChatToolCalls$", nil},
+	{"./internal/gateway/", "BenchmarkChatStream$|BenchmarkChatStreamCold$|BenchmarkChatStream1000$|BenchmarkChatToolCalls$", nil},
 	// One round: each shape is served several times inside it.
 	{"./internal/testing/faults/", "BenchmarkHostileCPU$", []string{"-benchtime", "1x"}},
 }

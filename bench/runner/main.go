@@ -596,7 +596,7 @@ func cpuRatios(rows []row) []string {
 // load point, without separate processes' noise.
 func inProcessCPU(gbs []goBench) []string {
 	var out []string
-	for _, name := range []string{"BenchmarkChatStream1000", "BenchmarkChatToolCalls"} {
+	for _, name := range []string{"BenchmarkChatStream", "BenchmarkChatStreamCold", "BenchmarkChatStream1000", "BenchmarkChatToolCalls"} {
 		g, okG := goResult(gbs, name+"/toolgate")
 		p, okP := goResult(gbs, name+"/reverseproxy")
 		d, okD := goResult(gbs, name+"/direct")
