@@ -62,10 +62,13 @@ routes: [{model: "*", upstream: sim`+route+`}]
 	return gw.URL
 }
 
+// chatStreamBody is the streamed request of the end-to-end benchmarks.
+var chatStreamBody = []byte(`{"model":"sim","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
+
 func benchChat(b *testing.B, stream bool, chunks int) {
 	body := []byte(`{"model":"sim","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
 	if stream {
-		body = []byte(`{"model":"sim","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
+		body = chatStreamBody
 	}
 	benchBody(b, body, chunks)
 }
@@ -138,17 +141,16 @@ func BenchmarkChatStream(b *testing.B) { benchChat(b, true, 50) }
 
 // BenchmarkChatStreamCold is BenchmarkChatStream with the caches cold:
 // before each request (outside the timer and the CPU counted) the
-// benchmark writes to 8 MB of memory, twice the machine's second-level
-// caches, as the other processes of a machine do between one stream and
-// the next when streams are a few milliseconds apart (make bench's 200
-// streams a second). Hot, a hop costs about what its instructions do;
+// benchmark writes to 8 MB of memory (twice the second-level caches of
+// the 2-core machine it was first measured on, 4 MB), as the other
+// processes of a machine do between one stream and the next when streams
+// are a few milliseconds apart (make bench's 200 streams a second). Hot, a hop costs about what its instructions do;
 // cold, it also costs every line of code and data it touches — what
 // separates toolgate from the bare proxy out of process
 // (docs/performance.md).
 func BenchmarkChatStreamCold(b *testing.B) {
-	body := []byte(`{"model":"sim","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello."}]}`)
 	scratch := make([]byte, 8<<20)
-	benchTargetsBetween(b, benchTargets(b, 50), body, func() {
+	benchTargetsBetween(b, benchTargets(b, 50), chatStreamBody, func() {
 		for i := 0; i < len(scratch); i += 64 {
 			scratch[i]++
 		}
