@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // The transcript's p50 difference pairs each round of toolgate with the
 // proxy's round: its median is the median of the rounds' differences,
@@ -92,4 +97,39 @@ func TestCPURatios(t *testing.T) {
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("got %q, want [%q]", got, want)
 	}
+}
+
+// FuzzRatePoints: any -rates list is either refused or gives one point
+// per listed rate, each a 50-chunk stream at a rate from 1 to 100,000.
+func FuzzRatePoints(f *testing.F) {
+	for _, s := range []string{"50,600,1200", " 7 ,, 100000", "", "0", "1e3", "-4,5", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		got, err := ratePoints(list)
+		var fields []string
+		for f := range strings.SplitSeq(list, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				fields = append(fields, f)
+			}
+		}
+		if err != nil {
+			if got != nil {
+				t.Fatalf("%q: points %+v with the error %v", list, got, err)
+			}
+			return
+		}
+		if len(got) != len(fields) {
+			t.Fatalf("%q: %d points for %d rates", list, len(got), len(fields))
+		}
+		for i, p := range got {
+			want, aerr := strconv.Atoi(fields[i])
+			if aerr != nil || want < 1 || want > 100000 || p.Rate != float64(want) || p.Name != fmt.Sprintf("stream50-%d", want) {
+				t.Fatalf("%q: point %d is %+v for %q", list, i, p, fields[i])
+			}
+			if p.Kind != "open" || !p.Stream {
+				t.Fatalf("%q: point %d is not an open stream point: %+v", list, i, p)
+			}
+		}
+	})
 }
