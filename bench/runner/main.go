@@ -414,10 +414,8 @@ func checks(rows []row, gbs []goBench) []check {
 	// cpu is add for a CPU-per-request ratio, with its per-round ratios.
 	cpu := func(name string, g, p row, limit float64) {
 		add(name, ratio(g.CPUPer1000, p.CPUPer1000), limit, "×")
-		if len(g.CPURounds) == len(p.CPURounds) {
-			for i := range g.CPURounds {
-				out[len(out)-1].Rounds = append(out[len(out)-1].Rounds, round3(ratio(g.CPURounds[i], p.CPURounds[i])))
-			}
+		for _, r := range roundRatios(g, p) {
+			out[len(out)-1].Rounds = append(out[len(out)-1].Rounds, round3(r))
 		}
 	}
 	atLeast := func(name string, measured, limit float64, unit string) {
@@ -578,13 +576,24 @@ func cpuRatios(rows []row) []string {
 			continue
 		}
 		p := rows[i]
-		each := make([]string, 0, len(g.CPURounds))
-		if len(g.CPURounds) == len(p.CPURounds) {
-			for k := range g.CPURounds {
-				each = append(each, fmt.Sprintf("%.2f", ratio(g.CPURounds[k], p.CPURounds[k])))
-			}
+		var each []string
+		for _, r := range roundRatios(g, p) {
+			each = append(each, fmt.Sprintf("%.2f", r))
 		}
 		out = append(out, fmt.Sprintf("| %s | %.0f | %.3f | %.3f | %.3f× (%s) |", g.Point, p.Rate, p.CPUPer1000, g.CPUPer1000, ratio(g.CPUPer1000, p.CPUPer1000), strings.Join(each, ", ")))
+	}
+	return out
+}
+
+// roundRatios are g's CPU per request over p's, round by round (toolgate's
+// round against the proxy's just before it); none when their rounds differ.
+func roundRatios(g, p row) []float64 {
+	if len(g.CPURounds) != len(p.CPURounds) {
+		return nil
+	}
+	out := make([]float64, len(g.CPURounds))
+	for i := range g.CPURounds {
+		out[i] = ratio(g.CPURounds[i], p.CPURounds[i])
 	}
 	return out
 }
