@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/heapfloor"
+	"github.com/toolgate/toolgate/internal/maxprocs"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -113,6 +114,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	// The collector's goal stays at 8 MB at the least, unless GOGC is set.
 	defer heapfloor.FromEnv(getenv, heapfloor.Default)()
+	// One P while lightly loaded, the runtime's default once busy, unless
+	// GOMAXPROCS is set.
+	defer maxprocs.FromEnv(getenv, maxprocs.Default)()
 
 	reg := prometheus.NewRegistry()
 	metrics := observe.NewMetrics(reg, observe.MetricsOptions{HideKeyNames: !*cfg.Metrics.KeyLabels})
