@@ -75,6 +75,11 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("with GOGC set the floor changed GOGC to %d", p)
 	}
 	stop()
+	// The live heap the floor reads is the last collection's: collect now,
+	// so that it is this test's small heap and not what an earlier test's
+	// churn had allocated while a collection ran (on a busy machine, with
+	// long collections, that read as 8 MB or more: GOGC 100).
+	runtime.GC()
 	stop = FromEnv(env(""), 16<<20)
 	if p := gogc(); p <= 100 {
 		t.Errorf("with GOGC unset and a small heap, GOGC is %d: the floor did not start", p)
