@@ -8,10 +8,10 @@
 // between threads on different cores. At the rates a sidecar gateway
 // mostly sees, a few hundred requests a second, that is a large part of
 // its CPU: on the 2-core benchmark machine, the same build on one P
-// spent a quarter less CPU per request at every open-loop rate, and its
-// added latency fell as well (docs/performance.md). One P cannot use a
-// second core, though: at saturation it served a fifth fewer streams a
-// second.
+// spent a fifth to a quarter less CPU per request at every open-loop
+// rate, and its added latency fell as well (docs/performance.md). One P
+// cannot use a second core, though: at saturation it served a fifth
+// fewer streams a second.
 //
 // Start samples the process's CPU time (user and system, every thread)
 // every Policy.Every. On one P, a sample at or above Policy.Raise (CPU
@@ -22,7 +22,8 @@
 // two keeps it from switching back and forth; each switch stops the world
 // (BenchmarkSwitch: about 55 µs for one there and back, on an idle
 // 2-core machine). A burst that finds the gateway on one P runs
-// there for one interval at most before the default is back.
+// there for about one interval (the sampling goroutine waits its turn on
+// the busy P) before the default is back.
 //
 // A process started with GOMAXPROCS set is left to it (FromEnv), and so
 // is one whose default is a single P already.
@@ -98,8 +99,12 @@ func Start(p Policy) (stop func()) {
 					runtime.SetDefaultGOMAXPROCS()
 				}
 				return
-			case now := <-t.C:
+			case <-t.C:
+				// Read the clock with the CPU time, not at the tick: a
+				// sample taken late (its P busy) still divides by its own
+				// interval.
 				c, _ := cpuTime()
+				now := time.Now()
 				n := p.next(s, (c-cpu).Seconds()/now.Sub(wall).Seconds())
 				switch {
 				case n.one && !s.one:
