@@ -56,7 +56,7 @@ func TestFollowsLoad(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for x := 0; burning.Load(); x++ {
+		for burning.Load() { // burn CPU until told to stop
 		}
 	}()
 	waitProcs(t, def, "while a goroutine burns CPU")
