@@ -143,12 +143,19 @@ func (w *Writer) release() {
 //
 // It also reads in bulk while the source is busy: after a read of r that
 // filled the buffer it was given (more is likely waiting), the next read
-// of r goes into a pooled 32 KB buffer, served to the caller from there,
+// of r goes into a pooled 64 KB buffer, served to the caller from there,
 // so that a burst costs a few reads (and, the writer being flushed before
 // each, a few writes) instead of one per caller buffer (the event reader
 // reads into its buffer, 1 KB unless an event grew it). After a read that
 // did not fill its buffer the next one goes straight into the caller's: a
 // stream that waits for its source holds no pooled buffer.
+//
+// 64 KB is MaxBatch, the most a write gathers: a read's events leave in
+// one write (two when the normalizer's edits lengthen them past it). Each
+// write wakes the client, whose reader has gone back to sleep while the
+// read's events were normalized, so a burst's cost follows its number of
+// reads: a tool-call answer of 169 KB in one burst takes three reads and
+// writes instead of six (docs/performance.md).
 func FlushBeforeRead(r io.Reader, w *Writer) io.Reader {
 	return &flushBeforeRead{r: r, w: w}
 }
@@ -163,7 +170,10 @@ type flushBeforeRead struct {
 }
 
 // bulkReads are FlushBeforeRead's buffers.
-var bulkReads = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+var bulkReads = sync.Pool{New: func() any { b := make([]byte, bulkReadSize); return &b }}
+
+// bulkReadSize is the size of a read in bulk.
+const bulkReadSize = MaxBatch
 
 // ErrClientWrite is the error a FlushBeforeRead reader reports when the
 // flush to the client failed: the client, not the source, broke.
@@ -185,7 +195,7 @@ func (f *flushBeforeRead) Read(p []byte) (int, error) {
 	if err := f.w.Flush(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrClientWrite, err)
 	}
-	if !f.busy || len(p) >= 32<<10 {
+	if !f.busy || len(p) >= bulkReadSize {
 		n, err := f.r.Read(p)
 		f.busy = n == len(p)
 		return n, err
