@@ -48,8 +48,15 @@ func (Arguments) Parse(s string) (Arguments, error) {
 // client's schema must never make the gateway read a file or a URL.
 type Schemas struct {
 	mu  sync.Mutex
-	m   map[[32]byte]*jsonschema.Schema
+	m   map[[32]byte]*compiled
 	max int
+}
+
+// compiled is a cached schema: the validator's form, nil when the schema
+// does not compile, and its shape, nil when it has none.
+type compiled struct {
+	sch  *jsonschema.Schema
+	fast *shape
 }
 
 // NewSchemas returns an empty cache holding at most max schemas (0 means 1024).
@@ -57,7 +64,7 @@ func NewSchemas(max int) *Schemas {
 	if max <= 0 {
 		max = 1024
 	}
-	return &Schemas{m: map[[32]byte]*jsonschema.Schema{}, max: max}
+	return &Schemas{m: map[[32]byte]*compiled{}, max: max}
 }
 
 // Len returns the number of cached schemas.
@@ -73,8 +80,9 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external schema references are not allowed (%s)", url)
 }
 
-// get returns the compiled schema for raw, or nil when it does not compile.
-func (s *Schemas) get(raw json.RawMessage) *jsonschema.Schema {
+// get returns the compiled schema for raw; its sch is nil when it does not
+// compile.
+func (s *Schemas) get(raw json.RawMessage) *compiled {
 	key := sha256.Sum256(raw)
 	s.mu.Lock()
 	sch, ok := s.m[key]
@@ -92,28 +100,28 @@ func (s *Schemas) get(raw json.RawMessage) *jsonschema.Schema {
 	return sch
 }
 
-func compile(raw json.RawMessage) *jsonschema.Schema {
+func compile(raw json.RawMessage) *compiled {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil
+		return &compiled{}
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noLoader{})
 	if err := c.AddResource("tool.json", doc); err != nil {
-		return nil
+		return &compiled{}
 	}
 	sch, err := c.Compile("tool.json")
 	if err != nil {
-		return nil
+		return &compiled{}
 	}
-	return sch
+	return &compiled{sch: sch, fast: shapeOf(doc)}
 }
 
 // checkArguments applies docs/spec.md §1's argument rules and the tool's schema:
 // an empty string is no arguments ({}); JSON that is not an object is
 // refused as "arguments must be a JSON object, got <type>"; text that does
 // not parse as "Failed to parse arguments: <reason>".
-func checkArguments(args string, sch *jsonschema.Schema) error {
+func checkArguments(args string, sch *compiled) error {
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
@@ -124,10 +132,10 @@ func checkArguments(args string, sch *jsonschema.Schema) error {
 	if _, ok := v.(map[string]any); !ok {
 		return fmt.Errorf("arguments must be a JSON object, got %s", jsonType(v))
 	}
-	if sch == nil {
+	if sch == nil || sch.sch == nil || sch.fast != nil && sch.fast.valid(v) {
 		return nil
 	}
-	if err := sch.Validate(v); err != nil {
+	if err := sch.sch.Validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return errors.New(oneLine(ve.Error()))
@@ -158,15 +166,15 @@ type argumentError string
 func (e argumentError) Error() string { return string(e) }
 
 // checkContent checks a response's text against response_format's schema.
-func checkContent(text string, sch *jsonschema.Schema) error {
+func checkContent(text string, sch *compiled) error {
 	v, err := decodeJSON(text)
 	if err != nil {
 		return fmt.Errorf("the content is not JSON: %v", err)
 	}
-	if sch == nil {
+	if sch == nil || sch.sch == nil || sch.fast != nil && sch.fast.valid(v) {
 		return nil
 	}
-	if err := sch.Validate(v); err != nil {
+	if err := sch.sch.Validate(v); err != nil {
 		return errors.New(oneLine(err.Error()))
 	}
 	return nil
@@ -195,7 +203,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func (j *Judge) argumentProblems(calls []wire.CollectedCall) []string {
 	var out []string
 	for _, c := range calls {
-		var sch *jsonschema.Schema
+		var sch *compiled
 		if raw, ok := j.params[c.Name]; ok && j.schemas != nil {
 			sch = j.schemas.get(raw)
 		}

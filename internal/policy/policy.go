@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -302,7 +300,7 @@ func (j *Judge) content(e End) (Outcome, bool) {
 	if j.format == nil || len(e.Calls) > 0 {
 		return Outcome{}, false
 	}
-	var sch *jsonschema.Schema
+	var sch *compiled
 	if j.schemas != nil {
 		sch = j.schemas.get(j.format)
 	}
