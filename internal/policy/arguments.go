@@ -59,6 +59,16 @@ type compiled struct {
 	fast *shape
 }
 
+// validate checks v against the schema: nil when v is valid, or when the
+// schema did not compile (nil c included). A shape's "valid" spares the
+// validator; anything else is its call.
+func (c *compiled) validate(v any) error {
+	if c == nil || c.sch == nil || c.fast != nil && c.fast.valid(v) {
+		return nil
+	}
+	return c.sch.Validate(v)
+}
+
 // NewSchemas returns an empty cache holding at most max schemas (0 means 1024).
 func NewSchemas(max int) *Schemas {
 	if max <= 0 {
@@ -132,10 +142,7 @@ func checkArguments(args string, sch *compiled) error {
 	if _, ok := v.(map[string]any); !ok {
 		return fmt.Errorf("arguments must be a JSON object, got %s", jsonType(v))
 	}
-	if sch == nil || sch.sch == nil || sch.fast != nil && sch.fast.valid(v) {
-		return nil
-	}
-	if err := sch.sch.Validate(v); err != nil {
+	if err := sch.validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return errors.New(oneLine(ve.Error()))
@@ -171,10 +178,7 @@ func checkContent(text string, sch *compiled) error {
 	if err != nil {
 		return fmt.Errorf("the content is not JSON: %v", err)
 	}
-	if sch == nil || sch.sch == nil || sch.fast != nil && sch.fast.valid(v) {
-		return nil
-	}
-	if err := sch.sch.Validate(v); err != nil {
+	if err := sch.validate(v); err != nil {
 		return errors.New(oneLine(err.Error()))
 	}
 	return nil

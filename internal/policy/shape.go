@@ -12,10 +12,11 @@ import (
 // accept the value too, and false wherever it is not sure, which sends the
 // value on to the validator (for its verdict and its wording). So a shape
 // never changes a result, only what a valid call costs: the validator took
-// about 32 µs of a tool-call stream's CPU at 100 streams a second (four
-// calls, its code cold between streams; 0.86 µs and 12 allocations a call
-// when hot), a shape's walk a small fraction of that with no allocation.
-// FuzzShapeAgrees holds the two to this.
+// about 33 µs of a tool-call stream's CPU at 100 streams a second (four
+// calls, its code cold between streams), and BenchmarkArguments checks a
+// call in 1.30 µs with 16 allocations through it, 0.50 µs with 4 (the
+// decoding's) through a shape. FuzzShapeAgrees and TestShapeAgreesGenerated
+// hold the two to this.
 //
 // A schema gets a shape only when every keyword in it, at every level, is
 // one the shape checks or one that never fails a value (annotations:
