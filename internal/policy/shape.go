@@ -28,10 +28,9 @@ type shape struct {
 	types    typeSet // the types allowed; 0: any
 	props    map[string]*shape
 	required []string
-	closed   bool     // additionalProperties: false
-	items    *shape   // nil: any item
-	enum     []string // with hasEnum, the only values allowed (all strings)
-	hasEnum  bool
+	closed   bool                // additionalProperties: false
+	items    *shape              // nil: any item
+	enum     map[string]struct{} // the only values allowed (all strings); nil: no enum
 }
 
 // typeSet is a set of JSON Schema's type names, one bit each.
@@ -113,13 +112,13 @@ func shapeAt(doc any, depth int) *shape {
 			if !ok {
 				return nil
 			}
-			s.hasEnum = true
+			s.enum = make(map[string]struct{}, len(list)) // a set: a check stays linear in the value
 			for _, e := range list {
 				str, ok := e.(string)
 				if !ok {
 					return nil
 				}
-				s.enum = append(s.enum, str)
+				s.enum[str] = struct{}{}
 			}
 		default:
 			if !slices.Contains(annotations, k) {
@@ -153,9 +152,12 @@ func typesOf(v any) typeSet {
 // valid reports whether v, as wire.Value decodes JSON, certainly satisfies
 // the shape's schema. false means "not certainly".
 func (s *shape) valid(v any) bool {
-	if s.hasEnum {
+	if s.enum != nil {
 		str, ok := v.(string)
-		if !ok || !slices.Contains(s.enum, str) {
+		if !ok {
+			return false
+		}
+		if _, ok := s.enum[str]; !ok {
 			return false
 		}
 	}
