@@ -110,14 +110,17 @@ func stealLine(rows []row, goSteal float64) string {
 	}
 	var parts []string
 	if len(all) > 0 {
-		over := 0
-		for _, s := range all {
-			if maxSteal > 0 && s > maxSteal {
-				over++
+		l := fmt.Sprintf("the load points' rounds %.1f%% (median), %.1f%% at most", 100*median(all), 100*slices.Max(all))
+		if maxSteal > 0 {
+			over := 0
+			for _, s := range all {
+				if s > maxSteal {
+					over++
+				}
 			}
+			l += fmt.Sprintf("; %d of %d kept rounds over %.0f%% even when run again", over, len(all), 100*maxSteal)
 		}
-		parts = append(parts, fmt.Sprintf("the load points' rounds %.1f%% (median), %.1f%% at most; %d of %d kept rounds over %.0f%% even when run again",
-			100*median(all), 100*slices.Max(all), over, len(all), 100*maxSteal))
+		parts = append(parts, l)
 	}
 	if goSteal >= 0 {
 		parts = append(parts, fmt.Sprintf("the Go benchmarks %.1f%%", 100*goSteal))

@@ -80,6 +80,10 @@ func TestStealLine(t *testing.T) {
 			t.Errorf("%q lacks %q", l, want)
 		}
 	}
+	maxSteal = 0 // never run again: no count of rounds over it
+	if l := stealLine(rows, -1); strings.Contains(l, "kept rounds over") || strings.Contains(l, "Go benchmarks") || !strings.Contains(l, "30.0% at most") {
+		t.Errorf("-max-steal 0, no Go benchmarks: %q", l)
+	}
 	if l := stealLine([]row{{Point: "a"}}, -1); l != "" {
 		t.Errorf("nothing measured, yet %q", l)
 	}
