@@ -299,7 +299,9 @@ func TestStringValue(t *testing.T) {
 }
 
 func FuzzStringValue(f *testing.F) {
-	for _, s := range []string{`"a\"b"`, `"\ud83d\ude00"`, `"\ud83d\u0041"`, "\"\xff\""} {
+	for _, s := range []string{`"a\"b"`, `"\ud83d\ude00"`, `"\ud83d\u0041"`, "\"\xff\"",
+		// Runs of eight and more plain bytes between escapes, non-ASCII and invalid bytes.
+		`"{\"city\": \"Paris, France\", \"unit\": \"celsius\"}"`, "\"abcdefghijkl\u00e9mnopqrstuvw\\n\xff123456789\\\\01234567\""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
