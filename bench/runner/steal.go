@@ -126,5 +126,5 @@ func stealLine(rows []row, goSteal float64) string {
 		parts = append(parts, fmt.Sprintf("the Go benchmarks %.1f%%", 100*goSteal))
 	}
 	return "The host's steal (its CPU time given to other guests while this machine wanted to run): " + strings.Join(parts, "; ") +
-		". Where it is more than a few per cent, latencies and ratios measure the host too: run again."
+		". Where it is more than a few per cent, the latencies measure the host too: run again."
 }
