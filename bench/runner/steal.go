@@ -10,7 +10,7 @@ import (
 
 // A virtual machine shares its host's processors with other guests; the
 // time the host gives them while this machine wanted to run is "steal",
-// counted by the kernel in /proc/stat. Steal slows every target of a round
+// counted by the kernel in /proc/stat. Steal slows every process of a round
 // at once and by an amount that varies from second to second: a round
 // during which the host took a large share measures the host as much as
 // the code. The runner reads the machine's steal around every round,
