@@ -42,22 +42,63 @@ var goBenchmarks = []goBenchmark{
 func runGoBenchmarks() ([]goBench, error) {
 	var out []goBench
 	for _, gb := range goBenchmarks {
-		args := append([]string{"test", "-run", "^$", "-bench", gb.pattern, "-benchmem"}, gb.flags...)
-		cmd := exec.Command("go", append(args, gb.pkg)...)
-		var buf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &buf, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("go test -bench %s %s: %w\n%s", gb.pattern, gb.pkg, err, buf.Bytes())
+		gbs, err := runGoBenchmark(gb, true)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, gbs...)
+	}
+	return out, nil
+}
+
+// runGoBenchmark runs one go test -bench and parses its results, echoing
+// its output if echo is set.
+func runGoBenchmark(gb goBenchmark, echo bool) ([]goBench, error) {
+	args := append([]string{"test", "-run", "^$", "-bench", gb.pattern, "-benchmem"}, gb.flags...)
+	cmd := exec.Command("go", append(args, gb.pkg)...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go test -bench %s %s: %w\n%s", gb.pattern, gb.pkg, err, buf.Bytes())
+	}
+	if echo {
 		os.Stdout.Write(buf.Bytes())
-		sc := bufio.NewScanner(&buf)
-		for sc.Scan() {
-			if g, ok := parseBenchLine(sc.Text()); ok {
-				out = append(out, g)
-			}
+	}
+	var out []goBench
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		if g, ok := parseBenchLine(sc.Text()); ok {
+			out = append(out, g)
 		}
 	}
 	return out, nil
+}
+
+// speedProbe is a short run of BenchmarkChunk's text deltas: the
+// machine's speed in user space, which the CPU ratios of the tool-call
+// streams and the transcript's latency follow (docs/performance.md: the
+// same build read 1.12–1.15× the proxy's CPU on the tool-call streams on a
+// day a text delta took 88–97 ns, and 1.47× on one it took 190–430).
+var speedProbe = goBenchmark{"./internal/wire/", "BenchmarkChunk/^text$", []string{"-benchtime", "2000x", "-count", "3"}}
+
+// machineSpeed runs speedProbe and returns the fastest of its runs, in ns
+// a text delta (the machine's best in that moment: the others are its
+// noise).
+func machineSpeed() (float64, error) {
+	gbs, err := runGoBenchmark(speedProbe, false)
+	if err != nil {
+		return 0, err
+	}
+	best := 0.0
+	for _, g := range gbs {
+		if ns := g.NsPerOp / 1000; best == 0 || ns < best {
+			best = ns
+		}
+	}
+	if best == 0 {
+		return 0, fmt.Errorf("go test -bench %s %s: no result", speedProbe.pattern, speedProbe.pkg)
+	}
+	return best, nil
 }
 
 // parseBenchLine reads a result line of go test -bench: the name (its
