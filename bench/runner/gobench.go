@@ -77,8 +77,8 @@ func runGoBenchmark(gb goBenchmark, echo bool) ([]goBench, error) {
 // speedProbe is a short run of BenchmarkChunk's text deltas: the
 // machine's speed in user space, which the CPU ratios of the tool-call
 // streams and the transcript's latency follow (docs/performance.md: the
-// same build read 1.12–1.15× the proxy's CPU on the tool-call streams on a
-// day a text delta took 88–97 ns, and 1.47× on one it took 190–430).
+// same work read 1.12–1.15× the proxy's CPU on the tool-call streams on a
+// day a text delta took 88–97 ns, and 1.38–1.62× on one it took 190–430).
 var speedProbe = goBenchmark{"./internal/wire/", "BenchmarkChunk/^text$", []string{"-benchtime", "2000x", "-count", "3"}}
 
 // machineSpeed runs speedProbe and returns the fastest of its runs, in ns
