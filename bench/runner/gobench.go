@@ -31,7 +31,7 @@ type goBenchmark struct {
 // noise; no target) the tool-call stream and the 50-chunk stream, hot and
 // with the caches cold.
 var goBenchmarks = []goBenchmark{
-	{"./internal/wire/", "BenchmarkChunk$", nil},
+	{"./internal/wire/", "BenchmarkChunk$|BenchmarkRun$", nil},
 	{"./internal/gateway/", "BenchmarkChatStream$|BenchmarkChatStreamCold$|BenchmarkChatStream1000$|BenchmarkChatToolCalls$", nil},
 	// One round: each shape is served several times inside it.
 	{"./internal/testing/faults/", "BenchmarkHostileCPU$", []string{"-benchtime", "1x"}},

@@ -98,6 +98,9 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error) {
 	t := s.t
 	opts := wire.ReadOptions{MaxEventSize: t.plan.upstream.maxEvent, BeforeWait: s.n} // an idle stream holds no scratch
+	if s.tr == nil && s.out == clientStream(s.sse) {
+		opts.Run = s // a chat stream's steady middle goes from the reader's buffer to the writer's
+	}
 	for ev, err := range wire.Events(ctx, wire.FlushBeforeRead(t.resp.Body, s.sse), opts) {
 		if err != nil {
 			return false, err, nil
@@ -163,11 +166,32 @@ func (s *relay) send(data []byte) bool {
 		s.release()
 	}
 	if err := s.out.Send(data); err != nil {
-		s.gone = true
-		s.x.rec.Error = "client write failed: " + err.Error()
+		s.lost(err)
 		return false
 	}
 	return true
+}
+
+// Run is the relay as the event reader's [wire.Runner], for a chat
+// stream from a chat upstream once it is committed: the events the
+// normalizer's template fits go from the reader's buffer to the client's
+// writer as forward and send would take them one by one (they neither
+// finish, cut nor fail the stream: those go through forward).
+func (s *relay) Run(unread []byte, max int) int {
+	if s.gone || !s.sse.Committed() {
+		return 0
+	}
+	n, err := s.n.Run(unread, max, s.sse)
+	if err != nil {
+		s.lost(err)
+	}
+	return n
+}
+
+// lost records that writing to the client failed.
+func (s *relay) lost(err error) {
+	s.gone = true
+	s.x.rec.Error = "client write failed: " + err.Error()
 }
 
 // release lets go of the request once the stream is committed (no retry

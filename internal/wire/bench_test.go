@@ -43,7 +43,15 @@ func benchStream(n int, tool bool) string {
 // one event per read of the source, the Normalizer resting before each
 // (ReadOptions.BeforeWait), as a stream does whose model sends its chunks
 // one at a time — every real provider's.
-func BenchmarkChunk(b *testing.B) {
+func BenchmarkChunk(b *testing.B) { benchmarkStreams(b, false) }
+
+// BenchmarkRun is BenchmarkChunk as the gateway relays a chat stream: the
+// Normalizer's Run takes the events its template fits straight from the
+// reader's buffer to the Writer's (ReadOptions.Run), the rest go event by
+// event. A read of one whole event (-paced) is Run's as well.
+func BenchmarkRun(b *testing.B) { benchmarkStreams(b, true) }
+
+func benchmarkStreams(b *testing.B, run bool) {
 	for _, paced := range []bool{false, true} {
 		for _, tool := range []bool{false, true} {
 			body := benchStream(1000, tool)
@@ -64,6 +72,9 @@ func BenchmarkChunk(b *testing.B) {
 					opts := ReadOptions{}
 					if paced {
 						src, opts.BeforeWait = &eventPerRead{rest: body}, rs
+					}
+					if run {
+						opts.Run = &runner{n: rs, w: w}
 					}
 					for ev, err := range Events(context.Background(), src, opts) {
 						if err != nil {

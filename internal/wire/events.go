@@ -37,10 +37,33 @@ type ReadOptions struct {
 	// Normalizer does. An interface rather than a func: a method value
 	// would be an allocation per stream.
 	BeforeWait Rester
+	// Run, if set, is offered the unread bytes at every event boundary
+	// whose first line has arrived whole, before the reader parses them:
+	// the events it takes are not yielded (see [Runner]).
+	Run Runner
 }
 
 // Rester is what lets go of its working memory while a stream waits.
 type Rester interface{ Rest() }
+
+// A Runner takes whole events straight from the reader's buffer, without
+// the reader parsing them: what a stream's steady middle is, the same
+// chunk shape again and again (see [Normalizer.Run]). Run is given the
+// unread bytes, which start at an event boundary, and the event size
+// limit; it returns how many bytes at their start it took, whole events
+// only, each within the limit, and each exactly what the reader would
+// have yielded as one event: "data: " and a single line of data, then a
+// blank line, with LF line ends (nothing else is taken). It must not keep
+// the bytes. The context is checked before each call: no event is taken
+// after cancellation.
+//
+// Each call scans at most the unread bytes, and the reader calls it only
+// when the first line has arrived whole (found by the reader's own search,
+// which it needs anyway), so every byte is scanned a bounded number of
+// times however it is split into reads.
+type Runner interface {
+	Run(unread []byte, max int) int
+}
 
 // ErrEventTooLarge is reported when an event exceeds ReadOptions.MaxEventSize.
 var ErrEventTooLarge = errors.New("wire: upstream SSE event exceeds the size limit")
@@ -76,7 +99,7 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 			return
 		}
 		e := newEventReader(r, max)
-		e.beforeWait = opts.BeforeWait
+		e.beforeWait, e.run, e.ctx = opts.BeforeWait, opts.Run, ctx
 		defer e.release()
 		for {
 			err := e.next()
@@ -140,6 +163,8 @@ type eventReader struct {
 	buf        []byte             // len(buf) == cap(buf); buf[pos:end] is unread; nil while nothing is
 	box        *[]byte            // buf's pool entry, while buf is the pooled one
 	beforeWait Rester             // ReadOptions.BeforeWait
+	run        Runner             // ReadOptions.Run
+	ctx        context.Context    // checked before run is called
 	wait       [waitReadSize]byte // a read after the buffer went back goes here
 	pos, end   int
 	lf, cr     mark // where the next '\n' and '\r' are, as far as searched
@@ -188,6 +213,9 @@ func (e *eventReader) next() error {
 			}
 			continue
 		}
+		if e.run != nil && e.size == 0 { // at an event boundary: no line of an event read yet
+			e.runEvents()
+		}
 		start, n, ok := e.line()
 		if !ok {
 			if e.size+(e.end-e.pos) > e.max {
@@ -225,6 +253,24 @@ func (e *eventReader) skipBOM() bool {
 	}
 	e.started = true
 	return true
+}
+
+// runEvents offers the unread bytes, at an event boundary, to the
+// Runner once their first line is whole, and moves past what it took.
+// The bytes it took end with a blank line and hold no CR: the line-end
+// marks found inside them are forgotten, the others stay right. (An LF
+// still to be skipped after a CR can only start the unread bytes, which
+// the Runner then does not take: they do not start with "data: ".)
+func (e *eventReader) runEvents() {
+	e.lf.find(e.buf, '\n', e.pos, e.end)
+	if e.lf.at == e.end || e.ctx.Err() != nil {
+		return
+	}
+	if k := e.run.Run(e.buf[e.pos:e.end], e.max); k > 0 {
+		e.pos += k
+		e.lf.passed(e.pos)
+		e.cr.passed(e.pos)
+	}
 }
 
 // line finds the next complete line: buf[start:start+n], its line end

@@ -71,21 +71,49 @@ func (n *Normalizer) state() chunkState {
 // what to send and whether it did.
 func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
 	t := &n.tmpl
+	size, end, escaped, ok := t.match(data)
+	if !ok || size != len(data) || !n.takeString(data, end, escaped) {
+		return nil, false
+	}
+	if t.same {
+		return data, true
+	}
+	b := append(n.s.out1[:0], t.out[0]...)
+	b = append(b, data[len(t.prefix):end-1]...)
+	n.s.out1 = append(b, t.out[1]...)
+	return n.s.out1, true
+}
+
+// match reports whether b starts with a chunk the template fits: its
+// prefix, a valid JSON string, its suffix. size is the chunk's length,
+// end the string's (just after its closing quote). A JSON string holds no
+// control byte, so the scan stops at the end of b's first line.
+func (t *template) match(b []byte) (size, end int, escaped, ok bool) {
 	p, s := len(t.prefix), len(t.suffix)
-	if len(data) < p+s || !bytes.Equal(data[:p], t.prefix) || !bytes.Equal(data[len(data)-s:], t.suffix) {
-		return nil, false
+	if len(b) < p+s || !bytes.Equal(b[:p], t.prefix) {
+		return 0, 0, false, false
 	}
-	end, escaped, err := skipString(data, p-1)
-	if err != nil || end != len(data)-s+1 {
-		return nil, false
+	end, escaped, err := skipString(b, p-1)
+	if err != nil || end-1+s > len(b) || !bytes.Equal(b[end-1:end-1+s], t.suffix) {
+		return 0, 0, false, false
 	}
+	return end - 1 + s, end, escaped, true
+}
+
+// takeString takes the string of a chunk the template fits (data, its
+// string ending at end) as the full path would: into the text kept or the
+// call's arguments, with the template's fixes counted. It reports false,
+// having changed nothing, when a limit makes the chunk the full path's.
+func (n *Normalizer) takeString(data []byte, end int, escaped bool) bool {
+	t := &n.tmpl
+	p := len(t.prefix)
 	switch t.kind {
 	case textTemplate:
 		if n.keepText {
 			text := stringView(data, p-1, end, escaped)
 			chars := utf8.RuneCountInString(text)
 			if n.opts.LimitText && n.textChars+chars > n.opts.TextLimit {
-				return nil, false // the full path cuts it
+				return false // the full path cuts it
 			}
 			n.text.WriteString(text)
 			n.textChars += chars
@@ -93,7 +121,7 @@ func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
 	case argsTemplate:
 		c := t.call
 		if c.args.Len()+end-(p-1) > MaxCallArguments {
-			return nil, false // the full path refuses it
+			return false // the full path refuses it
 		}
 		c.args.Write(appendUnquoted(c.args.AvailableBuffer(), data, p-1, end))
 		n.collector.last = c
@@ -103,13 +131,61 @@ func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
 			n.fixes[k] += d
 		}
 	}
-	if t.same {
-		return data, true
+	return true
+}
+
+// Run normalizes, straight from a stream reader's unread bytes (a
+// [Runner]'s), the events at their start that the template fits, and
+// sends what they become to w, as Chunk and w.Send would one by one: the
+// same bytes out, the same text, arguments and fixes kept. It takes an
+// event only when it is exactly "data: " + a chunk the template fits +
+// "\n\n" (the shape every provider sends, and the only one whose event
+// is that chunk whatever the SSE rules say) and within max bytes; it stops
+// at the first that is not, for the reader to parse and Chunk to judge.
+// It returns the bytes taken and w's error, if writing failed.
+//
+// When the chunks go out as they came, the events taken go to w as they
+// are, in one append: no event is parsed, copied or scanned for newlines
+// one by one.
+func (n *Normalizer) Run(unread []byte, max int, w *Writer) (int, error) {
+	t := &n.tmpl
+	if t.kind == noTemplate || w.err != nil || w.ended ||
+		!t.same && (bytes.IndexByte(t.out[0], '\n') >= 0 || bytes.IndexByte(t.out[1], '\n') >= 0) {
+		return 0, nil
 	}
-	b := append(n.s.out1[:0], t.out[0]...)
-	b = append(b, data[p:end-1]...)
-	n.s.out1 = append(b, t.out[1]...)
-	return n.s.out1, true
+	const field = "data: "
+	var buf []byte // what goes out, when the chunks do not go as they came
+	taken := 0
+	for {
+		rest := unread[taken:]
+		if len(rest) < len(field) || string(rest[:len(field)]) != field {
+			break
+		}
+		data := rest[len(field):]
+		size, end, escaped, ok := t.match(data)
+		if !ok || size+2 > len(data) || data[size] != '\n' || data[size+1] != '\n' ||
+			len(field)+size+2 > max || !n.takeString(data[:size], end, escaped) {
+			break
+		}
+		if !t.same {
+			if buf == nil {
+				buf = w.gathered()
+			}
+			buf = append(buf, field...)
+			buf = append(buf, t.out[0]...)
+			buf = append(buf, data[len(t.prefix):end-1]...)
+			buf = append(buf, t.out[1]...)
+			buf = append(buf, "\n\n"...)
+		}
+		taken += len(field) + size + 2
+	}
+	if taken == 0 {
+		return 0, nil
+	}
+	if t.same {
+		buf = append(w.gathered(), unread[:taken]...)
+	}
+	return taken, w.gather(buf)
 }
 
 // noteTemplate makes data, which the full path just made out of from

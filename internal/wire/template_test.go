@@ -47,12 +47,16 @@ func normalizeAll(n *Normalizer, payloads [][]byte, rest bool) string {
 			break
 		}
 	}
+	return b.String() + ending(n)
+}
+
+// ending is what a Normalizer says once its stream is over.
+func ending(n *Normalizer) string {
 	fin := n.Finish(true)
 	res := n.Result(nil)
 	callsErr := fmt.Sprint(res.CallsErr)
 	res.CallsErr = nil
-	fmt.Fprintf(&b, "finish %v %q\nflush %q\nusage %q\nresult %#v %s\nfixes %v\n", fin.Done, fin.Tail, n.Flush(), n.UsageChunk(), res, callsErr, n.Fixes())
-	return b.String()
+	return fmt.Sprintf("finish %v %q\nflush %q\nusage %q\nresult %#v %s\nfixes %v\n", fin.Done, fin.Tail, n.Flush(), n.UsageChunk(), res, callsErr, n.Fixes())
 }
 
 // poisonScratch overwrites the scratch a resting Normalizer let go of, as

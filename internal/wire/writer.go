@@ -72,10 +72,7 @@ func (w *Writer) SendEvent(name string, data []byte) error {
 	if w.err != nil {
 		return w.err
 	}
-	if w.buf == nil {
-		w.buf = writeBuffers.Get().(*[]byte)
-	}
-	buf := *w.buf
+	buf := w.gathered()
 	if name != "" {
 		buf = append(buf, "event: "...)
 		buf = append(buf, name...)
@@ -96,6 +93,22 @@ func (w *Writer) SendEvent(name string, data []byte) error {
 		data = data[i+1:]
 	}
 	buf = append(buf, '\n')
+	return w.gather(buf)
+}
+
+// gathered is the buffer of the events gathered so far, taken from the
+// pool when there are none, for whole events to be appended to it and
+// given to gather.
+func (w *Writer) gathered() []byte {
+	if w.buf == nil {
+		w.buf = writeBuffers.Get().(*[]byte)
+	}
+	return *w.buf
+}
+
+// gather keeps buf (gathered's, whole events appended) as the events
+// gathered and, unless Lazy holds them, writes them.
+func (w *Writer) gather(buf []byte) error {
 	*w.buf = buf
 	w.committed = true
 	if w.Lazy && !w.ended && len(buf) < MaxBatch {
