@@ -662,6 +662,23 @@ func inProcessCPU(gbs []goBench) []string {
 		out = append(out, fmt.Sprintf("%s: CPU per request %.0f µs (proxy %.0f, direct %.0f): %.2f× the proxy's; the hop alone (less direct's) %.2f×",
 			name, gc, pc, dc, gc/pc, ratio(gc-dc, pc-dc)))
 	}
+	return append(out, relayedChunks(gbs)...)
+}
+
+// relayedChunks are BenchmarkRun's chunks (as the gateway relays a chat
+// stream: its steady middle taken by Normalizer.Run) beside
+// BenchmarkChunk's (event by event), per chunk.
+func relayedChunks(gbs []goBench) []string {
+	var out []string
+	for _, name := range []string{"text", "toolcall", "text-paced", "toolcall-paced"} {
+		r, okR := goResult(gbs, "BenchmarkRun/"+name+"/chunks=1000")
+		c, okC := goResult(gbs, "BenchmarkChunk/"+name+"/chunks=1000")
+		if !okR || !okC {
+			continue
+		}
+		out = append(out, fmt.Sprintf("a %s chunk as relayed (BenchmarkRun): %.0f ns, event by event (BenchmarkChunk) %.0f ns: %.2f×",
+			name, r.NsPerOp/1000, c.NsPerOp/1000, ratio(r.NsPerOp, c.NsPerOp)))
+	}
 	return out
 }
 

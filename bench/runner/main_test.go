@@ -60,6 +60,28 @@ func TestInProcessCPU(t *testing.T) {
 	}
 }
 
+// A chunk relayed with Run is printed beside the same chunk event by
+// event, for each stream both benchmarks ran.
+func TestRelayedChunks(t *testing.T) {
+	var gbs []goBench
+	for _, line := range []string{
+		"BenchmarkChunk/toolcall/chunks=1000-2         	    3264	    343881 ns/op	 559.59 MB/s	     607 B/op	      13 allocs/op",
+		"BenchmarkRun/toolcall/chunks=1000-2           	    4555	    261237 ns/op	 736.61 MB/s	     669 B/op	      15 allocs/op",
+		"BenchmarkRun/text/chunks=1000-2               	    5684	    207663 ns/op	 723.28 MB/s	     179 B/op	       7 allocs/op", // no BenchmarkChunk/text: no line
+	} {
+		g, ok := parseBenchLine(line)
+		if !ok {
+			t.Fatalf("not parsed: %q", line)
+		}
+		gbs = append(gbs, g)
+	}
+	got := relayedChunks(gbs)
+	want := "a toolcall chunk as relayed (BenchmarkRun): 261 ns, event by event (BenchmarkChunk) 344 ns: 0.76×"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got %q, want [%q]", got, want)
+	}
+}
+
 func TestRatePoints(t *testing.T) {
 	got, err := ratePoints(" 50, 1200,,")
 	if err != nil {

@@ -69,6 +69,19 @@
 // its model — one chunk per read, as every provider sends them — is not
 // parsed in full chunk by chunk.
 //
+// A chat stream's steady middle, the same chunk again and again with a new
+// string inside, is not even read event by event: at every event boundary
+// whose first line has arrived, the reader offers its unread bytes to a
+// [Runner] ([ReadOptions.Run]), and the gateway's is [Normalizer.Run].
+// It takes each event that is exactly "data: ", a chunk its template fits
+// and a blank line, adds the string to the text or the call, and appends
+// the events to the client's [Writer] in one go, as they came or rewritten
+// around their strings. Anything else stops it and is read and normalized
+// as before: another field, a CR, a second data line, a chunk the template
+// does not fit, a limit reached. TestRunMatchesEvents and
+// FuzzRunMatchesEvents require the same bytes to the client and the same
+// normalizer state either way, from any bytes in any reads.
+//
 // # One normalizer
 //
 // Every upstream answer, streamed or whole, goes through one [Normalizer]
