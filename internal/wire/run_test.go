@@ -91,10 +91,12 @@ func relayed(body, cuts []byte, opts Options, max int, run bool) (string, int) {
 	return sink.String() + "\n-- end --\n" + log.String() + ending(n), yielded
 }
 
-// runSeeds are streams whose steady middles Run takes: the benchmark's,
-// escapes and non-ASCII text in them, the normalizer's golden inputs as
-// SSE, and chunks rewritten around their string (keys in another order,
-// with the Chunks quirk's id fix).
+// runSeeds are streams whose steady middles Run takes, and the shapes
+// that must stop it: the benchmark's streams, with escapes and non-ASCII
+// text, a CR inside a line, an event over the size limit, a second data
+// line, comment lines between and inside events; the normalizer's golden
+// inputs as SSE; and chunks rewritten around their string (keys in
+// another order, with the Chunks quirk's id fix).
 func runSeeds(t testing.TB) map[string][]byte {
 	seeds := map[string][]byte{}
 	for _, tool := range []bool{false, true} {
@@ -177,6 +179,7 @@ func FuzzRunMatchesEvents(f *testing.F) {
 	for _, body := range runSeeds(f) {
 		f.Add([]byte{2, 0}, []byte{}, body)
 		f.Add([]byte{2, 1}, []byte{200, 7, 0, 1, 90}, body)
+		f.Add([]byte{2, 0, 136}, []byte{}, body) // events of at most 200 bytes
 	}
 	f.Fuzz(func(t *testing.T, sel, cuts, body []byte) {
 		opts := templateOptions(sel)
