@@ -40,19 +40,12 @@ func TestTranscriptDifferencePaired(t *testing.T) {
 // test prints it, and compare toolgate with the proxy whole and by the
 // hop alone (each less the direct run's CPU).
 func TestInProcessCPU(t *testing.T) {
-	var gbs []goBench
-	for _, line := range []string{
+	gbs := parsed(t,
 		"BenchmarkChatToolCalls/direct-2      	   22111	    161134 ns/op	       180.0 cpu-µs/op	    9462 B/op	     108 allocs/op",
 		"BenchmarkChatToolCalls/reverseproxy-2	    6639	    502113 ns/op	       580.0 cpu-µs/op	   50474 B/op	     213 allocs/op",
 		"BenchmarkChatToolCalls/toolgate-2    	    5067	    615086 ns/op	       780.0 cpu-µs/op	   35819 B/op	     375 allocs/op",
 		"BenchmarkChatStream1000/toolgate-2   	    5067	    615086 ns/op	    35819 B/op	     375 allocs/op", // no CPU metric: no line
-	} {
-		g, ok := parseBenchLine(line)
-		if !ok {
-			t.Fatalf("not parsed: %q", line)
-		}
-		gbs = append(gbs, g)
-	}
+	)
 	got := inProcessCPU(gbs)
 	want := "BenchmarkChatToolCalls: CPU per request 780 µs (proxy 580, direct 180): 1.34× the proxy's; the hop alone (less direct's) 1.50×"
 	if len(got) != 1 || got[0] != want {
@@ -63,18 +56,11 @@ func TestInProcessCPU(t *testing.T) {
 // A chunk relayed with Run is printed beside the same chunk event by
 // event, for each stream both benchmarks ran.
 func TestRelayedChunks(t *testing.T) {
-	var gbs []goBench
-	for _, line := range []string{
+	gbs := parsed(t,
 		"BenchmarkChunk/toolcall/chunks=1000-2         	    3264	    343881 ns/op	 559.59 MB/s	     607 B/op	      13 allocs/op",
 		"BenchmarkRun/toolcall/chunks=1000-2           	    4555	    261237 ns/op	 736.61 MB/s	     669 B/op	      15 allocs/op",
 		"BenchmarkRun/text/chunks=1000-2               	    5684	    207663 ns/op	 723.28 MB/s	     179 B/op	       7 allocs/op", // no BenchmarkChunk/text: no line
-	} {
-		g, ok := parseBenchLine(line)
-		if !ok {
-			t.Fatalf("not parsed: %q", line)
-		}
-		gbs = append(gbs, g)
-	}
+	)
 	got := relayedChunks(gbs)
 	want := "a toolcall chunk as relayed (BenchmarkRun): 261 ns, event by event (BenchmarkChunk) 344 ns: 0.76×"
 	if len(got) != 1 || got[0] != want {
@@ -154,4 +140,19 @@ func FuzzRatePoints(f *testing.F) {
 			}
 		}
 	})
+}
+
+// parsed is the go test -bench lines, parsed; it fails the test on a line
+// it cannot parse.
+func parsed(t *testing.T, lines ...string) []goBench {
+	t.Helper()
+	var gbs []goBench
+	for _, line := range lines {
+		g, ok := parseBenchLine(line)
+		if !ok {
+			t.Fatalf("not parsed: %q", line)
+		}
+		gbs = append(gbs, g)
+	}
+	return gbs
 }

@@ -5,10 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -195,19 +194,7 @@ func realistic(t *testing.T) map[string][]byte {
 		streams[model] = post("/v1/chat/completions", model)
 	}
 	streams["messages"] = post("/v1/messages", "sim-claude")
-	files, _ := filepath.Glob("testdata/normalize/*.txt")
-	for _, path := range files {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, _, _ := strings.Cut(strings.SplitN(string(b), "-- in --\n", 2)[1], "-- out --")
-		var s strings.Builder
-		for line := range strings.Lines(in) {
-			s.WriteString("data: " + strings.TrimSuffix(line, "\n") + "\n\n")
-		}
-		streams[filepath.Base(path)] = []byte(s.String())
-	}
+	maps.Copy(streams, wire.GoldenStreams(t))
 	return streams
 }
 

@@ -37,6 +37,11 @@ type template struct {
 	fixes  Fixes       // the fixes the chunk applies
 	fixed  bool        // fixes has any
 	call   *collecting // argsTemplate: the call the arguments go to
+	// oneLine: the template's bytes, and what goes out, hold no newline
+	// (the chunk came as a single data line): Run may take a chunk that
+	// fits it straight from an event's one line, and frame what goes out
+	// as one line.
+	oneLine bool
 }
 
 // size is the bytes the template holds.
@@ -140,7 +145,9 @@ func (n *Normalizer) takeString(data []byte, end int, escaped bool) bool {
 // same bytes out, the same text, arguments and fixes kept. It takes an
 // event only when it is exactly "data: " + a chunk the template fits +
 // "\n\n" (the shape every provider sends, and the only one whose event
-// is that chunk whatever the SSE rules say) and within max bytes; it stops
+// is that chunk whatever the SSE rules say), within max bytes, and only
+// with a template made from a chunk of one line (a newline in its bytes
+// would be, in an event's bytes, the start of another field); it stops
 // at the first that is not, for the reader to parse and Chunk to judge.
 // It returns the bytes taken and w's error, if writing failed.
 //
@@ -149,8 +156,7 @@ func (n *Normalizer) takeString(data []byte, end int, escaped bool) bool {
 // one by one.
 func (n *Normalizer) Run(unread []byte, max int, w *Writer) (int, error) {
 	t := &n.tmpl
-	if t.kind == noTemplate || w.err != nil || w.ended ||
-		!t.same && (bytes.IndexByte(t.out[0], '\n') >= 0 || bytes.IndexByte(t.out[1], '\n') >= 0) {
+	if t.kind == noTemplate || !t.oneLine || w.err != nil || w.ended {
 		return 0, nil
 	}
 	const field = "data: "
@@ -238,6 +244,7 @@ func (n *Normalizer) noteTemplate(data, out []byte, before chunkState) {
 	}
 	t.prefix = append(t.prefix[:0], data[:start+1]...)
 	t.suffix = append(t.suffix[:0], data[start+len(v)-1:]...)
+	t.oneLine = bytes.IndexByte(data, '\n') < 0 && (t.same || bytes.IndexByte(out, '\n') < 0)
 }
 
 // oneElement reports whether the JSON array a has exactly one element.
