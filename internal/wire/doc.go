@@ -78,7 +78,8 @@
 // the events to the client's [Writer] in one go, as they came or rewritten
 // around their strings. Anything else stops it and is read and normalized
 // as before: another field, a CR, a second data line, a chunk the template
-// does not fit, a limit reached. TestRunMatchesEvents and
+// does not fit, a limit reached, a template made from a chunk that came
+// over several data lines. TestRunMatchesEvents and
 // FuzzRunMatchesEvents require the same bytes to the client and the same
 // normalizer state either way, from any bytes in any reads.
 //
