@@ -173,12 +173,13 @@ func (s *relay) send(data []byte) bool {
 }
 
 // Run is the relay as the event reader's [wire.Runner], for a chat
-// stream from a chat upstream once it is committed: the events the
-// normalizer's template fits go from the reader's buffer to the client's
-// writer as forward and send would take them one by one (they neither
-// finish, cut nor fail the stream: those go through forward).
+// stream from a chat upstream: the events the normalizer's template fits
+// go from the reader's buffer to the client's writer as forward and send
+// would take them one by one (they neither finish, cut nor fail the
+// stream: those go through forward). The stream is committed by then: a
+// template is made only from a chunk forward sent.
 func (s *relay) Run(unread []byte, max int) int {
-	if s.gone || !s.sse.Committed() {
+	if s.gone {
 		return 0
 	}
 	n, err := s.n.Run(unread, max, s.sse)

@@ -53,8 +53,9 @@ type Rester interface{ Rest() }
 // limit; it returns how many bytes at their start it took, whole events
 // only, each within the limit, and each exactly what the reader would
 // have yielded as one event: "data: " and a single line of data, then a
-// blank line, with LF line ends (nothing else is taken). It must not keep
-// the bytes. The context is checked before each call: no event is taken
+// blank line, with LF line ends (nothing else is taken), and never the
+// terminal `data: [DONE]`, which ends the sequence. It must not keep the
+// bytes. The context is checked before each call: no event is taken
 // after cancellation.
 //
 // Each call scans at most the unread bytes, and the reader calls it only
