@@ -29,9 +29,9 @@ type goBenchmark struct {
 // goBenchmarks are the Go benchmarks behind the per-chunk, long-stream
 // and hostile-input targets, and in process (without the processes'
 // noise; no target) the tool-call stream and the 50-chunk stream, hot and
-// with the caches cold.
+// with the caches cold, and the normalizer over parallel calls.
 var goBenchmarks = []goBenchmark{
-	{"./internal/wire/", "BenchmarkChunk$|BenchmarkRun$", nil},
+	{"./internal/wire/", "BenchmarkChunk$|BenchmarkRun$|BenchmarkParallelCalls$", nil},
 	{"./internal/gateway/", "BenchmarkChatStream$|BenchmarkChatStreamCold$|BenchmarkChatStream1000$|BenchmarkChatToolCalls$", nil},
 	// One round: each shape is served several times inside it.
 	{"./internal/testing/faults/", "BenchmarkHostileCPU$", []string{"-benchtime", "1x"}},

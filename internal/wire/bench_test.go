@@ -98,6 +98,40 @@ func benchmarkStreams(b *testing.B, run bool) {
 	}
 }
 
+// BenchmarkParallelCalls measures the normalizer alone over an answer of
+// four parallel calls of 250 argument fragments each, with keys sorted (as
+// the simulator sends them: every fragment rewritten), one call after
+// another and interleaved (A43). ns/op is per answer of 1,000 fragments;
+// full-paths/op counts the chunks that took the full path rather than the
+// template.
+func BenchmarkParallelCalls(b *testing.B) {
+	for _, interleaved := range []bool{false, true} {
+		name := "one-after-another"
+		if interleaved {
+			name = "interleaved"
+		}
+		var payloads [][]byte
+		for _, p := range strings.Split(strings.TrimSuffix(parallelStream(4, 250, 0, 1, true, interleaved), "\n"), "\n") {
+			payloads = append(payloads, []byte(p))
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			full := 0
+			for b.Loop() {
+				n := NewNormalizer(Options{Quirks: AllQuirks(), SingleChoice: true})
+				for _, p := range payloads {
+					if _, _, err := n.Chunk(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				full = n.fullPaths
+				n.Release()
+			}
+			b.ReportMetric(float64(full), "full-paths/op")
+		})
+	}
+}
+
 // eventPerRead returns one event (up to its blank line) per Read.
 type eventPerRead struct{ rest string }
 

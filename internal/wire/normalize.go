@@ -100,6 +100,7 @@ type Normalizer struct {
 	flushed bool
 
 	fullPathOnly bool // tests: no template
+	fullPaths    int  // tests: the chunks that took the full path
 
 	// s is the per-chunk scratch: taken from a pool by Chunk and Whole,
 	// let go of while the stream waits (Rest); nil then.
@@ -256,14 +257,24 @@ func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
 	if n.s == nil {
 		n.wake()
 	}
+	keep := false
 	if n.tmpl.kind != noTemplate {
 		if out, ok := n.fromTemplate(data); ok {
 			return out, true, nil
 		}
-		n.tmpl.kind = noTemplate
+		// A template with a hole for the call's index outlives the chunk
+		// that starts the next call, to fit that call's fragments.
+		if keep = n.tmpl.hole.n > 0; !keep {
+			n.tmpl.kind = noTemplate
+		}
 	}
 	before := n.state()
-	if out, send, err = n.chunk(data); send && !n.fullPathOnly {
+	n.fullPaths++
+	out, send, err = n.chunk(data)
+	if keep && (err != nil || !callsAdded(before, n.state())) {
+		n.tmpl.kind = noTemplate
+	}
+	if send && !n.fullPathOnly {
 		n.noteTemplate(data, out, before)
 	}
 	return out, send, err

@@ -94,8 +94,8 @@ func relayed(body, cuts []byte, opts Options, max int, run bool) (string, int) {
 // that must stop it: the benchmark's streams, with escapes and non-ASCII
 // text, a CR inside a line, an event over the size limit, a second data
 // line, comment lines between and inside events; the normalizer's golden
-// inputs as SSE; and chunks rewritten around their string (keys in
-// another order, with the Chunks quirk's id fix).
+// inputs as SSE; chunks rewritten around their string (keys in
+// another order, with the Chunks quirk's id fix); and parallel calls.
 func runSeeds(t testing.TB) map[string][]byte {
 	seeds := map[string][]byte{}
 	for _, tool := range []bool{false, true} {
@@ -131,6 +131,9 @@ func runSeeds(t testing.TB) map[string][]byte {
 	}
 	sorted.WriteString(`data: {"choices":[{"delta":{},"finish_reason":"tool_calls","index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}` + "\n\ndata: [DONE]\n\n")
 	seeds["sorted"] = []byte(sorted.String())
+	for name, p := range parallelSeeds() {
+		seeds[name] = []byte("data: " + strings.ReplaceAll(strings.TrimSuffix(p, "\n"), "\n", "\n\ndata: ") + "\n\ndata: [DONE]\n\n")
+	}
 	return seeds
 }
 

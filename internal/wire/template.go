@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"slices"
+	"strconv"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -19,6 +21,18 @@ import (
 // text limit, a call's size bound, think tags, buffered calls) goes
 // through the full path, which may make a new template. FuzzTemplate
 // checks that both paths give the same output, state and result.
+//
+// Parallel calls: a call's argument fragments differ from another call's
+// in the call's index only. A template made from one keeps where that
+// index lies in its bytes (and, when the chunk is rewritten, where the
+// canonical index lies in what goes out) as a hole: a fragment that is
+// the template's bytes around another index of a call that has gone out
+// is that call's, the same to the full path, and the template becomes
+// that call's. Such a template also outlives a chunk that only added
+// calls (the next call's first fragment, with its id and name), so a
+// stream of parallel calls takes the full path once for each call's first
+// fragment, and fragments interleaved by call (docs/quirks.md A43) take
+// the template too rather than the full path each.
 
 type templateKind uint8
 
@@ -42,7 +56,20 @@ type template struct {
 	// fits it straight from an event's one line, and frame what goes out
 	// as one line.
 	oneLine bool
+	// An argsTemplate fits the continuation fragments of the response's
+	// other started calls too (parallel calls, one after another or
+	// interleaved): hole is where the fragment's index lies in the
+	// template's bytes, in the prefix or the suffix, matched as any
+	// non-negative integer when the bytes differ; outHole is where the
+	// call's canonical index lies in out[0]. Both hold call's, and are
+	// rewritten when a fragment of another call fits (switchTo). A hole's
+	// n is 0 when there is none.
+	hole, outHole hole
+	holeInPrefix  bool
 }
+
+// hole is a span of a template's bytes that holds a call's index.
+type hole struct{ at, n int }
 
 // size is the bytes the template holds.
 func (t *template) size() int {
@@ -60,6 +87,7 @@ type chunkState struct {
 	fixes             Fixes
 	seen, roleSeen    bool
 	calls, finished   int
+	finished0         bool // choice 0 has had its terminal finish
 	finish            string
 	usageSeen, cut    bool
 	heldCalls, finals int
@@ -68,7 +96,7 @@ type chunkState struct {
 
 func (n *Normalizer) state() chunkState {
 	return chunkState{fixes: n.fixes, seen: n.seen, roleSeen: n.roleSeen, calls: n.collector.Calls(),
-		finished: len(n.finished), finish: n.finish, usageSeen: n.usageSeen, cut: n.cut,
+		finished: len(n.finished), finished0: len(n.finished) > 0 && n.finished[0], finish: n.finish, usageSeen: n.usageSeen, cut: n.cut,
 		heldCalls: len(n.pending), finals: len(n.final), heldFinishes: len(n.heldFinishes)}
 }
 
@@ -76,46 +104,121 @@ func (n *Normalizer) state() chunkState {
 // what to send and whether it did.
 func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
 	t := &n.tmpl
-	size, end, escaped, ok := t.match(data)
-	if !ok || size != len(data) || !n.takeString(data, end, escaped) {
+	m, ok := t.match(data)
+	if !ok || m.size != len(data) || !n.takeString(data, m) {
 		return nil, false
 	}
 	if t.same {
 		return data, true
 	}
-	b := append(n.s.out1[:0], t.out[0]...)
-	b = append(b, data[len(t.prefix):end-1]...)
-	n.s.out1 = append(b, t.out[1]...)
+	n.s.out1 = t.appendOut(n.s.out1[:0], data[m.start+1:m.end-1])
 	return n.s.out1, true
 }
 
-// match reports whether b starts with a chunk the template fits: its
-// prefix, a valid JSON string, its suffix. size is the chunk's length,
-// end the string's (just after its closing quote). A JSON string holds no
-// control byte, so the scan stops at the end of b's first line.
-func (t *template) match(b []byte) (size, end int, escaped, ok bool) {
-	p, s := len(t.prefix), len(t.suffix)
-	if len(b) < p+s || !bytes.Equal(b[:p], t.prefix) {
-		return 0, 0, false, false
-	}
-	end, escaped, err := skipString(b, p-1)
-	if err != nil || end-1+s > len(b) || !bytes.Equal(b[end-1:end-1+s], t.suffix) {
-		return 0, 0, false, false
-	}
-	return end - 1 + s, end, escaped, true
+// fit is where a chunk that fits the template has its parts: its size,
+// its string's quotes (start, and end just after the closing one), and
+// the index in its hole when it is not the template's (else -1).
+type fit struct {
+	size, start, end int
+	escaped          bool
+	upIndex          int
 }
 
-// takeString takes the string of a chunk the template fits (data, its
-// string ending at end) as the full path would: into the text kept or the
-// call's arguments, with the template's fixes counted. It reports false,
-// having changed nothing, when a limit makes the chunk the full path's.
-func (n *Normalizer) takeString(data []byte, end int, escaped bool) bool {
+// match reports whether b starts with a chunk the template fits: its
+// prefix, a valid JSON string, its suffix, the hole in either matched as
+// an index when the bytes differ. A JSON string holds no control byte, so
+// the scan stops at the end of b's first line.
+func (t *template) match(b []byte) (m fit, ok bool) {
+	m.upIndex = -1
+	i := len(t.prefix)
+	if len(b) < i || !bytes.Equal(b[:i], t.prefix) {
+		if !t.holeInPrefix || t.hole.n == 0 {
+			return m, false
+		}
+		if i, ok = t.matchHole(b, 0, t.prefix, &m.upIndex); !ok {
+			return m, false
+		}
+	}
+	m.start = i - 1
+	end, escaped, err := skipString(b, m.start)
+	if err != nil {
+		return m, false
+	}
+	m.end, m.escaped = end, escaped
+	e, s := end-1, len(t.suffix)
+	if len(b)-e >= s && bytes.Equal(b[e:e+s], t.suffix) {
+		m.size = e + s
+		return m, true
+	}
+	if t.holeInPrefix || t.hole.n == 0 {
+		return m, false
+	}
+	m.size, ok = t.matchHole(b, e, t.suffix, &m.upIndex)
+	return m, ok
+}
+
+// matchHole matches part (the prefix or the suffix, whichever has the
+// hole) at b[i:]: its bytes around a non-negative integer without leading
+// zeros (JSON's, at most 9 digits) in the hole, stored in *idx. It returns
+// where the part ends in b.
+func (t *template) matchHole(b []byte, i int, part []byte, idx *int) (int, bool) {
+	h := t.hole.at
+	if len(b)-i < h || !bytes.Equal(b[i:i+h], part[:h]) {
+		return 0, false
+	}
+	i += h
+	v, d := 0, 0
+	for ; i+d < len(b) && d < 9 && '0' <= b[i+d] && b[i+d] <= '9' && (d == 0 || v != 0); d++ {
+		v = v*10 + int(b[i+d]-'0')
+	}
+	rest := part[h+t.hole.n:]
+	if d == 0 || len(b)-i-d < len(rest) || !bytes.Equal(b[i+d:i+d+len(rest)], rest) {
+		return 0, false
+	}
+	*idx = v
+	return i + d + len(rest), true
+}
+
+// appendOut appends what goes out for a chunk the template fits whose
+// string's text (within the quotes) is s, when it does not go out as it
+// came.
+func (t *template) appendOut(b, s []byte) []byte {
+	b = append(b, t.out[0]...)
+	b = append(b, s...)
+	return append(b, t.out[1]...)
+}
+
+// switchTo makes call, whose fragment at the upstream index upIndex just
+// fit, the template's: its indexes go into the holes, so that its next
+// fragments fit the template's bytes as they are.
+func (t *template) switchTo(call *collecting, upIndex int) {
+	var d [20]byte
+	part := &t.suffix
+	if t.holeInPrefix {
+		part = &t.prefix
+	}
+	digits := strconv.AppendInt(d[:0], int64(upIndex), 10)
+	*part = slices.Replace(*part, t.hole.at, t.hole.at+t.hole.n, digits...)
+	t.hole.n = len(digits)
+	if t.outHole.n > 0 {
+		digits = strconv.AppendInt(d[:0], int64(call.index), 10)
+		t.out[0] = slices.Replace(t.out[0], t.outHole.at, t.outHole.at+t.outHole.n, digits...)
+		t.outHole.n = len(digits)
+	}
+	t.call = call
+}
+
+// takeString takes the string of a chunk the template fits (data, m) as
+// the full path would: into the text kept or the call's arguments (the
+// call at the chunk's index, which must have started), with the
+// template's fixes counted. It reports false, having changed nothing,
+// when a limit or another call makes the chunk the full path's.
+func (n *Normalizer) takeString(data []byte, m fit) bool {
 	t := &n.tmpl
-	p := len(t.prefix)
 	switch t.kind {
 	case textTemplate:
 		if n.keepText {
-			text := stringView(data, p-1, end, escaped)
+			text := stringView(data, m.start, m.end, m.escaped)
 			chars := utf8.RuneCountInString(text)
 			if n.opts.LimitText && n.textChars+chars > n.opts.TextLimit {
 				return false // the full path cuts it
@@ -125,11 +228,23 @@ func (n *Normalizer) takeString(data []byte, end int, escaped bool) bool {
 		}
 	case argsTemplate:
 		c := t.call
-		if c.args.Len()+end-(p-1) > MaxCallArguments {
+		if m.upIndex >= 0 {
+			// Another call's fragment: the same to the full path when that
+			// call has gone out, and (a chunk that goes out as it came)
+			// its canonical index is its index.
+			c = n.collector.byIdx[m.upIndex]
+			if c == nil || !c.started || t.same && c.index != m.upIndex {
+				return false
+			}
+		}
+		if c.args.Len()+m.end-m.start > MaxCallArguments {
 			return false // the full path refuses it
 		}
-		c.args.Write(appendUnquoted(c.args.AvailableBuffer(), data, p-1, end))
+		c.args.Write(appendUnquoted(c.args.AvailableBuffer(), data, m.start, m.end))
 		n.collector.last = c
+		if m.upIndex >= 0 {
+			t.switchTo(c, m.upIndex)
+		}
 	}
 	if t.fixed {
 		for k, d := range t.fixes {
@@ -168,9 +283,9 @@ func (n *Normalizer) Run(unread []byte, max int, w *Writer) (int, error) {
 			break
 		}
 		data := rest[len(field):]
-		size, end, escaped, ok := t.match(data)
-		if !ok || size+2 > len(data) || data[size] != '\n' || data[size+1] != '\n' ||
-			len(field)+size+2 > max || !n.takeString(data[:size], end, escaped) {
+		m, ok := t.match(data)
+		if !ok || m.size+2 > len(data) || data[m.size] != '\n' || data[m.size+1] != '\n' ||
+			len(field)+m.size+2 > max || !n.takeString(data[:m.size], m) {
 			break
 		}
 		if !t.same {
@@ -178,12 +293,10 @@ func (n *Normalizer) Run(unread []byte, max int, w *Writer) (int, error) {
 				buf = w.gathered()
 			}
 			buf = append(buf, field...)
-			buf = append(buf, t.out[0]...)
-			buf = append(buf, data[len(t.prefix):end-1]...)
-			buf = append(buf, t.out[1]...)
+			buf = t.appendOut(buf, data[m.start+1:m.end-1])
 			buf = append(buf, "\n\n"...)
 		}
-		taken += len(field) + size + 2
+		taken += len(field) + m.size + 2
 	}
 	if taken == 0 {
 		return 0, nil
@@ -245,6 +358,63 @@ func (n *Normalizer) noteTemplate(data, out []byte, before chunkState) {
 	t.prefix = append(t.prefix[:0], data[:start+1]...)
 	t.suffix = append(t.suffix[:0], data[start+len(v)-1:]...)
 	t.oneLine = bytes.IndexByte(data, '\n') < 0 && (t.same || bytes.IndexByte(out, '\n') < 0)
+	t.hole, t.outHole, t.holeInPrefix = hole{}, hole{}, false
+	if t.kind == argsTemplate {
+		t.findHoles(data, start, v, lookup(n.collector.frag, "index"))
+	}
+}
+
+// continuation is how a canonical continuation fragment goes on after
+// its index, up to its arguments' opening quote.
+const continuation = `,"function":{"arguments":"`
+
+// findHoles makes the fragment's index, iv (a view of data, whose string
+// v starts at start), a hole of an argsTemplate, and the call's canonical
+// index in out[0] another, when both can be matched: the index plain
+// digits before the string or after it, and out[0] (for a chunk not sent
+// as it came) ending as a canonical continuation fragment begins.
+func (t *template) findHoles(data []byte, start int, v, iv []byte) {
+	pos := cap(data) - cap(iv)
+	if len(iv) == 0 || len(iv) > 9 || iv[0] == '0' && len(iv) > 1 || pos < 0 || pos+len(iv) > len(data) ||
+		unsafe.SliceData(data[pos:]) != unsafe.SliceData(iv) {
+		return
+	}
+	for _, c := range iv {
+		if c < '0' || c > '9' {
+			return
+		}
+	}
+	var out hole
+	if !t.same {
+		var d [20]byte
+		k := strconv.AppendInt(d[:0], int64(t.call.index), 10)
+		o := t.out[0]
+		at := len(o) - len(continuation) - len(k)
+		if at < len(`{"index":`) || string(o[at+len(k):]) != continuation || !bytes.Equal(o[at:at+len(k)], k) ||
+			string(o[at-len(`{"index":`):at]) != `{"index":` {
+			return
+		}
+		out = hole{at: at, n: len(k)}
+	}
+	switch end := start + len(v); {
+	case pos+len(iv) <= start:
+		t.hole, t.holeInPrefix = hole{at: pos, n: len(iv)}, true
+	case pos >= end:
+		t.hole = hole{at: pos - (end - 1), n: len(iv)}
+	default:
+		return
+	}
+	t.outHole = out
+}
+
+// callsAdded reports whether a chunk that went through the full path
+// changed nothing a call's arguments template depends on: the state the
+// same but for calls added (the chunk that starts the next call), so the
+// template still fits the calls' next fragments.
+func callsAdded(before, after chunkState) bool {
+	before.fixes, after.fixes = Fixes{}, Fixes{}
+	before.calls = after.calls
+	return before == after
 }
 
 // oneElement reports whether the JSON array a has exactly one element.

@@ -105,6 +105,12 @@ func FuzzTemplate(f *testing.F) {
 {"choices":[{"delta":{},"finish_reason":"tool_calls","index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}`
 	f.Add(append([]byte{0, 0}, sorted...))
 	f.Add(append([]byte{6, 1}, sorted...))
+	// Parallel calls: a template's hole for the call's index.
+	for _, p := range parallelSeeds() {
+		for _, sel := range [][]byte{{0, 0}, {2, 1}, {6, 0}, {0x22, 0x41}} {
+			f.Add(append(sel, p...))
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) < 2 {
 			return
@@ -163,11 +169,87 @@ func withSpareCalls(opts Options, payloads [][]byte) *Normalizer {
 	return n
 }
 
+// parallelStream is an answer of parallel tool calls, one payload per
+// line: the role, each call's first fragment (id, name) and its argument
+// fragments, the finish. The calls' upstream indexes are first, first+step,
+// …; their fragments come one call after another, or (interleaved) all
+// calls first, then their fragments taking turns; keys in the canonical
+// order (sent as they came) or sorted, as the simulator sends them (every
+// fragment rewritten).
+func parallelStream(calls, frags, first, step int, sorted, interleaved bool) string {
+	var b strings.Builder
+	start, frag := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":%[1]d,"id":"call_%[1]d","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":%[1]d,"function":{"arguments":"a%[2]d "}}]},"finish_reason":null}]}`
+	if sorted {
+		start, frag = `{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"","name":"f"},"id":"call_%[1]d","index":%[1]d,"type":"function"}]},"finish_reason":null,"index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}`,
+			`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"a%[2]d "},"index":%[1]d}]},"finish_reason":null,"index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}`
+	}
+	b.WriteString(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n")
+	if interleaved {
+		for c := range calls {
+			fmt.Fprintf(&b, start+"\n", first+c*step)
+		}
+		for i := range frags {
+			for c := range calls {
+				fmt.Fprintf(&b, frag+"\n", first+c*step, i)
+			}
+		}
+	} else {
+		for c := range calls {
+			fmt.Fprintf(&b, start+"\n", first+c*step)
+			for i := range frags {
+				fmt.Fprintf(&b, frag+"\n", first+c*step, i)
+			}
+		}
+	}
+	b.WriteString(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n")
+	return b.String()
+}
+
+// parallelSeeds are parallel calls' streams for the fuzz targets: one
+// call after another and interleaved, keys canonical and sorted, indexes
+// of one and two digits, indexes apart.
+func parallelSeeds() map[string]string {
+	seeds := map[string]string{}
+	for _, sorted := range []bool{false, true} {
+		for _, interleaved := range []bool{false, true} {
+			name := fmt.Sprintf("parallel-sorted%v-interleaved%v", sorted, interleaved)
+			seeds[name] = parallelStream(3, 4, 0, 1, sorted, interleaved)
+			seeds[name+"-9"] = parallelStream(3, 4, 9, 1, sorted, interleaved)
+			seeds[name+"-apart"] = parallelStream(3, 4, 0, 2, sorted, interleaved)
+		}
+	}
+	// A fragment of a call not yet known, a call's id before its name:
+	// their fragments are held, then the template fits them.
+	head := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[`
+	tail := `]},"finish_reason":null}]}` + "\n"
+	var b strings.Builder
+	b.WriteString(head + `{"index":0,"id":"call_0","type":"function","function":{"name":"f","arguments":""}}` + tail)
+	for _, f := range []string{
+		`{"index":0,"function":{"arguments":"a"}}`, `{"index":0,"function":{"arguments":"b"}}`,
+		`{"index":1,"function":{"arguments":"x"}}`, `{"index":0,"function":{"arguments":"c"}}`,
+		`{"index":1,"id":"call_1"}`, `{"index":1,"function":{"arguments":"y"}}`, `{"index":0,"function":{"arguments":"d"}}`,
+		`{"index":1,"function":{"name":"g"}}`, `{"index":1,"function":{"arguments":"z"}}`, `{"index":0,"function":{"arguments":"e"}}`,
+	} {
+		b.WriteString(head + f + tail)
+	}
+	// The finish, then a fragment (the PostFinish quirk's): the template
+	// made before the finish no longer fits it.
+	b.WriteString(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n")
+	b.WriteString(head + `{"index":1,"function":{"arguments":"w"}}` + tail)
+	seeds["parallel-held"] = b.String()
+	// An index with a leading zero is not JSON.
+	seeds["parallel-leading-zero"] = head + `{"index":0,"id":"call_0","type":"function","function":{"name":"f","arguments":""}}` + tail +
+		head + `{"index":0,"function":{"arguments":"a"}}` + tail + head + `{"index":00,"function":{"arguments":"b"}}` + tail
+	return seeds
+}
+
 // The template serves ordinary streams: after the first chunk of each
 // shape, text deltas and argument fragments skip the full path — also
-// when every fragment is rewritten (keys in another order), and when the
-// stream rests between chunks — and what they add still reaches the
-// result.
+// when every fragment is rewritten (keys in another order), when the
+// stream rests between chunks, and for every call of parallel calls
+// after the first's first fragment, one after another or interleaved —
+// and what they add still reaches the result.
 func TestTemplateUsed(t *testing.T) {
 	sortedStream := func(n int) string {
 		var b strings.Builder
@@ -180,24 +262,35 @@ func TestTemplateUsed(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		stream string
+		calls  int // the calls in the result
+		full   int // the chunks that take the full path
 	}{
-		{"text", strings.ReplaceAll(strings.ReplaceAll(benchStream(100, false), "data: ", ""), "\n\n", "\n")},
-		{"tool", strings.ReplaceAll(strings.ReplaceAll(benchStream(100, true), "data: ", ""), "\n\n", "\n")},
-		{"tool, keys sorted", sortedStream(100)},
+		{"text", strings.ReplaceAll(strings.ReplaceAll(benchStream(100, false), "data: ", ""), "\n\n", "\n"), 0, 3},
+		{"tool", strings.ReplaceAll(strings.ReplaceAll(benchStream(100, true), "data: ", ""), "\n\n", "\n"), 1, 4},
+		{"tool, keys sorted", sortedStream(100), 1, 2},
+		// The role, each call's first fragment, the first call's first
+		// argument fragment, the finish.
+		{"parallel", parallelStream(4, 50, 0, 1, false, false), 4, 7},
+		{"parallel, keys sorted", parallelStream(4, 50, 0, 1, true, false), 4, 7},
+		{"parallel, interleaved", parallelStream(4, 50, 0, 1, false, true), 4, 7},
+		{"parallel, interleaved, keys sorted", parallelStream(4, 50, 0, 1, true, true), 4, 7},
+		{"parallel, indexes of one and two digits, keys sorted", parallelStream(4, 50, 8, 1, true, false), 4, 7},
+		// Indexes 0, 2, 4, 6 are canonical 0, 1, 2, 3: a template of
+		// fragments sent as they came (index 0) does not fit index 2's,
+		// whose are rewritten; index 2's template fits 4's and 6's.
+		{"parallel, indexes apart, keys sorted", parallelStream(4, 50, 0, 2, true, false), 4, 7},
+		{"parallel, indexes apart", parallelStream(4, 50, 0, 2, false, false), 4, 8},
 	} {
 		// Resting between chunks is a stream paced by its model, one
 		// chunk per read: the template outlives the wait.
 		for _, rest := range []bool{false, true} {
 			n := NewNormalizer(Options{Quirks: AllQuirks(), KeepText: true, SingleChoice: true})
-			full, all := 0, 0
+			all := 0
 			for _, p := range strings.Split(strings.TrimSuffix(tc.stream, "\n"), "\n") {
 				if p == "[DONE]" {
 					break
 				}
 				all++
-				if n.tmpl.kind == noTemplate || !n.fromTemplateProbe([]byte(p)) {
-					full++
-				}
 				if _, _, err := n.Chunk([]byte(p)); err != nil {
 					t.Fatal(err)
 				}
@@ -206,24 +299,17 @@ func TestTemplateUsed(t *testing.T) {
 				}
 			}
 			res := n.Result(nil)
-			if full > 4 {
-				t.Errorf("%s, resting %v: %d of %d chunks took the full path", tc.name, rest, full, all)
+			if n.fullPaths != tc.full {
+				t.Errorf("%s, resting %v: %d of %d chunks took the full path, want %d", tc.name, rest, n.fullPaths, all, tc.full)
 			}
-			if tc.name == "text" && !strings.HasPrefix(res.Text, "tok0 tok1 ") || tc.name != "text" && (len(res.Calls) != 1 || !strings.HasPrefix(res.Calls[0].Arguments, "tok0 tok1 ")) {
+			if tc.calls == 0 && !strings.HasPrefix(res.Text, "tok0 tok1 ") || len(res.Calls) != tc.calls {
 				t.Errorf("%s, resting %v: result %+v", tc.name, rest, res)
+			}
+			for _, c := range res.Calls {
+				if !strings.HasPrefix(c.Arguments, "tok0 tok1 ") && !strings.HasPrefix(c.Arguments, "a0 a1 a2 ") {
+					t.Errorf("%s, resting %v: call %+v", tc.name, rest, c)
+				}
 			}
 		}
 	}
-}
-
-// fromTemplateProbe reports whether data fits the template, changing
-// nothing.
-func (n *Normalizer) fromTemplateProbe(data []byte) bool {
-	t := &n.tmpl
-	p, s := len(t.prefix), len(t.suffix)
-	if len(data) < p+s || !bytes.Equal(data[:p], t.prefix) || !bytes.Equal(data[len(data)-s:], t.suffix) {
-		return false
-	}
-	end, _, err := skipString(data, p-1)
-	return err == nil && end == len(data)-s+1
 }
