@@ -87,7 +87,6 @@ type chunkState struct {
 	fixes             Fixes
 	seen, roleSeen    bool
 	calls, finished   int
-	finished0         bool // choice 0 has had its terminal finish
 	finish            string
 	usageSeen, cut    bool
 	heldCalls, finals int
@@ -96,7 +95,7 @@ type chunkState struct {
 
 func (n *Normalizer) state() chunkState {
 	return chunkState{fixes: n.fixes, seen: n.seen, roleSeen: n.roleSeen, calls: n.collector.Calls(),
-		finished: len(n.finished), finished0: len(n.finished) > 0 && n.finished[0], finish: n.finish, usageSeen: n.usageSeen, cut: n.cut,
+		finished: len(n.finished), finish: n.finish, usageSeen: n.usageSeen, cut: n.cut,
 		heldCalls: len(n.pending), finals: len(n.final), heldFinishes: len(n.heldFinishes)}
 }
 

@@ -313,3 +313,41 @@ func TestTemplateUsed(t *testing.T) {
 		}
 	}
 }
+
+// A terminal finish that leaves choice 0's finish reason as it was (""
+// without the FinishReason quirk) and the count of choices seen (another
+// choice finished first) still ends a template's use across the chunk,
+// by the finish it holds (PostFinish): a fragment after it counts as one
+// after the finish. (The fuzz targets pick all quirks or none, and one
+// choice.)
+func TestTemplateAfterEmptyFinish(t *testing.T) {
+	q := AllQuirks()
+	q.FinishReason = false
+	opts := Options{Quirks: q}
+	chunk := func(choice string) string {
+		return `{"choices":[` + choice + `],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}` + "\n"
+	}
+	frag := func(args string) string {
+		return chunk(`{"delta":{"tool_calls":[{"function":{"arguments":"` + args + `"},"index":0}]},"finish_reason":null,"index":0}`)
+	}
+	s := chunk(`{"delta":{"role":"assistant","content":""},"finish_reason":null,"index":0}`) +
+		chunk(`{"delta":{"tool_calls":[{"function":{"arguments":"","name":"f"},"id":"call_0","index":0,"type":"function"}]},"finish_reason":null,"index":0}`) +
+		frag("a") + frag("b") +
+		chunk(`{"delta":{},"finish_reason":"stop","index":1}`) +
+		frag("c") + frag("d") +
+		chunk(`{"delta":{},"finish_reason":"","index":0}`) +
+		frag("late")
+	var payloads [][]byte
+	for _, p := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		payloads = append(payloads, []byte(p))
+	}
+	full := NewNormalizer(opts)
+	full.fullPathOnly = true
+	want := normalizeAll(full, payloads, false)
+	if !strings.Contains(want, "late") {
+		t.Fatalf("the stream does not reach the late fragment:\n%s", want)
+	}
+	if got := normalizeAll(NewNormalizer(opts), payloads, false); got != want {
+		t.Fatalf("with templates:\n%s\nfull path:\n%s", got, want)
+	}
+}
