@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/wire"
@@ -258,11 +259,20 @@ func requestBody(b []byte) io.Reader {
 // encoded body to its end. It cannot be rewound (the request has no
 // GetBody): a redirect of the POST is not followed, and the reconnect in
 // Send builds a new request instead.
-type onceBody struct{ b []byte }
+type onceBody struct {
+	b []byte
+	// closed is set once Close let go of b: the transport closes the body
+	// on its own goroutine, which another may wait for through closed.
+	closed atomic.Bool
+}
 
 // Close lets go of the bytes (the transport closes a request's body once
 // it is written, or when the request fails).
-func (o *onceBody) Close() error { o.b = nil; return nil }
+func (o *onceBody) Close() error {
+	o.b = nil
+	o.closed.Store(true)
+	return nil
+}
 
 func (o *onceBody) Read(p []byte) (int, error) {
 	if len(o.b) == 0 {

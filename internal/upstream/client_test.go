@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/testing/wait"
 	"go.uber.org/goleak"
 )
 
@@ -259,8 +260,15 @@ func TestBodySentThenReleased(t *testing.T) {
 	if g := got.Load().([]any); g[0] != int64(len(body)) || g[1] != nil && len(g[1].([]string)) > 0 || g[2] != string(body) {
 		t.Errorf("upstream got Content-Length %v, Transfer-Encoding %v, %d bytes", g[0], g[1], len(g[2].(string)))
 	}
-	if ob, ok := resp.Request.Body.(*onceBody); !ok || ob.b != nil {
-		t.Errorf("the request's body is %T, still holding its bytes: %v", resp.Request.Body, ok && ob.b != nil)
+	ob, ok := resp.Request.Body.(*onceBody)
+	if !ok {
+		t.Fatalf("the request's body is %T", resp.Request.Body)
+	}
+	// The transport closes the body once written, on its own goroutine,
+	// which may come after the response: wait for it, then look.
+	wait.For(t, "the request's body closed", ob.closed.Load)
+	if ob.b != nil {
+		t.Errorf("the request's body still holds %d bytes", len(ob.b))
 	}
 }
 
