@@ -110,10 +110,7 @@ func BenchmarkParallelCalls(b *testing.B) {
 		if interleaved {
 			name = "interleaved"
 		}
-		var payloads [][]byte
-		for _, p := range strings.Split(strings.TrimSuffix(parallelStream(4, 250, 0, 1, true, interleaved), "\n"), "\n") {
-			payloads = append(payloads, []byte(p))
-		}
+		payloads := payloadsOf(parallelStream(4, 250, 0, 1, true, interleaved))
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			full := 0

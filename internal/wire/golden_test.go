@@ -20,11 +20,27 @@ func goldenStreams(t testing.TB) map[string][]byte {
 			t.Fatal(err)
 		}
 		in, _, _ := strings.Cut(strings.SplitN(string(b), "-- in --\n", 2)[1], "-- out --")
-		var s strings.Builder
-		for line := range strings.Lines(in) {
-			s.WriteString("data: " + strings.TrimSuffix(line, "\n") + "\n\n")
-		}
-		streams[filepath.Base(path)] = []byte(s.String())
+		streams[filepath.Base(path)] = sseOf(in)
 	}
 	return streams
+}
+
+// sseOf is payloads, one per line, as an SSE stream: each line one
+// event's data.
+func sseOf(payloads string) []byte {
+	var s strings.Builder
+	for line := range strings.Lines(payloads) {
+		s.WriteString("data: " + strings.TrimSuffix(line, "\n") + "\n\n")
+	}
+	return []byte(s.String())
+}
+
+// payloadsOf is payloads, one per line (the last line's newline
+// optional), each as a chunk's bytes.
+func payloadsOf(s string) [][]byte {
+	var out [][]byte
+	for line := range strings.Lines(s) {
+		out = append(out, []byte(strings.TrimSuffix(line, "\n")))
+	}
+	return out
 }

@@ -132,7 +132,7 @@ func runSeeds(t testing.TB) map[string][]byte {
 	sorted.WriteString(`data: {"choices":[{"delta":{},"finish_reason":"tool_calls","index":0}],"created":1,"id":"c","model":"m","object":"chat.completion.chunk"}` + "\n\ndata: [DONE]\n\n")
 	seeds["sorted"] = []byte(sorted.String())
 	for name, p := range parallelSeeds() {
-		seeds[name] = []byte("data: " + strings.ReplaceAll(strings.TrimSuffix(p, "\n"), "\n", "\n\ndata: ") + "\n\ndata: [DONE]\n\n")
+		seeds[name] = append(sseOf(p), "data: [DONE]\n\n"...)
 	}
 	return seeds
 }

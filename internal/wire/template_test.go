@@ -286,12 +286,12 @@ func TestTemplateUsed(t *testing.T) {
 		for _, rest := range []bool{false, true} {
 			n := NewNormalizer(Options{Quirks: AllQuirks(), KeepText: true, SingleChoice: true})
 			all := 0
-			for _, p := range strings.Split(strings.TrimSuffix(tc.stream, "\n"), "\n") {
-				if p == "[DONE]" {
+			for _, p := range payloadsOf(tc.stream) {
+				if string(p) == "[DONE]" {
 					break
 				}
 				all++
-				if _, _, err := n.Chunk([]byte(p)); err != nil {
+				if _, _, err := n.Chunk(p); err != nil {
 					t.Fatal(err)
 				}
 				if rest {
@@ -337,10 +337,7 @@ func TestTemplateAfterEmptyFinish(t *testing.T) {
 		frag("c") + frag("d") +
 		chunk(`{"delta":{},"finish_reason":"","index":0}`) +
 		frag("late")
-	var payloads [][]byte
-	for _, p := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
-		payloads = append(payloads, []byte(p))
-	}
+	payloads := payloadsOf(s)
 	full := NewNormalizer(opts)
 	full.fullPathOnly = true
 	want := normalizeAll(full, payloads, false)
