@@ -271,11 +271,16 @@ func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
 	before := n.state()
 	n.fullPaths++
 	out, send, err = n.chunk(data)
-	if keep && (err != nil || !callsAdded(before, n.state())) {
+	note := send && !n.fullPathOnly
+	if !keep && !note {
+		return out, send, err
+	}
+	after := n.state()
+	if keep && (err != nil || !callsAdded(before, after)) {
 		n.tmpl.kind = noTemplate
 	}
-	if send && !n.fullPathOnly {
-		n.noteTemplate(data, out, before)
+	if note {
+		n.noteTemplate(data, out, before, after)
 	}
 	return out, send, err
 }

@@ -307,10 +307,9 @@ func (n *Normalizer) Run(unread []byte, max int, w *Writer) (int, error) {
 }
 
 // noteTemplate makes data, which the full path just made out of from
-// state before, the template when it has one of the two shapes, its
+// state before (leaving state after), the template when it has one of the two shapes, its
 // string went out as it came, and it changed nothing else.
-func (n *Normalizer) noteTemplate(data, out []byte, before chunkState) {
-	after := n.state()
+func (n *Normalizer) noteTemplate(data, out []byte, before, after chunkState) {
 	fixes := after.fixes
 	for k := range fixes {
 		fixes[k] -= before.fixes[k]
