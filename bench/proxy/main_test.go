@@ -48,7 +48,7 @@ func TestBodyReadableAfterAnswerStarts(t *testing.T) {
 			pw.CloseWithError(ctx.Err())
 		}
 	}()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := px.Client().Do(req) // its connections closed with px
 	if err != nil {
 		t.Fatal(err)
 	}
