@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -70,10 +71,14 @@ func quoteChar(c byte) string {
 func skipString(b []byte, i int) (int, bool, error) {
 	j, escaped := i+1, false
 	for {
-		// Eight bytes at a time while none is '"', '\\' or a control byte.
+		// Eight bytes at a time while none is '"', '\\' or a control byte;
+		// in the eight that hold one, straight to the first (the lowest
+		// byte a mask flags is exact: only bytes above a flagged one can be
+		// flagged falsely, by the borrow).
 		for j+8 <= len(b) {
 			w := binary.LittleEndian.Uint64(b[j:])
-			if hasZero(w^quotes)|hasZero(w^backslashes)|hasLess(w) != 0 {
+			if m := hasZero(w^quotes) | hasZero(w^backslashes) | hasLess(w); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			j += 8
