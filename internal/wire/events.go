@@ -134,15 +134,27 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 // streams mostly are — at the cost of one more read of the body (which the
 // upstream connection's own buffer serves without a system call) per
 // burst. 1 KB holds a few of the events LLM providers send.
+//
+// A source that fills every read it is given (a whole answer arriving at
+// once, as a fast upstream's does) has the reader take a burstBufSize
+// buffer instead, from a pool of its own, for as long as it does: each
+// fill then costs the reader, and each call of the Runner costs Run (a
+// fragment that does not fit at the buffer's end, its writes), once per
+// 16 KB rather than once per kilobyte. The first read that comes back
+// short (the source had no more ready, so the next may wait) has the
+// reader go back to a small buffer before it reads again, when what is
+// unread fits one: a stream waits with a small buffer, or none.
 const (
 	readBufSize  = 1 << 10
+	burstBufSize = 16 << 10
 	waitReadSize = 64
 	maxPooledBuf = 64 << 10
 )
 
 var (
-	readers  = sync.Pool{New: func() any { return new(eventReader) }}
-	readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
+	readers   = sync.Pool{New: func() any { return new(eventReader) }}
+	readBufs  = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
+	burstBufs = sync.Pool{New: func() any { b := make([]byte, burstBufSize); return &b }}
 )
 
 // eventReader splits a stream into events as the SSE specification's
@@ -174,6 +186,7 @@ type eventReader struct {
 	empties    int   // reads in a row that returned nothing
 	started    bool  // the leading BOM, if any, is behind
 	skipLF     bool  // the last line ended with CR: an LF next belongs to it
+	burst      bool  // the last read into the buffer filled all it was given
 
 	// The event being read.
 	size     int  // bytes of its lines consumed so far
@@ -427,6 +440,7 @@ func (e *eventReader) fill() error {
 	}
 	if keep == e.end || e.end == len(e.buf) {
 		e.shift(keep)
+		keep = 0
 	}
 	var n int
 	var err error
@@ -449,7 +463,9 @@ func (e *eventReader) fill() error {
 		e.buf = grown
 		fallthrough
 	default:
+		e.fit(keep)
 		n, err = e.r.Read(e.buf[e.end:])
+		e.burst = n == len(e.buf)-e.end
 	}
 	e.end += n
 	switch {
@@ -474,13 +490,38 @@ func (e *eventReader) getBuf() {
 	e.buf = *e.box
 }
 
-// putBuf lets go of the buffer: back to the pool if it is the pooled one
+// putBuf lets go of the buffer: back to its pool if it is a pooled one
 // (a grown one is left to the garbage collector).
 func (e *eventReader) putBuf() {
-	if e.box != nil {
+	switch {
+	case e.box == nil:
+	case len(*e.box) == burstBufSize:
+		burstBufs.Put(e.box)
+	default:
 		readBufs.Put(e.box)
 	}
 	e.buf, e.box = nil, nil
+	e.burst = false
+}
+
+// fit gives the reader, before a read into its pooled buffer, the buffer
+// the last read asks for: a burst one after a read that filled all it was
+// given, a small one after a read that did not, when the bytes still
+// needed (from keep) fit it. A buffer grown for a large event stays.
+func (e *eventReader) fit(keep int) {
+	want, pool := readBufSize, &readBufs
+	if e.burst {
+		want, pool = burstBufSize, &burstBufs
+	}
+	if e.box == nil || len(e.buf) == want || e.end-keep > want {
+		return
+	}
+	e.shift(keep)
+	box := pool.Get().(*[]byte)
+	copy(*box, e.buf[:e.end])
+	burst := e.burst
+	e.putBuf()
+	e.box, e.buf, e.burst = box, *box, burst
 }
 
 // shift moves buf[keep:end] to the front and every offset with it.

@@ -114,6 +114,36 @@ func cut(cuts []byte, fail bool) func([]byte) io.Reader {
 	return func(data []byte) io.Reader { return &splitReader{data: data, cuts: cuts, final: final} }
 }
 
+// bursts serves data in reads that, by turns from cuts, fill all they are
+// given (an even cut) or bring the cut's size (an odd one), again and
+// again: the reader takes its burst buffer after a filled read and goes
+// back to a small one after a short one, in any order and mid-event.
+func bursts(cuts []byte) func([]byte) io.Reader {
+	return func(data []byte) io.Reader { return &burstReader{data: data, cuts: cuts} }
+}
+
+type burstReader struct {
+	data, cuts []byte
+	k          int
+}
+
+func (r *burstReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(p)
+	if len(r.cuts) > 0 {
+		if c := r.cuts[r.k%len(r.cuts)]; c%2 == 1 {
+			n = int(c)
+		}
+		r.k++
+	}
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
 // halves serves data in two reads, the first of k bytes.
 func halves(k int) func([]byte) io.Reader {
 	return func(data []byte) io.Reader {
@@ -155,6 +185,11 @@ func FuzzEventsMatchGoSSE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data, cuts []byte, fail bool) {
 		agree(t, data, cut(cuts, fail))
+		if len(data) > 0 && len(data) < 1<<10 {
+			// Repeated past the reader's small buffer, in reads that fill
+			// it and reads that do not.
+			agree(t, bytes.Repeat(data, 1+(20<<10)/len(data)), bursts(cuts))
+		}
 	})
 }
 
