@@ -67,7 +67,11 @@
 // next event. The Normalizer keeps its template (its last chunk's bytes
 // around the string that changes, up to 2 KB), so that a stream paced by
 // its model — one chunk per read, as every provider sends them — is not
-// parsed in full chunk by chunk.
+// parsed in full chunk by chunk. A source that fills every read the
+// reader gives it (a whole answer arriving at once) has the reader take a
+// 16 KB buffer from a pool of its own rather than the 1 KB one, so that
+// reading and Run cost once per 16 KB, not once per kilobyte; the first
+// short read sends it back to a small buffer before it reads again.
 //
 // A chat stream's steady middle, the same chunk again and again with a new
 // string inside, is not even read event by event: at every event boundary

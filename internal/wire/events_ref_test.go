@@ -156,7 +156,14 @@ func halves(k int) func([]byte) io.Reader {
 // difference.
 func agree(t *testing.T, data []byte, read func([]byte) io.Reader) {
 	t.Helper()
-	want, wantErr := reference(data, read)
+	agreeRead(t, data, read, read)
+}
+
+// agreeRead is agree with go-sse reading through refRead and Events
+// through read.
+func agreeRead(t *testing.T, data []byte, refRead, read func([]byte) io.Reader) {
+	t.Helper()
+	want, wantErr := reference(data, refRead)
 	got, gotErr := ours(read(data))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("events differ for %q (-go-sse +toolgate):\n%s", data, diff)
@@ -187,8 +194,9 @@ func FuzzEventsMatchGoSSE(f *testing.F) {
 		agree(t, data, cut(cuts, fail))
 		if len(data) > 0 && len(data) < 1<<10 {
 			// Repeated past the reader's small buffer, in reads that fill
-			// it and reads that do not.
-			agree(t, bytes.Repeat(data, 1+(20<<10)/len(data)), bursts(cuts))
+			// it and reads that do not (go-sse, whose cost grows with the
+			// square of the reads an event spans, reads it whole).
+			agreeRead(t, bytes.Repeat(data, 1+(20<<10)/len(data)), cut(nil, false), bursts(cuts))
 		}
 	})
 }
