@@ -456,14 +456,17 @@ func (e *eventReader) fill() error {
 			e.getBuf()
 			copy(e.buf, e.wait[:n])
 		}
-	case e.end == len(e.buf):
-		grown := make([]byte, min(2*len(e.buf), e.max+len(e.buf)))
-		copy(grown, e.buf[:e.end])
-		e.putBuf()
-		e.buf = grown
-		fallthrough
 	default:
+		// A burst buffer first, if the last read asks for one: an event
+		// that fills the small buffer of a source that fills every read
+		// grows nothing.
 		e.fit(keep)
+		if e.end == len(e.buf) {
+			grown := make([]byte, min(2*len(e.buf), e.max+len(e.buf)))
+			copy(grown, e.buf[:e.end])
+			e.putBuf()
+			e.buf = grown
+		}
 		n, err = e.r.Read(e.buf[e.end:])
 		e.burst = n == len(e.buf)-e.end
 	}

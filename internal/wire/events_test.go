@@ -271,3 +271,23 @@ func TestReaderBurstBuffer(t *testing.T) {
 		t.Errorf("the read after a short one was into %d bytes, want the small buffer's %d (sizes %v)", got, readBufSize-len("data: par"), sizes)
 	}
 }
+
+// An event larger than the small buffer, from a source that fills every
+// read, goes into a burst buffer rather than a buffer grown for it.
+func TestReaderBurstLargeEvent(t *testing.T) {
+	large := strings.Repeat("x", 5<<10)
+	var sizes []int
+	src := &scriptReader{
+		reads: []string{"data: " + large + "\n\ndata: small\n\n"},
+		seen:  func(p []byte) { sizes = append(sizes, len(p)) },
+	}
+	g := collect(context.Background(), src, ReadOptions{})
+	if want := []readEvent{{Data: large}, {Data: "small"}}; !cmp.Equal(want, g.events) || g.err != nil {
+		t.Fatalf("events %d, err %v", len(g.events), g.err)
+	}
+	// The wait buffer, the small one filled, then the rest in one read into
+	// a burst buffer holding the event's first kilobyte.
+	if want := []int{waitReadSize, readBufSize - waitReadSize, burstBufSize - readBufSize}; len(sizes) < 3 || !cmp.Equal(sizes[:3], want) {
+		t.Errorf("read buffer sizes %v, want %v first", sizes, want)
+	}
+}
