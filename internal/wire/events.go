@@ -452,6 +452,7 @@ func (e *eventReader) fill() error {
 			e.beforeWait.Rest()
 		}
 		n, err = e.r.Read(e.wait[:])
+		e.burst = false // a read after a wait tells nothing of a burst
 		if n > 0 {
 			e.getBuf()
 			copy(e.buf, e.wait[:n])
@@ -504,7 +505,6 @@ func (e *eventReader) putBuf() {
 		readBufs.Put(e.box)
 	}
 	e.buf, e.box = nil, nil
-	e.burst = false
 }
 
 // fit gives the reader, before a read into its pooled buffer, the buffer
@@ -522,9 +522,8 @@ func (e *eventReader) fit(keep int) {
 	e.shift(keep)
 	box := pool.Get().(*[]byte)
 	copy(*box, e.buf[:e.end])
-	burst := e.burst
 	e.putBuf()
-	e.box, e.buf, e.burst = box, *box, burst
+	e.box, e.buf = box, *box
 }
 
 // shift moves buf[keep:end] to the front and every offset with it.

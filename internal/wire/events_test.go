@@ -291,3 +291,37 @@ func TestReaderBurstLargeEvent(t *testing.T) {
 		t.Errorf("read buffer sizes %v, want %v first", sizes, want)
 	}
 }
+
+// A read after a wait (everything read was used) says nothing of a burst:
+// the one after it goes into the small buffer, whatever the read before
+// the wait filled.
+func TestReaderBurstNotAcrossWait(t *testing.T) {
+	var sizes []int
+	reads := 0
+	src := readerFunc(func(p []byte) (int, error) {
+		sizes = append(sizes, len(p))
+		if reads++; reads > 4 {
+			return copy(p, "\ndata: x\n\n"), io.EOF
+		}
+		if len(p) == waitReadSize {
+			// Comment lines, the last cut: the reader reads on.
+			return copy(p, strings.Repeat(":\n", 31)+":"), nil
+		}
+		// The cut line's end and more comment lines, filling the read: it
+		// ends where a line ends, so the reader uses all of it and waits.
+		return copy(p, "\n"+strings.Repeat(":\n", (len(p)-1)/2)), nil
+	})
+	g := collect(context.Background(), src, ReadOptions{})
+	if want := []readEvent{{Data: "x"}}; !cmp.Equal(want, g.events) || g.err != nil {
+		t.Fatalf("events %v, err %v", g.events, g.err)
+	}
+	// The small buffer after each wait read, whose 63 bytes it holds.
+	if want := []int{waitReadSize, readBufSize - 63, waitReadSize, readBufSize - 63}; len(sizes) < 4 || !cmp.Equal(sizes[:4], want) {
+		t.Errorf("read buffer sizes %v, want %v first", sizes, want)
+	}
+}
+
+// readerFunc is an io.Reader.
+type readerFunc func(p []byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
