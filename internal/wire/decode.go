@@ -86,8 +86,6 @@ func (r *ChatRequest) DropOwn() {
 		raw := r.Messages[i].Raw
 		// own: the decoder saw such a member (its name perhaps escaped);
 		// else the bytes tell, for a message the gateway built.
-		// own: the decoder saw such a member (its name perhaps escaped);
-		// else the bytes tell, for a message the gateway built.
 		if raw == nil || !r.Messages[i].own && !bytes.Contains(raw, ownKey) {
 			continue
 		}
