@@ -225,8 +225,8 @@ func retryInfo(body []byte) time.Duration {
 
 // readBufferSize is the upstream connection's read buffer: 2 KB, not
 // net/http's 4 KB. A stream holds it for as long as it waits. A body of
-// known length is read in bulk past it (wire.FlushBeforeRead's reads of
-// 64 KB go straight to the connection while the upstream is busy); a
+// known length is read in bulk past it (the event reader's reads of up
+// to 64 KB go straight to the connection while the upstream is busy); a
 // chunked one is not (each chunk's header is read through the buffer),
 // so a burst costs a read per 2 KB. That was measured not to matter: a
 // tool-call stream of 178 KB in one burst (4 calls × 200 fragments, 100

@@ -69,9 +69,11 @@
 // its model — one chunk per read, as every provider sends them — is not
 // parsed in full chunk by chunk. A source that fills every read the
 // reader gives it (a whole answer arriving at once) has the reader take a
-// 16 KB buffer from a pool of its own rather than the 1 KB one, so that
-// reading and Run cost once per 16 KB, not once per kilobyte; the first
-// short read sends it back to a small buffer before it reads again.
+// 64 KB buffer from a pool of its own rather than the 1 KB one, read into
+// straight from the upstream connection's buffer, so that reading, Run
+// and the write to the client cost once per 64 KB, not once per kilobyte;
+// the first short read sends it back to a small buffer before it reads
+// again.
 //
 // A chat stream's steady middle, the same chunk again and again with a new
 // string inside, is not even read event by event: at every event boundary

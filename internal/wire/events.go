@@ -138,15 +138,18 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 // A source that fills every read it is given (a whole answer arriving at
 // once, as a fast upstream's does) has the reader take a burstBufSize
 // buffer instead, from a pool of its own, for as long as it does: each
-// fill then costs the reader, and each call of the Runner costs Run (a
-// fragment that does not fit at the buffer's end, its writes), once per
-// 16 KB rather than once per kilobyte. The first read that comes back
+// fill then costs the reader, each call of the Runner costs Run (a
+// fragment that does not fit at the buffer's end), and each read costs a
+// write to the client (FlushBeforeRead), once per 64 KB rather than once
+// per kilobyte. The source is read straight into it: no bytes are copied
+// on their way from the upstream connection's buffer to the reader's.
+// The first read that comes back
 // short (the source had no more ready, so the next may wait) has the
 // reader go back to a small buffer before it reads again, when what is
 // unread fits one: a stream waits with a small buffer, or none.
 const (
 	readBufSize  = 1 << 10
-	burstBufSize = 16 << 10
+	burstBufSize = MaxBatch
 	waitReadSize = 64
 	maxPooledBuf = 64 << 10
 )

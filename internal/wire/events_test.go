@@ -240,13 +240,13 @@ type restFunc func()
 func (f restFunc) Rest() { f() }
 
 // A source that fills every read it is given has the reader read up to
-// 16 KB at a time, not a kilobyte; the first read that comes back short
+// 64 KB at a time, not a kilobyte; the first read that comes back short
 // has it go back to a small buffer before it reads again (a read that may
 // wait), keeping the event under way.
 func TestReaderBurstBuffer(t *testing.T) {
 	var b strings.Builder
 	var want []readEvent
-	for i := 0; b.Len() < 40<<10; i++ {
+	for i := 0; b.Len() < 100<<10; i++ {
 		data := fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", 150))
 		b.WriteString("data: " + data + "\n\n")
 		want = append(want, readEvent{Data: data})
@@ -261,11 +261,11 @@ func TestReaderBurstBuffer(t *testing.T) {
 	if diff := cmp.Diff(want, g.events); diff != "" || g.err != nil {
 		t.Fatalf("events (-want +got):\n%s\nerr %v", diff, g.err)
 	}
-	// 40 KB: the first read into the wait buffer, one filling the small
-	// buffer, then 16 KB ones, the last short; "tial" into the small
+	// 100 KB: the first read into the wait buffer, one filling the small
+	// buffer, then 64 KB ones, the last short; "tial" into the small
 	// buffer after "data: par"; EOF into the wait buffer.
 	if len(sizes) > 7 || slices.Max(sizes) < burstBufSize-1<<10 {
-		t.Errorf("read buffer sizes %v: want at most 7 reads, in 16 KB while the source fills them", sizes)
+		t.Errorf("read buffer sizes %v: want at most 7 reads, in 64 KB while the source fills them", sizes)
 	}
 	if got := sizes[len(sizes)-2]; got != readBufSize-len("data: par") {
 		t.Errorf("the read after a short one was into %d bytes, want the small buffer's %d (sizes %v)", got, readBufSize-len("data: par"), sizes)

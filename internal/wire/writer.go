@@ -153,76 +153,33 @@ func (w *Writer) release() {
 
 // FlushBeforeRead returns r wrapped so that w is flushed before every read
 // of r: a Lazy writer then never holds an event while its source blocks.
-//
-// It also reads in bulk while the source is busy: after a read of r that
-// filled the buffer it was given (more is likely waiting), the next read
-// of r goes into a pooled 64 KB buffer, served to the caller from there,
-// so that a burst costs a few reads (and, the writer being flushed before
-// each, a few writes) instead of one per caller buffer (the event reader
-// reads into its buffer, 1 KB unless an event grew it). After a read that
-// did not fill its buffer the next one goes straight into the caller's: a
-// stream that waits for its source holds no pooled buffer.
-//
-// 64 KB is MaxBatch, the most a write gathers: a read's events leave in
-// one write (two when the normalizer's edits lengthen them past it). Each
-// write wakes the client, whose reader has gone back to sleep while the
-// read's events were normalized, so a burst's cost follows its number of
-// reads: a tool-call answer of 169 KB in one burst takes three reads and
-// writes instead of six (docs/performance.md).
+// Each read goes straight into the caller's buffer. What a burst costs in
+// reads (and, the writer being flushed before each, in writes) is the
+// caller's buffer's: the event reader reads a burst into a 64 KB buffer
+// (burstBufSize, MaxBatch, the most a write gathers), so a read's events
+// leave in one write (two when the normalizer's edits lengthen them past
+// it). Each write wakes the client, whose reader has gone back to sleep
+// while the read's events were normalized, so a burst's cost follows its
+// number of reads: a tool-call answer of 169 KB in one burst takes a few
+// reads and writes, not one per kilobyte (docs/performance.md).
 func FlushBeforeRead(r io.Reader, w *Writer) io.Reader {
 	return &flushBeforeRead{r: r, w: w}
 }
 
 type flushBeforeRead struct {
-	r    io.Reader
-	w    *Writer
-	bulk *[]byte // the pooled buffer, while it holds unread data
-	data []byte  // the unread part of *bulk
-	err  error   // the read error that came with data, reported after it
-	busy bool    // the last read of r filled its buffer
+	r io.Reader
+	w *Writer
 }
-
-// bulkReads are FlushBeforeRead's buffers.
-var bulkReads = sync.Pool{New: func() any { b := make([]byte, bulkReadSize); return &b }}
-
-// bulkReadSize is the size of a read in bulk.
-const bulkReadSize = MaxBatch
 
 // ErrClientWrite is the error a FlushBeforeRead reader reports when the
 // flush to the client failed: the client, not the source, broke.
 var ErrClientWrite = errors.New("wire: writing to the client failed")
 
 func (f *flushBeforeRead) Read(p []byte) (int, error) {
-	if len(f.data) > 0 {
-		n := copy(p, f.data)
-		f.data = f.data[n:]
-		if len(f.data) > 0 {
-			return n, nil
-		}
-		bulkReads.Put(f.bulk)
-		f.bulk = nil
-		err := f.err
-		f.err = nil
-		return n, err
-	}
 	if err := f.w.Flush(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrClientWrite, err)
 	}
-	if !f.busy || len(p) >= bulkReadSize {
-		n, err := f.r.Read(p)
-		f.busy = n == len(p)
-		return n, err
-	}
-	bulk := bulkReads.Get().(*[]byte)
-	n, err := f.r.Read(*bulk)
-	f.busy = n == len(*bulk)
-	c := copy(p, (*bulk)[:n])
-	if c == n {
-		bulkReads.Put(bulk)
-		return c, err
-	}
-	f.bulk, f.data, f.err = bulk, (*bulk)[c:n], err
-	return c, nil
+	return f.r.Read(p)
 }
 
 var doneData = []byte("[DONE]")
