@@ -143,10 +143,10 @@ func Events(ctx context.Context, r io.Reader, opts ReadOptions) iter.Seq2[Event,
 // write to the client (FlushBeforeRead), once per 64 KB rather than once
 // per kilobyte. The source is read straight into it: no bytes are copied
 // on their way from the upstream connection's buffer to the reader's.
-// The first read that comes back
-// short (the source had no more ready, so the next may wait) has the
-// reader go back to a small buffer before it reads again, when what is
-// unread fits one: a stream waits with a small buffer, or none.
+// The first read that comes back short (the source had no more ready, so
+// the next may wait) has the reader go back to a small buffer before it
+// reads again, when what is unread fits one: a stream waits with a small
+// buffer, or none.
 const (
 	readBufSize  = 1 << 10
 	burstBufSize = MaxBatch

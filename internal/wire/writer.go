@@ -160,8 +160,8 @@ func (w *Writer) release() {
 // leave in one write (two when the normalizer's edits lengthen them past
 // it). Each write wakes the client, whose reader has gone back to sleep
 // while the read's events were normalized, so a burst's cost follows its
-// number of reads: a tool-call answer of 169 KB in one burst takes a few
-// reads and writes, not one per kilobyte (docs/performance.md).
+// number of reads: a tool-call answer of 169 KB in one burst takes about
+// ten reads and writes, not one per kilobyte (docs/performance.md).
 func FlushBeforeRead(r io.Reader, w *Writer) io.Reader {
 	return &flushBeforeRead{r: r, w: w}
 }

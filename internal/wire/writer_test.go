@@ -75,12 +75,10 @@ type chunkSource struct {
 	sizes []int
 	err   error
 	w     *Writer
-	reads int
 	held  int // reads made while the writer held unwritten events
 }
 
 func (c *chunkSource) Read(p []byte) (int, error) {
-	c.reads++
 	if c.w != nil && c.w.buf != nil {
 		c.held++
 	}
