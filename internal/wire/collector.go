@@ -173,10 +173,16 @@ type out1 struct {
 	id, name string
 	args     []byte
 	extra    []member
+	// asIs is the upstream's fragment when it is already canonical but
+	// for the order of its members or its spaces: it goes out as it came.
+	asIs []byte
 }
 
 // append writes the fragment.
 func (f out1) append(b []byte) []byte {
+	if f.asIs != nil {
+		return append(b, f.asIs...)
+	}
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(f.index), 10)
 	if f.id != "" {
@@ -435,11 +441,32 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 		out := out1{index: call.index, args: f.args, extra: call.extra.members}
 		if len(f.args) == 0 {
 			out.args = []byte(`""`)
+		} else if c.canonical(call) {
+			out.asIs = raw
 		}
 		emit(out)
 		call.extra.members = call.extra.members[:0]
 	}
 	return nil
+}
+
+// canonical reports whether the continuation fragment just parsed (c.frag,
+// c.fn) of call says exactly what its canonical form would: its index
+// (the canonical one, in the same digits), its arguments as a string and
+// nothing else, whatever the order of the members (JSON's objects have
+// none). Such a fragment goes out as it came, so that an upstream whose
+// fragments need no fix has its chunks relayed as they came whatever
+// order its encoder writes (a sorted-key encoder's
+// {"function":{"arguments":"…"},"index":0}), as OpenAI's are.
+func (c *Collector) canonical(call *collecting) bool {
+	if len(c.frag) != 2 || len(c.fn) != 1 || c.fn[0].key != "arguments" || firstByte(c.fn[0].value) != '"' ||
+		len(call.extra.members) > 0 {
+		return false
+	}
+	var d [20]byte
+	idx := lookup(c.frag, "index")
+	return idx != nil && lookup(c.frag, "function") != nil &&
+		string(idx) == string(strconv.AppendInt(d[:0], int64(call.index), 10))
 }
 
 // identify gives call the fragment's id and name: the first non-empty id

@@ -197,3 +197,43 @@ func TestQuirkNames(t *testing.T) {
 		t.Error("all in a list was accepted")
 	}
 }
+
+// A continuation fragment that says exactly what its canonical form says
+// (its canonical index in the same digits, its arguments as a string,
+// nothing else) goes out as it came, whatever the order of its members or
+// its spaces; any other is rewritten to the canonical form.
+func TestFragmentAsItCame(t *testing.T) {
+	const (
+		head  = `{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[`
+		tail  = `]},"finish_reason":null}]}`
+		first = `{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":""}}`
+		// index 3 is the second call: canonical index 1
+		second = `{"index":3,"id":"b","type":"function","function":{"name":"g","arguments":""}}`
+	)
+	for _, tc := range []struct{ name, in, out string }{
+		{"canonical", `{"index":0,"function":{"arguments":"x"}}`, ""},
+		{"keys sorted", `{"function":{"arguments":"x"},"index":0}`, ""},
+		{"spaced", `{ "function" : { "arguments" : "x\"" } , "index" : 0 }`, ""},
+		{"another index", `{"function":{"arguments":"x"},"index":3}`, `{"index":1,"function":{"arguments":"x"}}`},
+		{"index of other digits", `{"function":{"arguments":"x"},"index":-0}`, `{"index":0,"function":{"arguments":"x"}}`},
+		{"type repeated", `{"function":{"arguments":"x"},"index":0,"type":"function"}`, `{"index":0,"function":{"arguments":"x"}}`},
+		{"name null", `{"function":{"arguments":"x","name":null},"index":0}`, `{"index":0,"function":{"arguments":"x"}}`},
+		{"arguments an object (A12)", `{"function":{"arguments":{"a":1}},"index":0}`, `{"index":0,"function":{"arguments":"{\"a\":1}"}}`},
+		{"another member", `{"extra_content":{"k":1},"function":{"arguments":"x"},"index":0}`, `{"index":0,"function":{"arguments":"x"},"extra_content":{"k":1}}`},
+	} {
+		n := NewNormalizer(Options{Quirks: AllQuirks(), KeepText: true, SingleChoice: true})
+		for _, c := range []string{first, second} {
+			if _, _, err := n.Chunk([]byte(head + c + tail)); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+		want := tc.out
+		if want == "" {
+			want = tc.in
+		}
+		out, send, err := n.Chunk([]byte(head + tc.in + tail))
+		if err != nil || !send || string(out) != head+want+tail {
+			t.Errorf("%s: sent %s (%v, %v), want %s", tc.name, out, send, err, head+want+tail)
+		}
+	}
+}

@@ -66,6 +66,12 @@ type template struct {
 	// n is 0 when there is none.
 	hole, outHole hole
 	holeInPrefix  bool
+	// reordered: an argsTemplate's fragment is not in the canonical form
+	// (its members in another order, or spaced). The full path sends such
+	// a fragment as it came when its index is its call's canonical one,
+	// and rewrites it when not; a template that rewrites (not same) fits
+	// only the other calls whose fragments the full path rewrites too.
+	reordered bool
 }
 
 // hole is a span of a template's bytes that holds a call's index.
@@ -229,10 +235,13 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 		c := t.call
 		if m.upIndex >= 0 {
 			// Another call's fragment: the same to the full path when that
-			// call has gone out, and (a chunk that goes out as it came)
-			// its canonical index is its index.
+			// call has gone out, and the full path sends it as the template
+			// does: as it came (a chunk that goes out as it came) when its
+			// canonical index is its index, rewritten when not (a reordered
+			// fragment goes as it came when it keeps its index).
 			c = n.collector.byIdx[m.upIndex]
-			if c == nil || !c.started || t.same && c.index != m.upIndex {
+			if c == nil || !c.started || t.same && c.index != m.upIndex ||
+				!t.same && t.reordered && c.index == m.upIndex {
 				return false
 			}
 		}
@@ -323,7 +332,7 @@ func (n *Normalizer) noteTemplate(data, out []byte, before, after chunkState) {
 	var v []byte
 	switch n.s.delta[0].key {
 	case "content":
-		v, n.tmpl.kind = n.s.delta[0].value, textTemplate
+		v, n.tmpl.kind, n.tmpl.reordered = n.s.delta[0].value, textTemplate, false
 	case "tool_calls":
 		c := &n.collector
 		if n.opts.Buffer || len(c.frag) != 2 || len(c.fn) != 1 || c.fn[0].key != "arguments" ||
@@ -334,6 +343,7 @@ func (n *Normalizer) noteTemplate(data, out []byte, before, after chunkState) {
 			return
 		}
 		v, n.tmpl.kind, n.tmpl.call = c.fn[0].value, argsTemplate, c.last
+		n.tmpl.reordered = !canonicalFragment(n.s.delta[0].value, lookup(c.frag, "index"), v)
 	default:
 		return
 	}
@@ -403,6 +413,17 @@ func (t *template) findHoles(data []byte, start int, v, iv []byte) {
 		return
 	}
 	t.outHole = out
+}
+
+// canonicalFragment reports whether the tool_calls array a holds one
+// continuation fragment in the canonical form, index idx and arguments
+// v: [{"index":idx,"function":{"arguments":v}}] and not a byte more.
+func canonicalFragment(a, idx, v []byte) bool {
+	const open, mid, end = `[{"index":`, `,"function":{"arguments":`, `}}]`
+	n := len(open) + len(idx)
+	return len(a) == n+len(mid)+len(v)+len(end) && string(a[:len(open)]) == open &&
+		string(a[len(open):n]) == string(idx) && string(a[n:n+len(mid)]) == mid &&
+		string(a[n+len(mid):len(a)-len(end)]) == string(v) && string(a[len(a)-len(end):]) == end
 }
 
 // callsAdded reports whether a chunk that went through the full path
