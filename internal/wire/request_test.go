@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Decoding then encoding keeps every member the gateway does not know,
@@ -301,7 +302,10 @@ func TestStringValue(t *testing.T) {
 func FuzzStringValue(f *testing.F) {
 	for _, s := range []string{`"a\"b"`, `"\ud83d\ude00"`, `"\ud83d\u0041"`, "\"\xff\"",
 		// Runs of eight and more plain bytes between escapes, non-ASCII and invalid bytes.
-		`"{\"city\": \"Paris, France\", \"unit\": \"celsius\"}"`, "\"abcdefghijkl\u00e9mnopqrstuvw\\n\xff123456789\\\\01234567\""} {
+		`"{\"city\": \"Paris, France\", \"unit\": \"celsius\"}"`, "\"abcdefghijkl\u00e9mnopqrstuvw\\n\xff123456789\\\\01234567\"",
+		// Short strings, which the template reads in one word: plain, not
+		// ASCII, invalid UTF-8, escaped.
+		`"ci"},"index":0}`, "\"\u00e9t\u00e9\"},\"index\"", "\"a\xffb\"}]}\"", `"a\nb"},"ind"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -310,13 +314,29 @@ func FuzzStringValue(f *testing.F) {
 		if len(b) == 0 || b[0] != '"' {
 			return
 		}
+		if validUTF8(b) != utf8.Valid(b) {
+			t.Fatalf("%q: validUTF8 %v, utf8.Valid %v", b, validUTF8(b), utf8.Valid(b))
+		}
 		end, esc, err := skipString(b, 0)
 		if (err == nil && skipSpace(b, end) == len(b)) != (stdErr == nil) {
 			t.Fatalf("%q: scanner err %v end %d, encoding/json err %v", b, err, end, stdErr)
 		}
+		// The template's one-word read of a short string agrees with
+		// skipString wherever it answers.
+		if send, ascii, ok := shortString(b, 1); ok {
+			if err != nil || send != end || esc {
+				t.Fatalf("%q: shortString end %d, skipString end %d escaped %v err %v", b, send, end, esc, err)
+			}
+			if text := b[1 : end-1]; ascii != (utf8.RuneCount(text) == len(text) && utf8.Valid(text)) {
+				t.Fatalf("%q: shortString says ASCII %v", b, ascii)
+			}
+		}
 		if stdErr == nil {
 			if got := stringValue(b, 0, end, esc); got != want {
 				t.Fatalf("%q: got %q, want %q", b, got, want)
+			}
+			if got := stringView(b, 0, end, esc); got != want {
+				t.Fatalf("%q: view %q, want %q", b, got, want)
 			}
 		}
 	})

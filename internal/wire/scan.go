@@ -75,13 +75,11 @@ func skipString(b []byte, i int) (int, bool, error) {
 		// in the eight that hold one, straight to the first (the lowest
 		// byte a mask flags is exact: only bytes above a flagged one can be
 		// flagged falsely, by the borrow).
-		for j+8 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[j:])
-			if m := hasZero(w^quotes) | hasZero(w^backslashes) | hasLess(w); m != 0 {
+		for p := unsafe.Pointer(unsafe.SliceData(b)); j+8 <= len(b); j += 8 {
+			if m := special8(word(p, j)); m != 0 {
 				j += bits.TrailingZeros64(m) >> 3
 				break
 			}
-			j += 8
 		}
 		for j < len(b) && !special[b[j]] {
 			j++
@@ -126,11 +124,20 @@ const (
 	backslashes = '\\' * ones
 )
 
-// hasZero is non-zero when some byte of w is zero.
-func hasZero(w uint64) uint64 { return (w - ones) & ^w & highs }
+// special8 flags (its high bit set) each byte of w that is '"', '\\' or
+// below 0x20 (a control byte): its lowest flag is exact, while a byte above
+// a flagged one may be flagged falsely by the borrow.
+func special8(w uint64) uint64 {
+	q, s := w^quotes, w^backslashes
+	return ((q-ones)&^q | (s-ones)&^s | (w-0x20*ones)&^w) & highs
+}
 
-// hasLess is non-zero when some byte of w is below 0x20.
-func hasLess(w uint64) uint64 { return (w - 0x20*ones) & ^w & highs }
+// word returns the eight bytes at p+i (a slice's data, which the caller
+// has checked holds them), little-endian: without the bounds checks that
+// b[i:] costs in a loop.
+func word(p unsafe.Pointer, i int) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(p, i))[:])
+}
 
 func isHex(c byte) bool   { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
@@ -217,10 +224,28 @@ func stringView(b []byte, i, end int, escaped bool) string {
 	if end-i == 2 {
 		return ""
 	}
-	if !escaped && utf8.Valid(b[i+1:end-1]) {
+	if !escaped && validUTF8(b[i+1:end-1]) {
 		return unsafe.String(&b[i+1], end-i-2)
 	}
 	return stringValue(b, i, end, escaped)
+}
+
+// validUTF8 is utf8.Valid, with the ASCII a request's short strings
+// (roles, ids, names) mostly are checked a word at a time first: for those
+// utf8.Valid's own set-up costs more than the check.
+func validUTF8(s []byte) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if binary.LittleEndian.Uint64(s[i:])&highs != 0 {
+			return utf8.Valid(s[i:])
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return utf8.Valid(s[i:])
+		}
+	}
+	return true
 }
 
 // stringValue decodes the JSON string b[i:end] (b[i] == '"'), which
@@ -228,7 +253,7 @@ func stringView(b []byte, i, end int, escaped bool) string {
 // does.
 func stringValue(b []byte, i, end int, escaped bool) string {
 	in := b[i+1 : end-1]
-	if !escaped && utf8.Valid(in) {
+	if !escaped && validUTF8(in) {
 		return string(in)
 	}
 	return string(appendUnquoted(make([]byte, 0, len(in)), b, i, end))

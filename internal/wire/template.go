@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -126,6 +128,7 @@ func (n *Normalizer) fromTemplate(data []byte) ([]byte, bool) {
 type fit struct {
 	size, start, end int
 	escaped          bool
+	ascii            bool // the string's bytes are all below 0x80 (known only when it is short)
 	upIndex          int
 }
 
@@ -145,12 +148,16 @@ func (t *template) match(b []byte) (m fit, ok bool) {
 		}
 	}
 	m.start = i - 1
-	end, escaped, err := skipString(b, m.start)
-	if err != nil {
-		return m, false
+	if end, ascii, ok := shortString(b, i); ok {
+		m.end, m.ascii = end, ascii
+	} else {
+		end, escaped, err := skipString(b, m.start)
+		if err != nil {
+			return m, false
+		}
+		m.end, m.escaped = end, escaped
 	}
-	m.end, m.escaped = end, escaped
-	e, s := end-1, len(t.suffix)
+	e, s := m.end-1, len(t.suffix)
 	if len(b)-e >= s && bytes.Equal(b[e:e+s], t.suffix) {
 		m.size = e + s
 		return m, true
@@ -160,6 +167,28 @@ func (t *template) match(b []byte) (m fit, ok bool) {
 	}
 	m.size, ok = t.matchHole(b, e, t.suffix, &m.upIndex)
 	return m, ok
+}
+
+// shortString finds the end of a JSON string whose text, starting at
+// b[i], is shorter than eight bytes and holds no escape (a stream's
+// fragments mostly are) in one word of b: it returns the end just after
+// the closing quote and whether the text is ASCII. ok is false for any
+// other string, which skipString then reads.
+func shortString(b []byte, i int) (end int, ascii, ok bool) {
+	if i+8 > len(b) {
+		return 0, false, false
+	}
+	w := binary.LittleEndian.Uint64(b[i:])
+	m := special8(w)
+	if m == 0 {
+		return 0, false, false
+	}
+	k := bits.TrailingZeros64(m) >> 3 // exact for the lowest flagged byte
+	if b[i+k] != '"' {
+		return 0, false, false
+	}
+	before := uint64(1)<<(8*k) - 1 // the text's bytes
+	return i + k + 1, w&before&highs == 0, true
 }
 
 // matchHole matches part (the prefix or the suffix, whichever has the
@@ -223,8 +252,15 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 	switch t.kind {
 	case textTemplate:
 		if n.keepText {
-			text := stringView(data, m.start, m.end, m.escaped)
-			chars := utf8.RuneCountInString(text)
+			var text string
+			var chars int
+			if m.ascii {
+				text = unsafe.String(&data[m.start+1], m.end-m.start-2) // valid, one character a byte
+				chars = len(text)
+			} else {
+				text = stringView(data, m.start, m.end, m.escaped)
+				chars = utf8.RuneCountInString(text)
+			}
 			if n.opts.LimitText && n.textChars+chars > n.opts.TextLimit {
 				return false // the full path cuts it
 			}
@@ -248,7 +284,11 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 		if c.args.Len()+m.end-m.start > MaxCallArguments {
 			return false // the full path refuses it
 		}
-		c.args.Write(appendUnquoted(c.args.AvailableBuffer(), data, m.start, m.end))
+		if m.ascii {
+			c.args.Write(data[m.start+1 : m.end-1]) // its text as it is
+		} else {
+			c.args.Write(appendUnquoted(c.args.AvailableBuffer(), data, m.start, m.end))
+		}
 		n.collector.last = c
 		if m.upIndex >= 0 {
 			t.switchTo(c, m.upIndex)
