@@ -89,6 +89,12 @@
 // FuzzRunMatchesEvents require the same bytes to the client and the same
 // normalizer state either way, from any bytes in any reads.
 //
+// A chunk that needs no fix goes out as it came, so that Run can send it
+// that way: text deltas are never decoded, and a continuation fragment
+// that already says what its canonical form says (its call's canonical
+// index, its arguments as a string, nothing else) is not rewritten for
+// the order of its members or its spaces (docs/spec.md §2).
+//
 // # One normalizer
 //
 // Every upstream answer, streamed or whole, goes through one [Normalizer]
