@@ -456,14 +456,16 @@ func (t *template) findHoles(data []byte, start int, v, iv []byte) {
 }
 
 // canonicalFragment reports whether the tool_calls array a holds one
-// continuation fragment in the canonical form, index idx and arguments
-// v: [{"index":idx,"function":{"arguments":v}}] and not a byte more.
+// continuation fragment in the canonical form (out1.append's), index idx
+// and arguments v (a JSON string, whose opening quote ends continuation):
+// [{"index":idx,"function":{"arguments":v}}] and not a byte more.
 func canonicalFragment(a, idx, v []byte) bool {
-	const open, mid, end = `[{"index":`, `,"function":{"arguments":`, `}}]`
-	n := len(open) + len(idx)
-	return len(a) == n+len(mid)+len(v)+len(end) && string(a[:len(open)]) == open &&
-		string(a[len(open):n]) == string(idx) && string(a[n:n+len(mid)]) == mid &&
-		string(a[n+len(mid):len(a)-len(end)]) == string(v) && string(a[len(a)-len(end):]) == end
+	const open, end = `[{"index":`, `}}]`
+	n := len(open) + len(idx) + len(continuation) - 1 // where v starts
+	return len(a) == n+len(v)+len(end) && string(a[:len(open)]) == open &&
+		string(a[len(open):len(open)+len(idx)]) == string(idx) &&
+		string(a[len(open)+len(idx):n]) == continuation[:len(continuation)-1] &&
+		string(a[n:n+len(v)]) == string(v) && string(a[n+len(v):]) == end
 }
 
 // callsAdded reports whether a chunk that went through the full path
