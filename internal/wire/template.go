@@ -252,13 +252,9 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 	switch t.kind {
 	case textTemplate:
 		if n.keepText {
-			var text string
-			var chars int
-			if m.ascii {
-				text = unsafe.String(&data[m.start+1], m.end-m.start-2) // valid, one character a byte
-				chars = len(text)
-			} else {
-				text = stringView(data, m.start, m.end, m.escaped)
+			text := stringView(data, m.start, m.end, m.escaped)
+			chars := len(text) // ASCII: one character a byte
+			if !m.ascii {
 				chars = utf8.RuneCountInString(text)
 			}
 			if n.opts.LimitText && n.textChars+chars > n.opts.TextLimit {
