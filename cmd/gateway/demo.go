@@ -55,7 +55,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	}{
 		{"a streamed answer (model sim-text)", demoText, 1},
 		{"a streamed tool call (model sim-tool)", demoTool, 1},
-		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, docs/quirks.md A02)", demoQuirk, 1},
+		{"a quirky upstream stream arrives clean (model sim-q-sameindex: two parallel calls both sent at index 0, each call's arguments after its id, docs/quirks.md A02)", demoQuirk, 1},
 		{"a reloaded session repaired before it leaves (model sim-strict: the simulator answers OpenAI's 400 to unpaired calls)", demoRepair, 1},
 		{"a thinking upstream: reasoning arrives in reasoning_content, and is restored when the client replays the turn without it (model sim-deepseek)", demoThinking("sim-deepseek"), 2},
 		{"an Anthropic upstream (the Messages API, simulated): a tool call with thinking, replayed without its reasoning — the thinking block and its signature are put back (model sim-claude-toolloop)", demoThinking("sim-claude-toolloop"), 2},
@@ -167,6 +167,11 @@ func demoQuirk(ctx context.Context, c openai.Client, w io.Writer) error {
 	}
 	if len(calls) != 2 {
 		return fmt.Errorf("expected 2 calls, got %d", len(calls))
+	}
+	for k, city := range []string{"Paris", "Rome"} {
+		if want := `{"city":"` + city + `"}`; calls[k].Function.Arguments != want {
+			return fmt.Errorf("call %d has arguments %s, want %s", k, calls[k].Function.Arguments, want)
+		}
 	}
 	return nil
 }

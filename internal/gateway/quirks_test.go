@@ -87,7 +87,7 @@ routes: [{model: "*", upstream: sim}]
 				}
 				ids[c.ID] = true
 			}
-			if (name == "sameindex" || name == "interleaved") && len(calls) != 2 {
+			if (name == "sameindex" || name == "sameindexwhole" || name == "interleaved") && len(calls) != 2 {
 				t.Errorf("%d calls, want 2", len(calls))
 			}
 			if name == "extracontent" {
@@ -103,7 +103,7 @@ routes: [{model: "*", upstream: sim}]
 	// Each script's normalization is counted, once per time it was
 	// applied, against the upstream.
 	for kind, want := range map[string]float64{
-		"index_reuse":           2, // sameindex (the second call at index 0), placeholderid (a second id at index 0)
+		"index_reuse":           3, // sameindex and sameindexwhole (the second call at index 0), placeholderid (a second id at index 0)
 		"arguments_object":      1, // argsobject
 		"second_finish_reason":  1, // twofinish
 		"missing_finish_reason": 1, // nofinish

@@ -15,8 +15,15 @@ var quirkScripts = map[string][]string{
 	// A01: no index on tool-call fragments.
 	"noindex": toolStream(`{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\""}}`,
 		`{"function":{"arguments":":\"Paris\"}"}}`),
-	// A02: two parallel calls, both at index 0.
-	"sameindex": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`),
+	// A02: two parallel calls, both at index 0 (Ollama, SGLang): each
+	// opens with a new id and empty arguments, which follow in fragments
+	// carrying only "index":0.
+	"sameindex": toolStream(`{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}`,
+		`{"index":0,"function":{"arguments":"{\"city\":"}}`, `{"index":0,"function":{"arguments":"\"Paris\"}"}}`,
+		`{"index":0,"id":"call_b","type":"function","function":{"name":"get_weather","arguments":""}}`,
+		`{"index":0,"function":{"arguments":"{\"city\":"}}`, `{"index":0,"function":{"arguments":"\"Rome\"}"}}`),
+	// A02: each call whole in one chunk, both at index 0.
+	"sameindexwhole": withDone(role, delta(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`),
 		delta(`{"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}}]}`),
 		finish("tool_calls")),
 	// A03: indexes that start at 1.

@@ -41,21 +41,33 @@ func (r *pieces) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// path is the way a relayed stream's chunks take through the Normalizer.
+type path uint8
+
+const (
+	fullPath  path = iota // every chunk parsed in full: no template, no Run
+	templates             // Chunk with its template
+	withRun               // and the Normalizer's Run, from the reader's buffer
+)
+
+func (p path) String() string { return [...]string{"full path", "templates", "Run"}[p] }
+
 // relayed moves a stream as the gateway's relay does: its events read
 // (the Normalizer resting before each wait), each one's data through
 // Chunk and out through a Lazy Writer flushed before every read, until
-// [DONE], an error or a cut; with run, the Normalizer's Run first takes
-// what its template fits straight from the reader's buffer. It returns
-// all the client received and all the Normalizer says at the end, and how
-// many events the reader yielded.
-func relayed(body, cuts []byte, opts Options, max int, run bool) (string, int) {
+// [DONE], an error or a cut; with withRun, the Normalizer's Run first
+// takes what its template fits straight from the reader's buffer. It
+// returns all the client received and all the Normalizer says at the
+// end, and how many events the reader yielded.
+func relayed(body, cuts []byte, opts Options, max int, p path) (string, int) {
 	n := NewNormalizer(opts)
 	defer n.Release()
+	n.fullPathOnly = p == fullPath
 	sink := &bufSink{}
 	w := NewWriter(sink)
 	w.Lazy = true
 	ro := ReadOptions{MaxEventSize: max, BeforeWait: n}
-	if run {
+	if p == withRun {
 		ro.Run = &runner{n: n, w: w}
 	}
 	var log strings.Builder
@@ -134,6 +146,11 @@ func runSeeds(t testing.TB) map[string][]byte {
 	for name, p := range parallelSeeds() {
 		seeds[name] = append(sseOf(p), "data: [DONE]\n\n"...)
 	}
+	for _, e := range corpus(t) {
+		if !e.Whole {
+			seeds["corpus-"+e.Name] = e.Body
+		}
+	}
 	return seeds
 }
 
@@ -151,8 +168,8 @@ func TestRunMatchesEvents(t *testing.T) {
 				opts := templateOptions(sel)
 				for _, cuts := range [][]byte{nil, ones, bytes.Repeat([]byte{7}, 1<<12), bytes.Repeat([]byte{0, 255, 45}, 1<<10)} {
 					for _, max := range []int{0, 200} {
-						want, all := relayed(body, cuts, opts, max, false)
-						got, yielded := relayed(body, cuts, opts, max, true)
+						want, all := relayed(body, cuts, opts, max, templates)
+						got, yielded := relayed(body, cuts, opts, max, withRun)
 						if got != want {
 							t.Fatalf("options %+v, reads %v, max %d\nwith Run:\n%s\nevent by event:\n%s", opts, cuts[:min(len(cuts), 3)], max, got, want)
 						}
@@ -183,8 +200,8 @@ func FuzzRunMatchesEvents(f *testing.F) {
 		if len(sel) > 2 {
 			max = 64 + int(sel[2])
 		}
-		want, _ := relayed(body, cuts, opts, max, false)
-		if got, _ := relayed(body, cuts, opts, max, true); got != want {
+		want, _ := relayed(body, cuts, opts, max, fullPath)
+		if got, _ := relayed(body, cuts, opts, max, withRun); got != want {
 			t.Fatalf("options %+v, max %d\nwith Run:\n%s\nevent by event:\n%s", opts, max, got, want)
 		}
 	})

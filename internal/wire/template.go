@@ -264,16 +264,25 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 			n.textChars += chars
 		}
 	case argsTemplate:
-		c := t.call
-		if m.upIndex >= 0 {
+		// The fragment is the call's that holds its index now, as the full
+		// path finds it (Collector.callFor): the template's call only while
+		// no other call took that index since (docs/quirks.md A02: a new id
+		// at a reused index opens a new call, and the next fragments at that
+		// index are the new call's, in bytes the template's own fits).
+		up := m.upIndex
+		if up < 0 {
+			up = t.call.upIndex
+		}
+		c := n.collector.byIdx[up]
+		if c != t.call {
 			// Another call's fragment: the same to the full path when that
 			// call has gone out, and the full path sends it as the template
 			// does: as it came (a chunk that goes out as it came) when its
 			// canonical index is its index, rewritten when not (a reordered
-			// fragment goes as it came when it keeps its index).
-			c = n.collector.byIdx[m.upIndex]
-			if c == nil || !c.started || t.same && c.index != m.upIndex ||
-				!t.same && t.reordered && c.index == m.upIndex {
+			// fragment goes as it came when it keeps its index). Without a
+			// hole the template's bytes cannot become that call's.
+			if c == nil || !c.started || t.hole.n == 0 || t.same && c.index != up ||
+				!t.same && t.reordered && c.index == up {
 				return false
 			}
 		}
@@ -286,8 +295,8 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 			c.args.Write(appendUnquoted(c.args.AvailableBuffer(), data, m.start, m.end))
 		}
 		n.collector.last = c
-		if m.upIndex >= 0 {
-			t.switchTo(c, m.upIndex)
+		if c != t.call {
+			t.switchTo(c, up)
 		}
 	}
 	if t.fixed {

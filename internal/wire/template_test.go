@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,6 +110,24 @@ func FuzzTemplate(f *testing.F) {
 	for _, p := range parallelSeeds() {
 		for _, sel := range [][]byte{{0, 0}, {2, 1}, {6, 0}, {0x22, 0x41}} {
 			f.Add(append(sel, p...))
+		}
+	}
+	// The quirk corpus's streams, as payloads (their SSE framing aside).
+	for _, e := range corpus(f) {
+		if e.Whole {
+			continue
+		}
+		var payloads []byte
+		for ev, err := range Events(context.Background(), bytes.NewReader(e.Body), ReadOptions{}) {
+			if err != nil || ev.Done {
+				break
+			}
+			if len(ev.Data) > 0 && bytes.IndexByte(ev.Data, '\n') < 0 {
+				payloads = append(append(payloads, ev.Data...), '\n')
+			}
+		}
+		for _, sel := range [][]byte{{0, 0}, {2, 1}, {6, 0}, {0x22, 0x41}} {
+			f.Add(append(sel, payloads...))
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
