@@ -219,6 +219,7 @@ type Collector struct {
 	byIdx  map[int]*collecting // upstream index → the call now using it
 	byID   map[string]*collecting
 	last   *collecting
+	next   int    // the canonical index of the first call not started
 	seed   string // the response's id, for synthesized call ids
 	frag   []member
 	fn     []member
@@ -235,7 +236,10 @@ type collecting struct {
 	extra   Object       // unknown members not yet sent (copies)
 	// extraContent is the call's first extra_content member (a copy).
 	extraContent string
-	started      bool // the first canonical fragment went out
+	// ready: the call had its id and name at the end of a fragment (a
+	// name may come in pieces before, and only be repeated after).
+	ready   bool
+	started bool // the first canonical fragment went out
 }
 
 // Bounds on what one response may make the collector hold, so hostile
@@ -422,11 +426,14 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 	if len(f.args) > 0 {
 		call.args.Write(appendUnquoted(call.args.AvailableBuffer(), f.args, 0, len(f.args)))
 	}
+	call.ready = call.id != "" && call.name != ""
 	switch {
-	case call.id == "" || call.name == "":
+	case !call.ready || call.index > c.next:
+		// Held: the call lacks its id or name, or a call before it does
+		// (calls go out in order, so a client that numbers calls as they
+		// come gets the indexes they have).
 		call.held.Write(call.args.Bytes()[before:])
 	case !call.started:
-		call.started = true
 		out := out1{index: call.index, id: call.id, name: call.name, args: f.args, extra: call.extra.members}
 		if call.held.Len() > 0 { // text held before: sent merged, encoded afresh
 			call.held.Write(call.args.Bytes()[before:])
@@ -434,9 +441,7 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 		} else if len(f.args) == 0 {
 			out.args = []byte(`""`)
 		}
-		emit(out)
-		call.held = bytes.Buffer{}
-		call.extra = Object{}
+		c.start(call, out, emit)
 	case len(f.args) > 0 || len(call.extra.members) > 0:
 		out := out1{index: call.index, args: f.args, extra: call.extra.members}
 		if len(f.args) == 0 {
@@ -448,6 +453,28 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 		call.extra.members = call.extra.members[:0]
 	}
 	return nil
+}
+
+// start sends a call's first fragment, out, then the first fragments of
+// the calls after it that waited only for it, each with the arguments it
+// held.
+func (c *Collector) start(call *collecting, out out1, emit func(out1)) {
+	for {
+		call.started = true
+		emit(out)
+		call.held = bytes.Buffer{}
+		call.extra = Object{}
+		c.next = call.index + 1
+		if c.next == len(c.calls) || !c.calls[c.next].ready {
+			return
+		}
+		call = c.calls[c.next]
+		args := []byte(`""`)
+		if call.held.Len() > 0 {
+			args = appendString(nil, call.held.String())
+		}
+		out = out1{index: call.index, id: call.id, name: call.name, args: args, extra: call.extra.members}
+	}
 }
 
 // canonical reports whether the continuation fragment just parsed (c.frag,
@@ -471,7 +498,7 @@ func (c *Collector) canonical(call *collecting) bool {
 
 // identify gives call the fragment's id and name: the first non-empty id
 // (one id for two calls is an error), a name that may come in pieces
-// before the call goes out and may only be repeated after (A10).
+// before the call has both and may only be repeated after (A10).
 func (c *Collector) identify(call *collecting, f fragment) error {
 	if f.id != "" && call.id == "" {
 		if other, ok := c.byID[f.id]; ok && other != call {
@@ -485,9 +512,9 @@ func (c *Collector) identify(call *collecting, f fragment) error {
 	}
 	switch {
 	case f.name == "":
-	case !call.started && call.name == "":
+	case !call.ready && call.name == "":
 		call.name = strings.Clone(f.name)
-	case !call.started:
+	case !call.ready:
 		call.name += f.name
 	case c.quirks.RepeatedName && f.name == call.name:
 		c.fixes[FixRepeatedName]++

@@ -113,7 +113,6 @@ func clientStream(body, cuts []byte, opts Options, p path) []byte {
 type clientView struct {
 	finish          string
 	calls           []quirkcorpus.Call
-	order           []int // each call's index, in the order their first fragments came
 	text, reasoning string
 	err             string
 }
@@ -127,9 +126,10 @@ func (g clientView) String() string {
 }
 
 // readClient reads a client's SSE stream as a strict accumulator does:
-// calls keyed by their index, an id, type and name only on a call's first
-// fragment, arguments appended, one finish reason, [DONE] or one error
-// event last. What a lenient client would forgive is an error here.
+// calls keyed by their index, which counts up from 0 as calls come (a
+// client that numbers calls as they come gets the same), an id, type and
+// name only on a call's first fragment, arguments appended, one finish
+// reason, [DONE] or one error event last. What a lenient client would forgive is an error here.
 func readClient(sse []byte) clientView {
 	var g clientView
 	byIndex := map[int]int{}
@@ -152,16 +152,6 @@ func readClient(sse []byte) clientView {
 	if !done && g.err == "" {
 		return clientView{err: "client: no [DONE]"}
 	}
-	// An index-keyed accumulator puts each call at its index (a call held
-	// for its name goes out after a later one): the indexes must be 0, 1, …
-	calls := make([]quirkcorpus.Call, len(g.calls))
-	for k, idx := range g.order {
-		if idx >= len(calls) {
-			return clientView{err: fmt.Sprintf("client: call indexes %v are not 0, 1, …", g.order)}
-		}
-		calls[idx] = g.calls[k]
-	}
-	g.calls = calls
 	return g
 }
 
@@ -226,12 +216,11 @@ func (g *clientView) fragment(f map[string]any, byIndex map[int]int) string {
 	if !seen {
 		id, _ := f["id"].(string)
 		name, _ := fn["name"].(string)
-		if id == "" || name == "" || f["type"] != "function" {
-			return fmt.Sprintf("a call's first fragment without its id, name and type: %v", f)
+		if id == "" || name == "" || f["type"] != "function" || int(idx) != len(g.calls) {
+			return fmt.Sprintf("a call's first fragment without its id, name and type, or out of order: %v", f)
 		}
 		byIndex[int(idx)] = len(g.calls)
 		g.calls = append(g.calls, quirkcorpus.Call{ID: id, Name: name, Arguments: args})
-		g.order = append(g.order, int(idx))
 		return ""
 	}
 	if f["id"] != nil || f["type"] != nil || fn["name"] != nil {

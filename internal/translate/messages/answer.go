@@ -71,6 +71,14 @@ func stopReason(finish string) string {
 // stop reason and usage and message_stop — or, after a failure, one error
 // event and no message_stop. It is created per response and is not safe
 // for concurrent use.
+//
+// A Messages stream has one block open at a time, and a chat stream's
+// parallel calls may interleave (docs/quirks.md A43): a call that starts
+// while another call's block is open is held — its arguments gathered —
+// and sent whole, as a block of its own, once that block ends (at the
+// next text, thinking or other block, or at the end). The open call's
+// arguments stream as they come; no client runs a tool before
+// message_stop.
 type Stream struct {
 	meta    Meta
 	sink    EventSink
@@ -78,8 +86,16 @@ type Stream struct {
 	index   int    // the open block's index, -1 when none is open
 	kind    string // the open block's type
 	calls   map[int]int
+	held    []heldCall // calls waiting for the open tool_use block to end, in order
 	tally   translate.Tally
 	ended   bool
+}
+
+// heldCall is a call that started while another's block was open.
+type heldCall struct {
+	chat     int // its chat index
+	id, name string
+	args     []byte
 }
 
 // NewStream returns a Stream writing to sink.
@@ -191,23 +207,47 @@ func (s *Stream) thought(d map[string]json.RawMessage) error {
 }
 
 // call writes one tool-call fragment: the first (with its id and name)
-// opens a tool_use block; arguments are input_json_delta.
+// opens a tool_use block — or, while another call's block is open, is
+// held with the call's later fragments; arguments are input_json_delta.
 func (s *Stream) call(k int, id, name, args string) error {
+	if h := s.heldCall(k); h != nil {
+		h.args = append(h.args, args...)
+		return nil
+	}
 	if _, open := s.calls[k]; !open {
 		if id == "" || name == "" {
 			return &wire.ProtocolError{Index: k, Msg: "a tool call reached the Messages translation without its id and name"}
+		}
+		if s.kind == "tool_use" {
+			s.held = append(s.held, heldCall{chat: k, id: id, name: name, args: []byte(args)})
+			return nil
 		}
 		if err := s.open("tool_use", map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{}}); err != nil {
 			return err
 		}
 		s.calls[k] = s.index
-	} else if s.calls[k] != s.index {
-		return &wire.ProtocolError{Index: k, Msg: "a tool call's fragments were interleaved with another block's"}
+	} else if s.calls[k] != s.index || s.kind != "tool_use" {
+		return &wire.ProtocolError{Index: k, Msg: "a tool call's fragments came after its block had ended (text or another block between them)"}
 	}
+	return s.inputDelta(args)
+}
+
+// inputDelta writes a piece of the open tool_use block's input.
+func (s *Stream) inputDelta(args string) error {
 	if args == "" {
 		return nil
 	}
 	return s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]string{"type": "input_json_delta", "partial_json": args}})
+}
+
+// heldCall is the held call of chat index k, or nil.
+func (s *Stream) heldCall(k int) *heldCall {
+	for i := range s.held {
+		if s.held[i].chat == k {
+			return &s.held[i]
+		}
+	}
+	return nil
 }
 
 // open starts a block of kind unless one is open already (a tool_use
@@ -224,12 +264,33 @@ func (s *Stream) open(kind string, start map[string]any) error {
 	return s.event("content_block_start", map[string]any{"index": s.index, "content_block": start})
 }
 
+// closeBlock ends the open block; after a tool_use block, the calls held
+// while it was open follow, each whole.
 func (s *Stream) closeBlock() error {
 	if s.kind == "" {
 		return nil
 	}
 	s.kind = ""
-	return s.event("content_block_stop", map[string]any{"index": s.index})
+	if err := s.event("content_block_stop", map[string]any{"index": s.index}); err != nil {
+		return err
+	}
+	held := s.held
+	s.held = nil
+	for i := range held {
+		h := &held[i]
+		s.index++
+		s.calls[h.chat] = s.index
+		if err := s.event("content_block_start", map[string]any{"index": s.index, "content_block": map[string]any{"type": "tool_use", "id": h.id, "name": h.name, "input": map[string]any{}}}); err != nil {
+			return err
+		}
+		if err := s.inputDelta(string(h.args)); err != nil {
+			return err
+		}
+		if err := s.event("content_block_stop", map[string]any{"index": s.index}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Committed reports whether anything reached the client.

@@ -48,7 +48,9 @@
 // The answer: message_start and a ping, then one block per run of
 // reasoning (a thinking block), text, or each tool call (a tool_use block
 // opened only with the call's id and name, its arguments as
-// input_json_delta), then message_delta with the stop reason (tool_calls
+// input_json_delta; a call that starts while another call's block is
+// open — parallel calls interleaved, docs/quirks.md A43 — goes whole,
+// right after that block), then message_delta with the stop reason (tool_calls
 // → tool_use, length → max_tokens, stop → end_turn, content_filter →
 // refusal) and the usage (input_tokens without the cached ones,
 // cache_read_input_tokens, output_tokens), and message_stop. A failure
