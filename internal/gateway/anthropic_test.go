@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -208,5 +209,44 @@ func TestAnthropicUnthoughtFinalTurn(t *testing.T) {
 	}
 	if gatewaytest.WithField(e.WaitAccess(t, 1), "reasoning", "off") == nil {
 		t.Errorf("no access line with reasoning off: %v", e.Access())
+	}
+}
+
+// A call nothing answered reaches an Anthropic upstream sealed as a failed
+// result — the seal's sentence with is_error: true, as Anthropic marks a
+// tool that failed or was interrupted — whether a Messages client or a chat
+// client sent the transcript (docs/spec.md §1.4, §9; docs/quirks.md C09);
+// a chat completions upstream gets the seal's JSON content, without
+// is_error (the scope guard).
+func TestSealedResultToAnthropic(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+  - {name: openai, url: "UPSTREAM_URL/v1"}
+routes:
+  - {name: chat, model: "sim-*", upstream: openai}
+  - {name: claude, model: "*", upstream: claude}
+`)
+	sealed := `{"type":"tool_result","tool_use_id":"toolu_1","content":"This tool call was never completed — the session was reloaded or the history was trimmed.","is_error":true}`
+	messages := `{"model":"claude-text","max_tokens":1024,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[` +
+		`{"role":"user","content":"weather?"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},` +
+		`{"role":"user","content":"never mind"}]}`
+	chat := `{"model":"%s","tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"messages":[` +
+		`{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+		`{"role":"user","content":"never mind"}]}`
+	for _, tc := range []struct{ name, path, body, want, not string }{
+		{"Messages client", "/v1/messages", messages, sealed, ""},
+		{"chat client", "/v1/chat/completions", fmt.Sprintf(chat, "claude-text"), sealed, ""},
+		{"chat client, chat upstream", "/v1/chat/completions", fmt.Sprintf(chat, "sim-text"),
+			`{"role":"tool","content":"{\"success\":false,\"error\":\"This tool call was never completed — the session was reloaded or the history was trimmed.\"}","tool_call_id":"toolu_1"}`, "is_error"},
+	} {
+		resp, b := e.Do(t, http.MethodPost, tc.path, tc.body)
+		sent := string(s.LastRequest())
+		if resp.StatusCode != 200 || resp.Header.Get("X-Toolgate-Repair") != "sealed=1; dropped=0; moved=0" {
+			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, b)
+		}
+		if !strings.Contains(sent, tc.want) || tc.not != "" && strings.Contains(sent, tc.not) {
+			t.Errorf("%s: the upstream got\n%s\nwant it to hold\n%s", tc.name, sent, tc.want)
+		}
 	}
 }

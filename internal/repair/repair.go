@@ -248,11 +248,11 @@ func appendCalls(dst []*wire.ToolCall, m *wire.Message) []*wire.ToolCall {
 
 // seal is the failed result for a call nothing answered (docs/spec.md §1.4).
 func seal(c *wire.ToolCall) wire.Message {
-	content := reloadedContent
+	content, sentence := reloadedContent, SealReloaded
 	if cutOff(c) {
-		content = cutOffContent
+		content, sentence = cutOffContent, SealCutOff
 	}
-	return wire.Message{Role: "tool", ToolCallID: c.ID, Content: content}
+	return wire.Message{Role: "tool", ToolCallID: c.ID, Content: content, Seal: sentence}
 }
 
 // cutOff reports whether a call's arguments are a non-empty text that does

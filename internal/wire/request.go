@@ -41,6 +41,11 @@ type Message struct {
 
 	// Raw is the message exactly as the client sent it, or nil.
 	Raw json.RawMessage `json:"-"`
+	// Seal, on a tool message the gateway made for a call nothing
+	// answered (repair's seal, docs/spec.md §1.4), is the sentence saying
+	// why; "" on every other message. A translator whose protocol marks a
+	// failed result (Anthropic's is_error) sends that sentence so marked.
+	Seal string `json:"-"`
 	// own: Raw holds a member named with OwnPrefix (DecodeRequest
 	// strips it).
 	own bool

@@ -218,8 +218,20 @@ func assistantBlocks(m wire.Message, i int, thinkingMember string) ([]json.RawMe
 	return out, nil
 }
 
-// toolResult turns a tool reply into a tool_result block.
+// toolResult turns a tool reply into a tool_result block; a seal (a
+// call nothing answered, docs/spec.md §1.4) is a failed result: its
+// sentence, with is_error, as Anthropic marks a result that failed or was
+// interrupted.
 func toolResult(m wire.Message, i int) ([]json.RawMessage, error) {
+	if m.Seal != "" {
+		b, _ := json.Marshal(struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+			Content   string `json:"content"`
+			IsError   bool   `json:"is_error"`
+		}{"tool_result", m.ToolCallID, m.Seal, true})
+		return []json.RawMessage{b}, nil
+	}
 	var content any = ""
 	var s string
 	if json.Unmarshal(m.Content, &s) == nil {
