@@ -126,7 +126,9 @@ func known(e, err error) (failure, bool) {
 		if e.Message != "" {
 			msg = fmt.Sprintf("The upstream %s reported an error: %s", e.Upstream, e.Message)
 		}
-		return failure{status: http.StatusBadGateway, body: wire.NewError("upstream_error", "upstream_stream_incomplete", "", msg),
+		body := wire.NewError("upstream_error", "upstream_stream_incomplete", "", msg)
+		body.Error.UpstreamType = e.Type
+		return failure{status: http.StatusBadGateway, body: body,
 			outcome: observe.OutcomeIncomplete, kind: "stream", attempt: "incomplete", retry: true, fallback: true}, true
 	}
 	return failure{}, false

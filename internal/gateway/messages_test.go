@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -403,6 +404,75 @@ routes:
 		if sent := string(s.LastRequest()); resp.StatusCode != 200 || !strings.Contains(sent, `"model":"`+tc.upstreamModel+`"`) || strings.Contains(sent, "toolgate_") ||
 			strings.Contains(sent, "service_tier") || strings.Contains(sent, "truncation") {
 			t.Errorf("%s to %s: %d %s (the upstream got %s)", tc.path, tc.upstreamModel, resp.StatusCode, b, sent)
+		}
+	}
+}
+
+// Anthropic's error types survive to a Messages client (docs/spec.md §8):
+// an error event in the middle of an Anthropic stream keeps its type, so
+// that Anthropic's Go SDK raises an *anthropic.Error of that type
+// (overloaded_error, rate_limit_error, api_error, invalid_request_error,
+// …); a whole answer's error has the type and status Anthropic gives it
+// (529 for overloaded_error) — but for the upstream refusing the
+// gateway's own credentials or billing, which is an api_error of the
+// gateway's (502), not the client key's. A chat completions upstream's
+// error object named invalid_request_error is not taken for the Messages
+// API's type (the scope guard): its client gets api_error.
+func TestMessagesErrorTypes(t *testing.T) {
+	e, _, c := messagesEnv(t)
+	for _, typ := range []string{"overloaded_error", "rate_limit_error", "api_error", "invalid_request_error", "timeout_error", "not_found_error"} {
+		_, err := streamMessage(t, c, anthropic.MessageNewParams{Model: anthropic.Model("claude-midstream-" + typ), MaxTokens: 1024, Messages: userText("hi")})
+		var ae *anthropic.Error
+		if !errors.As(err, &ae) || string(ae.Type()) != typ {
+			t.Errorf("mid-stream %s: the SDK raised %v", typ, err)
+		}
+	}
+	for _, tc := range []struct {
+		status     int
+		wantStatus int
+		typ        string
+	}{{400, 400, "invalid_request_error"}, {404, 404, "not_found_error"}, {413, 413, "request_too_large"}, {429, 429, "rate_limit_error"},
+		{500, 502, "api_error"}, {504, 504, "timeout_error"}, {529, 529, "overloaded_error"},
+		{401, 502, "api_error"}, {403, 502, "api_error"}, {402, 502, "api_error"}} {
+		_, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: anthropic.Model(fmt.Sprintf("claude-error-%d", tc.status)), MaxTokens: 1024, Messages: userText("hi")})
+		var ae *anthropic.Error
+		if !errors.As(err, &ae) || ae.StatusCode != tc.wantStatus || string(ae.Type()) != tc.typ {
+			t.Errorf("whole %d: the SDK raised %v, want %d %s", tc.status, err, tc.wantStatus, tc.typ)
+		}
+	}
+	body := `{"model":"sim-q-errorevent","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	if _, b := e.Do(t, http.MethodPost, "/v1/messages", body); !strings.Contains(b, `"type":"api_error"`) {
+		t.Errorf("a chat upstream's error event reached the Messages client as\n%s", b)
+	}
+	groq := strings.Replace(body, "sim-q-errorevent", "sim-q-toolusefailed", 1)
+	if _, b := e.Do(t, http.MethodPost, "/v1/messages", groq); !strings.Contains(b, `"type":"api_error"`) || !strings.Contains(b, "Failed to call a function") {
+		t.Errorf("a chat upstream's invalid_request_error mid-stream reached the Messages client as\n%s", b)
+	}
+}
+
+// Anthropic's TypeScript SDK raises its typed errors through the gateway:
+// OverloadedError for an overloaded upstream's whole answer (529), and,
+// for an error event in the middle of a stream, the APIError whose type
+// is the upstream's (the SDK raises a plain APIError for every stream
+// error event, typed by its type member).
+func TestNodeMessagesErrors(t *testing.T) {
+	e, _, _ := messagesEnv(t)
+	var got []struct {
+		Model, Class, Type   string
+		Status               int
+		Overloaded, APIError bool
+	}
+	models := []string{"claude-error-529", "claude-error-429", "claude-error-504", "claude-midstream:stream", "claude-midstream-rate_limit_error:stream", "claude-midstream-api_error:stream"}
+	runNodeScript(t, "messages-errors.mjs", &got, append([]string{"http://" + e.Addr}, models...)...)
+	want := map[string]string{"claude-error-529": "OverloadedError 529 overloaded_error", "claude-error-429": "RateLimitError 429 rate_limit_error",
+		"claude-error-504": "GatewayTimeoutError 504 timeout_error", "claude-midstream:stream": "APIError 0 overloaded_error",
+		"claude-midstream-rate_limit_error:stream": "APIError 0 rate_limit_error", "claude-midstream-api_error:stream": "APIError 0 api_error"}
+	if len(got) != len(models) {
+		t.Fatalf("the SDK read %d of %d", len(got), len(models))
+	}
+	for _, g := range got {
+		if s := fmt.Sprintf("%s %d %s", g.Class, g.Status, g.Type); s != want[g.Model] || !g.APIError || g.Overloaded != (g.Model == "claude-error-529") {
+			t.Errorf("%s: the SDK raised %s (OverloadedError %v, APIError %v), want %s", g.Model, s, g.Overloaded, g.APIError, want[g.Model])
 		}
 	}
 }

@@ -54,7 +54,7 @@ routes: [{model: "*", upstream: sim}]
 	unfixable := map[string]string{
 		"cutargs": "broke off", "negindex": "non-negative integer", "dupid": "already used",
 		"truncated": "cut off or garbled: Failed to parse arguments", "repeatargs": "cut off or garbled", "errorevent": "Provider returned error", "nonjson": "not a JSON object",
-		"placeholderid": "left without name",
+		"placeholderid": "left without name", "toolusefailed": "Failed to call a function",
 	}
 	// Markup leaked into content (A41) cannot be told from text: it passes
 	// as a text answer.

@@ -20,9 +20,11 @@ import (
 // when one is broken. The model name picks the script, as for chat
 // completions:
 //
-//	error-NNN  fails with status NNN (529: overloaded_error, 429: rate_limit_error with retry-after)
+//	error-NNN  fails with status NNN and the error type Anthropic documents for it (529:
+//	           overloaded_error, 429: rate_limit_error with retry-after, 504: timeout_error, …)
 //	cut        the stream (or body) is cut mid-way
-//	midstream  the stream sends an error event (overloaded_error) mid-way
+//	midstream  the stream sends an error event mid-way: overloaded_error, or the type the
+//	           model names after it (claude-midstream-rate_limit_error)
 //	parallel   two tool_use blocks (the first declared tool, Paris and Rome)
 //	toolloop   a tool_use block until the transcript has two tool results, then text
 //	tool       one tool_use block
@@ -141,7 +143,11 @@ func (s *Sim) messages(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("retry-after", "1")
 			anthropicError(w, 429, "rate_limit_error", "This request would exceed the rate limit for your organization.")
 		default:
-			anthropicError(w, status, "api_error", "Internal server error")
+			typ, ok := anthropicErrorTypes[status]
+			if !ok {
+				typ = "api_error"
+			}
+			anthropicError(w, status, typ, "Simulated "+typ)
 		}
 		return
 	}
@@ -244,8 +250,15 @@ func (s *Sim) anthropicStream(w http.ResponseWriter, r *http.Request, id string,
 		if strings.Contains(req.Model, "cut") && i == len(events)/2 {
 			panic(http.ErrAbortHandler) // the connection drops mid-stream
 		}
-		if strings.Contains(req.Model, "midstream") && i == len(events)/2 {
-			io.WriteString(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
+		if _, after, ok := strings.Cut(req.Model, "midstream"); ok && i == len(events)/2 {
+			typ, msg := "overloaded_error", "Overloaded"
+			for _, t := range anthropicErrorTypes {
+				if strings.HasPrefix(after, "-"+t) {
+					typ, msg = t, "Simulated "+t
+				}
+			}
+			b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+			io.WriteString(w, "event: error\ndata: "+string(b)+"\n\n")
 			return
 		}
 		if !s.send(w, r, i, s.opts.ChunkDelay, []byte(e)) {
@@ -253,6 +266,12 @@ func (s *Sim) anthropicStream(w http.ResponseWriter, r *http.Request, id string,
 		}
 	}
 }
+
+// anthropicErrorTypes are the error types Anthropic documents for its
+// statuses (https://docs.anthropic.com/en/api/errors).
+var anthropicErrorTypes = map[int]string{400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+	403: "permission_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+	500: "api_error", 504: "timeout_error", 529: "overloaded_error"}
 
 // countTokens answers count_tokens: a token per four bytes of the
 // request's messages, system and tools (max_tokens must not be sent).

@@ -96,6 +96,9 @@ var quirkScripts = map[string][]string{
 		finish("tool_calls")),
 	// A38: an error object mid-stream, then [DONE].
 	"errorevent": withDone(role, `data: {"error":{"message":"Provider returned error","code":502}}`+"\n\n"),
+	// C27: the model's own call failed the server's parser (Groq): an
+	// error object typed invalid_request_error instead of the call.
+	"toolusefailed": withDone(role, `data: {"error":{"message":"Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details.","type":"invalid_request_error","code":"tool_use_failed"}}`+"\n\n"),
 	// A39: a data payload that is not JSON.
 	"nonjson": withDone(role, "data: error: model not loaded\n\n"),
 	// A40: extra top-level fields, "error": null included.

@@ -119,6 +119,19 @@ func ToolCall(id, name, arguments string) json.RawMessage {
 	return b
 }
 
+// MessagesErrorType is an error type, in an error chunk (ErrorChunk) or
+// an IncompleteError, that a translator names in the Messages API's own
+// words (an Anthropic upstream's overloaded_error, rate_limit_error, …):
+// the Messages client API keeps such a type for its client, while every
+// other type an upstream names — an OpenAI-compatible server's
+// invalid_request_error among them — is not the Messages API's to keep
+// (messages.ErrorType). No client API writes the prefix.
+func MessagesErrorType(typ string) string { return MessagesErrorPrefix + typ }
+
+// MessagesErrorPrefix starts an error type named in the Messages API's
+// words (MessagesErrorType).
+const MessagesErrorPrefix = "messages:"
+
 // ErrorChunk is a chunk holding an error object, with which the
 // normalizer ends the stream.
 func ErrorChunk(message, typ string) []byte {

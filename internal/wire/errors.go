@@ -20,6 +20,12 @@ type ErrorDetail struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    *string `json:"code"`
+	// UpstreamType is the error type the upstream named in an error object
+	// it sent mid-response ([IncompleteError.Type]); never written in this
+	// shape. A client API whose errors a translator names in its own
+	// words keeps it (the Messages API: an Anthropic upstream's
+	// overloaded_error, see translate.MessagesErrorType).
+	UpstreamType string `json:"-"`
 }
 
 // NewError returns an ErrorBody; empty param or code become null.
@@ -38,6 +44,22 @@ func NewError(typ, code, param, message string) ErrorBody {
 func (e ErrorBody) JSON() []byte {
 	b, _ := json.Marshal(e) // only strings and string pointers: cannot fail
 	return b
+}
+
+// UpstreamType is the type an upstream's error body names
+// (error.type, a string: Anthropic's overloaded_error, OpenAI's
+// server_error), or "".
+func UpstreamType(body []byte) string {
+	var v struct {
+		Error struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"error"`
+	}
+	var typ string
+	if json.Unmarshal(body, &v) != nil || json.Unmarshal(v.Error.Type, &typ) != nil {
+		return ""
+	}
+	return Clip(typ)
 }
 
 // UpstreamMessage extracts a human-readable message from an upstream error

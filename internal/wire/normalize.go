@@ -229,9 +229,10 @@ func (n *Normalizer) Release() {
 // A38). It is never a success.
 type IncompleteError struct {
 	Upstream string
-	// Message is the upstream's own message when it sent an error object.
-	Message string
-	Err     error
+	// Message is the upstream's own message when it sent an error object,
+	// and Type the error type it named there ("" when none).
+	Message, Type string
+	Err           error
 }
 
 func (e *IncompleteError) Error() string {

@@ -203,5 +203,5 @@ func (n *Normalizer) errorObject(data []byte) error {
 	if msg == "" {
 		msg = "an unspecified error"
 	}
-	return &IncompleteError{Upstream: n.opts.Upstream, Message: Clip(msg), Err: errErrorObject}
+	return &IncompleteError{Upstream: n.opts.Upstream, Message: Clip(msg), Type: UpstreamType(data), Err: errErrorObject}
 }

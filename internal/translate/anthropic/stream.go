@@ -151,7 +151,7 @@ func (s *Stream) Event(data []byte) (chunks [][]byte, done bool, err error) {
 		if ev.Error != nil {
 			msg, typ = ev.Error.Message, ev.Error.Type
 		}
-		return [][]byte{translate.ErrorChunk(msg, typ)}, false, nil
+		return [][]byte{translate.ErrorChunk(msg, translate.MessagesErrorType(typ))}, false, nil
 	}
 	return nil, false, nil // ping, and events of later API versions
 }

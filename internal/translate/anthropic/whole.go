@@ -33,11 +33,12 @@ func Whole(b []byte, upstream string) (translate.Answer, error) {
 		Usage      usage  `json:"usage"`
 		Error      *struct {
 			Message string `json:"message"`
+			Type    string `json:"type"`
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil || m.Type != "message" {
 		if m.Error != nil {
-			return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: wire.Clip(m.Error.Message)}
+			return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: wire.Clip(m.Error.Message), Type: translate.MessagesErrorType(wire.Clip(m.Error.Type))}
 		}
 		return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: "the response is not an anthropic message"}
 	}

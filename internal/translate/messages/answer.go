@@ -333,9 +333,22 @@ func ErrorBody(status int, body wire.ErrorBody) []byte {
 	return b
 }
 
+// errorTypes are the Messages API's error types
+// (https://docs.anthropic.com/en/api/errors).
+var errorTypes = map[string]bool{"invalid_request_error": true, "authentication_error": true, "billing_error": true,
+	"permission_error": true, "not_found_error": true, "request_too_large": true, "rate_limit_error": true,
+	"api_error": true, "timeout_error": true, "overloaded_error": true}
+
 // ErrorType is the Messages API's error type for a status (0 after a
-// stream started: the body's code says).
+// stream started: the body's code says): the upstream's own when a
+// translator named it in the Messages API's words (an Anthropic
+// upstream's overloaded_error mid-stream stays overloaded_error,
+// translate.MessagesErrorType), else the one the status or the gateway's
+// code means.
 func ErrorType(status int, body wire.ErrorBody) string {
+	if typ, ok := strings.CutPrefix(body.Error.UpstreamType, translate.MessagesErrorPrefix); ok && errorTypes[typ] {
+		return typ
+	}
 	code := ""
 	if body.Error.Code != nil {
 		code = *body.Error.Code
@@ -357,6 +370,8 @@ func ErrorType(status int, body wire.ErrorBody) string {
 		return "rate_limit_error"
 	case status == 503 || status == 529:
 		return "overloaded_error"
+	case status == 504:
+		return "timeout_error"
 	case status >= 400 && status < 500:
 		return "invalid_request_error"
 	}
