@@ -42,9 +42,11 @@ type exchange struct {
 	// only the edges read them).
 	resp *responsesCall
 	msg  *messagesCall
-	// keepOwn: the chat body is the inbound translator's, which set the
-	// gateway's own members (it is decoded keeping them).
-	keepOwn bool
+	// edge is the client API the request is translated from (resp or
+	// msg), nil for chat completions; translations are its request as
+	// each shape of route takes it, req the first's.
+	edge         edge
+	translations []translation
 	// released: a stream committed and let go of req; nothing may be
 	// tried again.
 	released bool
@@ -64,10 +66,10 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	g.handle(w, r, rec, nil)
 }
 
-// inbound translates a request of another client API into the chat
-// completions request the path serves, noting what the answer's
-// translation needs in x.
-type inbound func(x *exchange, body []byte) ([]byte, error)
+// inbound decodes a request of another client API into x.edge (and what
+// the answer's translation needs) and returns the plan of the route its
+// model matches, for which it is translated first.
+type inbound func(x *exchange, body []byte) (*plan, error)
 
 // handle serves one request of a client API whose inbound translator
 // is in (nil: chat completions, as it is).
@@ -102,19 +104,7 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 	if err != nil {
 		return nil, err
 	}
-	if in != nil {
-		if body, err = in(x, body); err != nil {
-			return nil, err
-		}
-	}
-	decode := wire.DecodeRequest
-	if x.keepOwn {
-		decode = wire.DecodeTranslated
-	}
-	if x.req, err = decode(body); err != nil {
-		return nil, err
-	}
-	if err := x.req.CheckNumbers(); err != nil {
+	if err := x.decode(body, in); err != nil {
 		return nil, err
 	}
 	rec.Stream = x.req.Stream
@@ -132,6 +122,25 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 	}
 	x.plan = g.plans[route.Name]
 	return x, nil
+}
+
+// decode reads the request: a chat request as it is, another client
+// API's through in, then translated for its route's upstream.
+func (x *exchange) decode(body []byte, in inbound) error {
+	if in == nil {
+		var err error
+		if x.req, err = wire.DecodeRequest(body); err != nil {
+			return err
+		}
+		return x.req.CheckNumbers()
+	}
+	p, err := in(x, body)
+	if err != nil {
+		return err
+	}
+	t, err := x.requestFor(p)
+	x.req = t.req
+	return err
 }
 
 // noteRequest records, for the trace, what the client asked (model,
@@ -165,14 +174,16 @@ func (g *Gateway) noteRequest(x *exchange) {
 // write.
 func (g *Gateway) serve(x *exchange) error {
 	p := x.plan
+	var failed error
 	for i := 0; ; i++ {
 		last := i == len(x.plan.fallbacks)
 		err := g.deploy(x, p, !last)
 		if err == nil {
 			return nil
 		}
+		failed = moveOn(failed, err)
 		if last || x.released || !classify(err).fallback || x.r.Context().Err() != nil {
-			return err
+			return failed
 		}
 		next := x.plan.fallbacks[i]
 		g.log.Debug("falling back", zap.String("request_id", x.rec.RequestID), zap.String("from", p.name), zap.String("to", next.name), zap.Error(err))
@@ -185,7 +196,11 @@ func (g *Gateway) serve(x *exchange) error {
 // attempts. hasFallback says a failure of the upstream's is returned
 // unwritten, for the next route to try.
 func (g *Gateway) route(x *exchange, p *plan, hasFallback bool) error {
-	pr, err := g.prepare(x, p)
+	base, err := x.requestFor(p)
+	if err != nil {
+		return &RefusedError{Route: p.name, Upstream: p.upstream.name, Protocol: p.upstream.protocol, Err: err}
+	}
+	pr, err := g.prepare(x, p, base)
 	if err != nil {
 		return err
 	}

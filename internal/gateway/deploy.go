@@ -73,10 +73,10 @@ func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool) error {
 		if err == nil {
 			return nil
 		}
-		last = err
+		last = moveOn(last, err)
 		g.coolDown(x, p, d, err)
 		if x.released || !classify(err).fallback || x.r.Context().Err() != nil {
-			return err
+			return last
 		}
 	}
 	return last

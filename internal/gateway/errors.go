@@ -117,6 +117,8 @@ func known(e, err error) (failure, bool) {
 		return f, true
 	case *upstream.Error:
 		return upstreamFailure(e, err), true
+	case *RefusedError, *PassedOverError:
+		return passedOverFailure(e), true
 	case *policy.ViolationError:
 		status, body := http.StatusBadGateway, wire.NewError("upstream_error", "completion_policy_violation", "",
 			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", e.Upstream, e.Msg))
@@ -132,6 +134,27 @@ func known(e, err error) (failure, bool) {
 			outcome: observe.OutcomeIncomplete, kind: "stream", attempt: "incomplete", retry: true, fallback: true}, true
 	}
 	return failure{}, false
+}
+
+// passedOverFailure classifies a route that could not take the request
+// (another deployment or route may: a refusal falls back), and an
+// upstream's failure after which routes were passed over (the failure,
+// saying which member stopped each).
+func passedOverFailure(err error) failure {
+	if e, ok := err.(*RefusedError); ok {
+		f := classify(e.Err)
+		f.body.Error.Message = fmt.Sprintf("The request cannot go to route %s, whose upstream %s speaks %s: %s", e.Route, e.Upstream, e.Protocol, f.body.Error.Message)
+		f.fallback = true
+		return f
+	}
+	e := err.(*PassedOverError)
+	f := classify(e.Err)
+	var notes []string
+	for _, r := range e.Refused {
+		notes = append(notes, fmt.Sprintf("route %s (upstream %s speaks %s): %s", r.Route, r.Upstream, r.Protocol, classify(r.Err).body.Error.Message))
+	}
+	f.body.Error.Message += " No other route could take the request: " + strings.Join(notes, "; ")
+	return f
 }
 
 // client is a failure of the request itself: answered at once, tried

@@ -67,6 +67,9 @@ func TestClassify(t *testing.T) {
 		{"upstream: 400", upErr(upstream.KindStatus, 400), 400, "", observe.OutcomeUpstream, "status_4xx", false, false, "", ""},
 		{"violation", &policy.ViolationError{Upstream: "u", Msg: "m"}, 502, "completion_policy_violation", observe.OutcomeViolation, "violation", true, true, "", ""},
 		{"incomplete", &wire.IncompleteError{Upstream: "u", Err: errors.New("cut")}, 502, "upstream_stream_incomplete", observe.OutcomeIncomplete, "incomplete", true, true, "", ""},
+		{"refused by a later route", &RefusedError{Route: "r", Upstream: "u", Err: &wire.ParamError{Param: "tools.0.type", Msg: "m", Unsupported: true}}, 400, "unsupported_parameter", "", "", false, true, "", ""},
+		{"passed over", &PassedOverError{Err: upErr(upstream.KindStatus, 529), Refused: []*RefusedError{{Route: "r", Upstream: "u", Err: &wire.ParamError{Param: "tools.0.type", Msg: "m"}}}},
+			503, "upstream_unavailable", observe.OutcomeUpstream, "status_5xx", true, true, "status_5xx", ""},
 		{"unknown", errors.New("boom"), 500, "internal_error", "", "incomplete", false, false, "", ""},
 	} {
 		for _, err := range []error{tc.err, fmt.Errorf("wrapped: %w", tc.err)} {

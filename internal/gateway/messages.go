@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,9 +17,13 @@ import (
 )
 
 // messagesCall is a Messages API request on its way through the chat
-// path: what its answer repeats.
+// path: the request, decoded once, and what its answer repeats. It is the
+// exchange's edge: translated for each route's upstream.
 type messagesCall struct {
 	meta messages.Meta
+	req  *messages.Request
+	// betas are the anthropic-beta values the client sent.
+	betas []string
 }
 
 // clientAPI is the API a request's client speaks, for the shape of its
@@ -39,34 +44,49 @@ func (g *Gateway) createMessage(w http.ResponseWriter, r *http.Request, rec *obs
 	g.handle(w, speaksMessages(r), rec, g.fromMessages)
 }
 
-// fromMessages is the Messages API's inbound translator.
-func (g *Gateway) fromMessages(x *exchange, body []byte) ([]byte, error) {
+// fromMessages is the Messages API's inbound decoder: the request, and
+// the plan of the route its model matches.
+func (g *Gateway) fromMessages(x *exchange, body []byte) (*plan, error) {
 	req, err := messages.Decode(body, false)
 	if err != nil {
 		return nil, err
 	}
-	p, err := g.messagesPlan(x.r, req.Model)
+	route, ok := g.cfg.Match(req.Model)
+	if !ok {
+		return nil, &RouteError{Model: req.Model}
+	}
+	x.msg = &messagesCall{meta: messages.Meta{ID: messages.NewID(), Model: req.Model}, req: req, betas: x.r.Header.Values("Anthropic-Beta")}
+	x.edge = x.msg
+	return g.plans[route.Name], nil
+}
+
+// metaFor is what the answer from route p repeats: the member that
+// route's normalizer gives reasoning in.
+func (m *messagesCall) metaFor(p *plan) messages.Meta {
+	meta := m.meta
+	meta.ReasoningField = cmp.Or(p.reasoningOut, "reasoning_content")
+	return meta
+}
+
+func (m *messagesCall) shape(p *plan) edgeShape {
+	return edgeShape{protocol: p.upstream.protocol, field: backField(p)}
+}
+
+// chat translates the request for route p's upstream: to an Anthropic
+// upstream block for block, to another protocol what the chat model
+// says (thinking as a reasoning level, cache_control dropped, server
+// tools and Anthropic-only betas refused).
+func (m *messagesCall) chat(p *plan) (edgeChat, error) {
+	if err := checkBetas(m.betas, p.upstream); err != nil {
+		return edgeChat{}, err
+	}
+	t, err := m.req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember})
 	if err != nil {
-		return nil, err
+		return edgeChat{}, err
 	}
-	field := p.reasoningOut
-	if field == "" {
-		field = "reasoning_content"
-	}
-	x.msg = &messagesCall{meta: messages.Meta{ID: messages.NewID(), Model: req.Model, ReasoningField: field}}
-	back := p.upstream.field
-	if strings.HasPrefix(back, wire.OwnPrefix) {
-		back = "" // an upstream of another protocol: its state goes in the carried member
-	}
-	t, err := req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: back, CarriedMember: carriedMember})
-	if err != nil {
-		return nil, err
-	}
-	x.keepOwn = true // the thinking blocks the client sent back, in the carried member
-	if t.DroppedCacheControl > 0 {
-		x.rec.Repairs = append(x.rec.Repairs, observe.Count{Name: "dropped_cache_control", N: t.DroppedCacheControl})
-	}
-	return t.Chat, nil
+	// The thinking blocks the client sent back go in the carried member:
+	// always decoded keeping the gateway's own members.
+	return edgeChat{body: t.Chat, keepOwn: true, droppedCache: t.DroppedCacheControl}, nil
 }
 
 // messagesPlan is the plan of the route a Messages request's model
@@ -77,14 +97,23 @@ func (g *Gateway) messagesPlan(r *http.Request, model string) (*plan, error) {
 		return nil, &RouteError{Model: model}
 	}
 	p := g.plans[route.Name]
-	if p.upstream.protocol != translate.Anthropic {
-		for beta := range strings.SplitSeq(r.Header.Get("anthropic-beta"), ",") {
+	return p, checkBetas(r.Header.Values("Anthropic-Beta"), p.upstream)
+}
+
+// checkBetas refuses a beta only Anthropic honours on an upstream of
+// another protocol.
+func checkBetas(values []string, up *upstreamPlan) error {
+	if up.protocol == translate.Anthropic {
+		return nil
+	}
+	for _, v := range values {
+		for beta := range strings.SplitSeq(v, ",") {
 			if beta = strings.TrimSpace(beta); beta != "" && !ignorableBeta(beta) {
-				return nil, &wire.ParamError{Param: "anthropic-beta", Msg: fmt.Sprintf("the beta %q needs an Anthropic upstream, and this route's upstream %s speaks %s", wire.Clip(beta), p.upstream.name, p.upstream.protocol), Unsupported: true}
+				return &wire.ParamError{Param: "anthropic-beta", Msg: fmt.Sprintf("the beta %q needs an Anthropic upstream, and this route's upstream %s speaks %s", wire.Clip(beta), up.name, up.protocol), Unsupported: true}
 			}
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // ignorableBeta reports a beta whose absence changes nothing a client

@@ -476,3 +476,74 @@ func TestNodeMessagesErrors(t *testing.T) {
 		}
 	}
 }
+
+// Each attempt's request is built for the protocol it goes to
+// (docs/spec.md §8, §9): a Messages request with thinking, cache_control
+// and top_k whose Anthropic route fails reaches the chat completions
+// fallback with none of them (the cache marks dropped and counted), and
+// reaches a chat completions deployment of the same route the same way;
+// one with a server tool, or a beta only Anthropic honours, is not sent to
+// a chat completions fallback at all: the client gets the Anthropic
+// upstream's failure (an overload stays overloaded_error, 529), its
+// message naming the member that stopped the fallback. A Responses request
+// with a hosted tool falling back from a Responses upstream likewise. The
+// scope guard: with no fallback, the server tool goes to Anthropic.
+func TestTranslatedPerAttempt(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+  - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
+  - {name: sim, url: "UPSTREAM_URL/v1"}
+  - {name: gone, protocol: anthropic, url: "http://127.0.0.1:1/v1"}
+routes:
+  - {name: claude, model: "claude-error-529", upstream: claude, fallbacks: [chat]}
+  - {name: mixed, model: "mixed", upstream_model: "sim-text", upstreams: [{name: gone, weight: 1}, {name: sim, weight: 0}]}
+  - {name: oai, model: "oai-error-500", upstream: oai, fallbacks: [chat]}
+  - {name: chat, model: "fallback-chat", upstream: sim, upstream_model: "sim-text"}
+  - {name: direct, model: "claude-search", upstream: claude}
+`)
+	c := anthropic.NewClient(aoption.WithBaseURL("http://"+e.Addr+"/"), aoption.WithAPIKey("k"), aoption.WithMaxRetries(0))
+	rich := func(model, tools string) string {
+		return `{"model":"` + model + `","max_tokens":4096,"top_k":5,"thinking":{"type":"enabled","budget_tokens":2048},` +
+			`"system":[{"type":"text","text":"be brief","cache_control":{"type":"ephemeral"}}],"tools":[` + tools + `],` +
+			`"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`
+	}
+	client := `{"name":"get_weather","input_schema":{"type":"object"}}`
+	for _, model := range []string{"claude-error-529", "mixed"} {
+		resp, b := e.Do(t, http.MethodPost, "/v1/messages", rich(model, client))
+		sent := string(s.LastRequest())
+		if resp.StatusCode != 200 || !strings.Contains(sent, `"model":"`) || strings.Contains(sent, "cache_control") || strings.Contains(sent, "thinking") ||
+			strings.Contains(sent, "top_k") || strings.Contains(sent, "toolgate_") || strings.Contains(sent, `"system":`) {
+			t.Errorf("%s: %d %s (the chat upstream got %s)", model, resp.StatusCode, b, sent)
+		}
+	}
+	for _, route := range []string{"chat", "mixed"} {
+		if n := e.Metric(t, "toolgate_repairs_total", map[string]string{"route": route, "action": "dropped_cache_control"}); n != 2 {
+			t.Errorf("dropped_cache_control counted %v times on route %s, want 2", n, route)
+		}
+	}
+	before := s.Requests()
+	search := `{"type":"web_search_20250305","name":"web_search","max_uses":2}`
+	_, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-error-529", MaxTokens: 1024, Messages: userText("news?"),
+		Tools: []anthropic.ToolUnionParam{{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{MaxUses: anthropic.Int(2)}}}})
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 529 || string(ae.Type()) != "overloaded_error" || !strings.Contains(ae.Error(), "web_search_20250305") ||
+		!strings.Contains(ae.Error(), "route chat") || s.Requests()-before != 1 {
+		t.Errorf("a server tool falling back: %v, after %d upstream requests", err, s.Requests()-before)
+	}
+	_, err = c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-error-529", MaxTokens: 1024, Messages: userText("hi")},
+		aoption.WithHeader("anthropic-beta", "computer-use-2025-01-24"))
+	if !errors.As(err, &ae) || ae.StatusCode != 529 || !strings.Contains(ae.Error(), "computer-use-2025-01-24") {
+		t.Errorf("an Anthropic-only beta falling back: %v", err)
+	}
+	before = s.Requests()
+	body := `{"model":"oai-error-500","input":"find it","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`
+	resp, b := e.Do(t, http.MethodPost, "/v1/responses", body)
+	if resp.StatusCode != 502 || !strings.Contains(b, "file_search") || !strings.Contains(b, "route chat") || s.Requests()-before != 1 {
+		t.Errorf("a hosted tool falling back: %d %s, after %d upstream requests", resp.StatusCode, b, s.Requests()-before)
+	}
+	resp, b = e.Do(t, http.MethodPost, "/v1/messages", `{"model":"claude-search","max_tokens":1024,"tools":[`+search+`],"messages":[{"role":"user","content":"news?"}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(string(s.LastRequest()), `"web_search_20250305"`) {
+		t.Errorf("a server tool without a fallback: %d %s", resp.StatusCode, b)
+	}
+}

@@ -35,19 +35,21 @@ type prepared struct {
 	// translated: the request is an inbound translator's, with the
 	// gateway's own members for an upstream of another protocol.
 	translated bool
-	report     repair.Report
-	fixes      repair.ToolCallFixes
-	restored   policy.Restored
-	level      policy.Level
+	// droppedCache counts cache_control marks the translation left out.
+	droppedCache int
+	report       repair.Report
+	fixes        repair.ToolCallFixes
+	restored     policy.Restored
+	level        policy.Level
 }
 
-// prepare derives the request to send on route p from the client's:
-// budgets (trimming before repair, so repair seals what trimming broke),
-// request normalizations and repair, the completion policy's reading,
-// the output limit, restored reasoning, the reasoning level, usage asked
-// for. A refusal is returned, nothing sent.
-func (g *Gateway) prepare(x *exchange, p *plan) (*prepared, error) {
-	pr := &prepared{plan: p, req: x.req.Derive(), limits: p.limits, translated: x.keepOwn}
+// prepare derives the request to send on route p from the client's (as
+// the route takes it, base): budgets (trimming before repair, so repair
+// seals what trimming broke), request normalizations and repair, the
+// completion policy's reading, the output limit, restored reasoning, the
+// reasoning level, usage asked for. A refusal is returned, nothing sent.
+func (g *Gateway) prepare(x *exchange, p *plan, base translation) (*prepared, error) {
+	pr := &prepared{plan: p, req: base.req.Derive(), limits: p.limits, translated: base.keepOwn, droppedCache: base.droppedCache}
 	if x.key != nil {
 		pr.limits = budget.Stricter(pr.limits, g.keyPlans[x.key.Name].limits)
 	}
@@ -224,6 +226,9 @@ func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 	}
 	if pr.droppedEmpty > 0 {
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_empty_turn", N: pr.droppedEmpty})
+	}
+	if pr.droppedCache > 0 {
+		rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_cache_control", N: pr.droppedCache})
 	}
 	if f := pr.fixes; f.Any() {
 		rec.Normalize = f.Header()

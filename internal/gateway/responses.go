@@ -1,11 +1,11 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -20,11 +20,14 @@ import (
 
 // responsesCall is a Responses API request on its way through the chat
 // path: the request, the conversation items it sent (a previous
-// response's, then its own), and what its response object repeats.
+// response's, then its own), the previous response as an upstream that
+// keeps it knows it, and what its response object repeats. It is the
+// exchange's edge: translated for each route's upstream.
 type responsesCall struct {
-	req   *responses.Request
-	items []json.RawMessage
-	meta  responses.Meta
+	req      *responses.Request
+	items    []json.RawMessage
+	previous *responses.Previous
+	meta     responses.Meta
 }
 
 // StoredResponseError is a stored response that cannot be used: none are
@@ -69,8 +72,10 @@ func (g *Gateway) createResponse(w http.ResponseWriter, r *http.Request, rec *ob
 	g.handle(w, r, rec, g.fromResponses)
 }
 
-// fromResponses is the Responses API's inbound translator.
-func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
+// fromResponses is the Responses API's inbound decoder: the request with
+// the previous response's items in front, and the plan of the route its
+// model matches.
+func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 	req, err := responses.Decode(body)
 	if err != nil {
 		return nil, err
@@ -91,34 +96,6 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 	if !ok {
 		return nil, &RouteError{Model: req.Model}
 	}
-	p := g.plans[route.Name]
-	field := p.reasoningOut
-	if field == "" {
-		field = "reasoning_content"
-	}
-	x.resp = &responsesCall{req: req, items: items, meta: responses.Meta{
-		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, ReasoningField: field, Request: req,
-	}}
-	// Reasoning items' summaries go back in the upstream's own reasoning
-	// field; on an upstream whose field is the gateway's own (Anthropic's
-	// signed thinking blocks) they are dropped: only the store restores
-	// those.
-	back := p.upstream.field
-	if strings.HasPrefix(back, wire.OwnPrefix) {
-		back = ""
-	}
-	o := responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: back}
-	if p.upstream.protocol == translate.Responses {
-		// The items the client sends go to the upstream as they are, each
-		// kept with the chat message made from it; the encrypted reasoning
-		// items also in the carried member (for a turn repair changed).
-		o.CarriedMember, o.Keep, x.keepOwn = carriedMember, true, true
-		if p.upstreamPrevious {
-			// The upstream keeps the response continued: its id may go
-			// instead of the items it stands for.
-			o.Previous = previous
-		}
-	}
 	// Each request is within the limit, but a chain of previous responses
 	// grows the conversation: the request with the items put in front of
 	// it is held to the same bound (measured on the items, not on the
@@ -130,7 +107,51 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) ([]byte, error) {
 	if size > g.cfg.Server.MaxBodyBytes {
 		return nil, &IntakeError{Kind: IntakeTooLarge, Msg: fmt.Sprintf("the conversation, with its previous responses, is larger than this gateway accepts (server.max_body_bytes = %d); start a new one", g.cfg.Server.MaxBodyBytes)}
 	}
-	return req.Chat(items, o)
+	x.resp = &responsesCall{req: req, items: items, previous: previous, meta: responses.Meta{
+		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, Request: req,
+	}}
+	x.edge = x.resp
+	return g.plans[route.Name], nil
+}
+
+// metaFor is what the answer from route p repeats: the member that
+// route's normalizer gives reasoning in.
+func (c *responsesCall) metaFor(p *plan) responses.Meta {
+	meta := c.meta
+	meta.ReasoningField = cmp.Or(p.reasoningOut, "reasoning_content")
+	return meta
+}
+
+func (c *responsesCall) shape(p *plan) edgeShape {
+	s := edgeShape{protocol: p.upstream.protocol, field: backField(p), limitField: p.upstream.outputLimitField}
+	s.previous = p.upstream.protocol == translate.Responses && p.upstreamPrevious
+	return s
+}
+
+// chat translates the request for route p's upstream: to a Responses
+// upstream item for item (its hosted tools and items carried, a previous
+// response it keeps standing for the items it holds); to another
+// protocol what the chat model says, refusing what it has no slot for.
+func (c *responsesCall) chat(p *plan) (edgeChat, error) {
+	// Reasoning items' summaries go back in the upstream's own reasoning
+	// field; on an upstream whose field is the gateway's own (Anthropic's
+	// signed thinking blocks) they are dropped: only the store restores
+	// those.
+	o := responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: backField(p)}
+	keep := p.upstream.protocol == translate.Responses
+	if keep {
+		// The items the client sends go to the upstream as they are, each
+		// kept with the chat message made from it; the encrypted reasoning
+		// items also in the carried member (for a turn repair changed).
+		o.CarriedMember, o.Keep = carriedMember, true
+		if p.upstreamPrevious {
+			// The upstream keeps the response continued: its id may go
+			// instead of the items it stands for.
+			o.Previous = c.previous
+		}
+	}
+	body, err := c.req.Chat(c.items, o)
+	return edgeChat{body: body, keepOwn: keep}, err
 }
 
 // loadResponse reads a stored response the caller's key made.

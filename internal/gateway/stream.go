@@ -62,10 +62,10 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	var enc *responses.Stream
 	switch {
 	case x.resp != nil:
-		enc = responses.NewStream(x.resp.meta, sse)
+		enc = responses.NewStream(x.resp.metaFor(t.plan), sse)
 		s.out = encodedOut{w: sse, enc: enc}
 	case x.msg != nil:
-		s.out = encodedOut{w: sse, enc: messages.NewStream(x.msg.meta, sse)}
+		s.out = encodedOut{w: sse, enc: messages.NewStream(x.msg.metaFor(t.plan), sse)}
 	default:
 		// A chat stream's [DONE] (or error event) leaves with the
 		// response's end, which follows at once (encodedOut flushes its
@@ -201,7 +201,7 @@ func (s *relay) lost(err error) {
 // then holds only what it needs to judge the answer.
 func (s *relay) release() {
 	s.t.judge.Detach()
-	s.x.req, s.x.released = nil, true
+	s.x.req, s.x.translations, s.x.released = nil, nil, true
 	s.t.req, s.t.body = nil, nil
 }
 

@@ -87,7 +87,7 @@ func (g *Gateway) clientAnswer(x *exchange, t *try, b, sent []byte, answer trans
 	up, store := t.plan.upstream, func() {}
 	switch {
 	case x.resp != nil:
-		meta := x.resp.meta
+		meta := x.resp.metaFor(t.plan)
 		if up.protocol == translate.Responses {
 			meta.Carried, meta.Upstream = answer.Carried, up.name // its reasoning items, for the client to send back
 			meta.Output = responses.OutputOf(sent)                // its items as it sent them
@@ -102,7 +102,7 @@ func (g *Gateway) clientAnswer(x *exchange, t *try, b, sent []byte, answer trans
 		}
 		return object, func() { g.storeResponse(x, object, output, kept) }, nil
 	case x.msg != nil:
-		meta := x.msg.meta
+		meta := x.msg.metaFor(t.plan)
 		if up.protocol == translate.Anthropic {
 			meta.Thoughts = answer.Carried // the signed blocks, for the client to send back as they are
 			meta.Content = messages.ContentOf(sent)

@@ -1,0 +1,170 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
+// edge is a client API other than chat completions (the Responses API,
+// the Messages API): its request, decoded once at the door, is translated
+// into the chat request the path serves for the upstream of each route it
+// is tried on — the route's own, another deployment's, a fallback's — so
+// that each attempt's request is built for the protocol it goes to: what
+// docs/spec.md §8 and §9 drop or refuse for that protocol is dropped
+// (counted) or refused there, and nothing of another protocol is sent
+// along (docs/design.md). Routes of one shape share one translation.
+type edge interface {
+	// shape is what the translation for route p depends on.
+	shape(p *plan) edgeShape
+	// chat translates the client's request for route p's upstream.
+	chat(p *plan) (edgeChat, error)
+}
+
+// edgeShape is what an edge's translation depends on: the upstream's
+// protocol, the member it takes reasoning back in, its output limit's
+// member, and whether a previous response it keeps may stand for the
+// conversation.
+type edgeShape struct {
+	protocol          translate.Protocol
+	field, limitField string
+	previous          bool
+}
+
+// edgeChat is a client's request translated for one shape.
+type edgeChat struct {
+	body []byte
+	// keepOwn: the body holds the gateway's own members, for the
+	// upstream's translator (it is decoded keeping them).
+	keepOwn bool
+	// droppedCache counts cache_control marks left out (a Messages request
+	// to another protocol).
+	droppedCache int
+}
+
+// translation is an edge request decoded for one shape (for a chat
+// client: the request as it came).
+type translation struct {
+	shape        edgeShape
+	req          *wire.ChatRequest
+	keepOwn      bool
+	droppedCache int
+}
+
+// requestFor is the client's request as route p takes it: a chat
+// client's as it came, an edge request's translation for p's upstream
+// (made once per shape, then kept for the request's other attempts).
+func (x *exchange) requestFor(p *plan) (translation, error) {
+	if x.edge == nil {
+		return translation{req: x.req}, nil
+	}
+	s := x.edge.shape(p)
+	for _, t := range x.translations {
+		if t.shape == s {
+			return t, nil
+		}
+	}
+	c, err := x.edge.chat(p)
+	if err != nil {
+		return translation{}, err
+	}
+	decode := wire.DecodeRequest
+	if c.keepOwn {
+		decode = wire.DecodeTranslated
+	}
+	req, err := decode(c.body)
+	if err != nil {
+		return translation{}, err
+	}
+	if err := req.CheckNumbers(); err != nil {
+		return translation{}, err
+	}
+	t := translation{shape: s, req: req, keepOwn: c.keepOwn, droppedCache: c.droppedCache}
+	x.translations = append(x.translations, t)
+	return t, nil
+}
+
+// backField is the member an upstream takes a turn's reasoning back in,
+// for a translation: "" when it is the gateway's own (an upstream of
+// another protocol, whose state goes in the carried member).
+func backField(p *plan) string {
+	if strings.HasPrefix(p.upstream.field, wire.OwnPrefix) {
+		return ""
+	}
+	return p.upstream.field
+}
+
+// RefusedError is a request a route other than its first (another
+// deployment, a fallback) cannot take in its upstream's protocol: the
+// translation for it refused a member (a server tool, a hosted tool, a
+// beta only Anthropic honours). The next deployment or route is tried.
+type RefusedError struct {
+	Route, Upstream string
+	Protocol        translate.Protocol
+	Err             error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("route %s (upstream %s, protocol %s) cannot take this request: %v", e.Route, e.Upstream, e.Protocol, e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// PassedOverError is an upstream's failure after which a deployment or
+// fallback route could not take the request (RefusedError): the client
+// is answered the failure, which says which member stopped each route
+// passed over.
+type PassedOverError struct {
+	Err     error
+	Refused []*RefusedError
+}
+
+func (e *PassedOverError) Error() string {
+	return fmt.Sprintf("%v; %s", e.Err, e.note())
+}
+
+func (e *PassedOverError) Unwrap() error { return e.Err }
+
+// note is the sentence the client's message gets: the routes passed over
+// and why.
+func (e *PassedOverError) note() string {
+	parts := make([]string, len(e.Refused))
+	for k, r := range e.Refused {
+		parts[k] = r.Error()
+	}
+	return "no other route could take the request: " + strings.Join(parts, "; ")
+}
+
+// moveOn is what a request that failed with prev (nil: nothing before)
+// and then with err on the next deployment or route has failed with: the
+// upstream's last failure, noting the routes that could not take the
+// request; a refusal itself only when nothing else was tried.
+func moveOn(prev, err error) error {
+	prevErr, refused := passedOver(prev)
+	last, more := passedOver(err)
+	refused = append(refused, more...)
+	if last == nil {
+		last = prevErr
+	}
+	switch {
+	case last == nil:
+		return refused[0]
+	case len(refused) == 0:
+		return last
+	}
+	return &PassedOverError{Err: last, Refused: refused}
+}
+
+// passedOver splits a failure into the upstream's and the routes passed
+// over.
+func passedOver(err error) (error, []*RefusedError) {
+	switch e := err.(type) {
+	case *PassedOverError:
+		return e.Err, e.Refused
+	case *RefusedError:
+		return nil, []*RefusedError{e}
+	}
+	return err, nil
+}
