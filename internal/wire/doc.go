@@ -108,4 +108,16 @@
 // the answer's choices, so a quirk is fixed the same way both ways.
 // testdata/normalize holds golden files, an upstream stream in and the
 // client's stream out, one per behaviour.
+//
+// # The conformance corpus
+//
+// testdata/quirks holds, for every answer quirk of docs/quirks.md, at
+// least two recorded answers in the shapes that quirk's upstreams give
+// them, each with what a client must end up with (its format:
+// internal/testing/quirkcorpus). TestQuirkCorpus reads each as a strict
+// client does after the full path, and requires every fast path — the
+// template, Run — to give the client the same bytes, under each option
+// that changes what is held or sent, read in any pieces; FuzzQuirkMoves
+// does the same for streams built from quirk moves (moves_test.go). A
+// fast path exists only beside that referee (docs/design.md).
 package wire

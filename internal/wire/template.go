@@ -53,6 +53,10 @@ type template struct {
 	fixes  Fixes       // the fixes the chunk applies
 	fixed  bool        // fixes has any
 	call   *collecting // argsTemplate: the call the arguments go to
+	// calls is how many calls the response had when the template last
+	// knew call to hold the index in its bytes (a new call may take it,
+	// docs/quirks.md A02).
+	calls int
 	// oneLine: the template's bytes, and what goes out, hold no newline
 	// (the chunk came as a single data line): Run may take a chunk that
 	// fits it straight from an event's one line, and frame what goes out
@@ -269,11 +273,15 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 		// no other call took that index since (docs/quirks.md A02: a new id
 		// at a reused index opens a new call, and the next fragments at that
 		// index are the new call's, in bytes the template's own fits).
-		up := m.upIndex
-		if up < 0 {
-			up = t.call.upIndex
+		// No call was opened since the template last checked that its call
+		// holds its index: still its call (a lookup a fragment spared).
+		up, c := m.upIndex, t.call
+		if up >= 0 || len(n.collector.calls) != t.calls {
+			if up < 0 {
+				up = t.call.upIndex
+			}
+			c = n.collector.byIdx[up]
 		}
-		c := n.collector.byIdx[up]
 		if c != t.call {
 			// Another call's fragment: the same to the full path when that
 			// call has gone out, and the full path sends it as the template
@@ -298,6 +306,7 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 		if c != t.call {
 			t.switchTo(c, up)
 		}
+		t.calls = len(n.collector.calls)
 	}
 	if t.fixed {
 		for k, d := range t.fixes {
@@ -387,7 +396,7 @@ func (n *Normalizer) noteTemplate(data, out []byte, before, after chunkState) {
 		if !oneElement(n.s.delta[0].value) {
 			return
 		}
-		v, n.tmpl.kind, n.tmpl.call = c.fn[0].value, argsTemplate, c.last
+		v, n.tmpl.kind, n.tmpl.call, n.tmpl.calls = c.fn[0].value, argsTemplate, c.last, len(c.calls)
 		n.tmpl.reordered = !canonicalFragment(n.s.delta[0].value, lookup(c.frag, "index"), v)
 	default:
 		return
