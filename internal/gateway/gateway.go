@@ -326,7 +326,11 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Recor
 // instrument runs h with a fresh access Record and a writer that counts
 // what it sends, recovers a panic (re-panicking http.ErrAbortHandler, and
 // writing a 500 only if nothing was sent yet), then emits the record once:
-// one access-log line and the metrics.
+// one access-log line and the metrics. A panic after something was sent
+// breaks the connection off once the record is out (http.ErrAbortHandler):
+// the client sees a cut response, never one that merely stops, as a
+// stream without its end marker would to an SDK that takes EOF for the
+// end.
 func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		cw := &countingWriter{ResponseWriter: w}
@@ -339,6 +343,7 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 		}
 		r, span := g.startSpan(r, rec)
 		defer func() {
+			broken := false
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
@@ -346,12 +351,18 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 				g.log.Error("panic serving request", zap.String("request_id", rec.RequestID),
 					zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 				rec.Panicked = true
+				broken = cw.wroteHeader
 				if !cw.wroteHeader {
 					status, body := internalError()
 					end(rec, ending{status: status, err: fmt.Errorf("panic: %v", p)})
 					writeErrorBody(cw, status, body)
 				}
 			}
+			defer func() {
+				if broken {
+					panic(http.ErrAbortHandler)
+				}
+			}()
 			rec.Duration = time.Since(rec.Start)
 			rec.BytesOut = cw.n
 			if rec.Status == 0 {
