@@ -142,8 +142,8 @@ func (e *PassedOverError) note() string {
 // upstream's last failure, noting the routes that could not take the
 // request; a refusal itself only when nothing else was tried.
 func moveOn(prev, err error) error {
-	prevErr, refused := passedOver(prev)
-	last, more := passedOver(err)
+	refused, prevErr := passedOver(prev)
+	more, last := passedOver(err)
 	refused = append(refused, more...)
 	if last == nil {
 		last = prevErr
@@ -157,14 +157,14 @@ func moveOn(prev, err error) error {
 	return &PassedOverError{Err: last, Refused: refused}
 }
 
-// passedOver splits a failure into the upstream's and the routes passed
-// over.
-func passedOver(err error) (error, []*RefusedError) {
+// passedOver splits a failure into the routes passed over and the
+// upstream's failure.
+func passedOver(err error) ([]*RefusedError, error) {
 	switch e := err.(type) {
 	case *PassedOverError:
-		return e.Err, e.Refused
+		return e.Refused, e.Err
 	case *RefusedError:
-		return nil, []*RefusedError{e}
+		return []*RefusedError{e}, nil
 	}
-	return err, nil
+	return nil, err
 }
