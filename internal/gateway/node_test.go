@@ -88,7 +88,11 @@ func runNodeScript(t *testing.T, script string, v any, args ...string) {
 	t.Helper()
 	dir, _ := filepath.Abs("../../clients/node")
 	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "ai")); err != nil || serr != nil {
+	_, serr := os.Stat(filepath.Join(dir, "node_modules", "ai"))
+	if _, aerr := os.Stat(filepath.Join(dir, "node_modules", "@anthropic-ai", "sdk")); serr == nil {
+		serr = aerr
+	}
+	if err != nil || serr != nil {
 		if os.Getenv("TOOLGATE_REQUIRE_NODE") != "" {
 			t.Fatalf("the Node client tests need node and `npm ci --prefix clients/node`: %v %v", err, serr)
 		}
