@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,7 +63,7 @@ func (g *Gateway) fromMessages(x *exchange, body []byte) (*plan, error) {
 // route's normalizer gives reasoning in.
 func (m *messagesCall) metaFor(p *plan) messages.Meta {
 	meta := m.meta
-	meta.ReasoningField = cmp.Or(p.reasoningOut, "reasoning_content")
+	meta.ReasoningField = p.reasoningMember()
 	return meta
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -252,6 +253,11 @@ func resolveKey(b *config.Budget) keyPlan {
 	}
 	return k
 }
+
+// reasoningMember is the member of the route's normalized answer that
+// holds reasoning (routes[].reasoning.output; reasoning_content when
+// unset), which a client API's translation reads it from.
+func (p *plan) reasoningMember() string { return cmp.Or(p.reasoningOut, "reasoning_content") }
 
 // targetModel is the model name sent upstream for a client's.
 func (p *plan) targetModel(client string) string {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -118,7 +117,7 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 // route's normalizer gives reasoning in.
 func (c *responsesCall) metaFor(p *plan) responses.Meta {
 	meta := c.meta
-	meta.ReasoningField = cmp.Or(p.reasoningOut, "reasoning_content")
+	meta.ReasoningField = p.reasoningMember()
 	return meta
 }
 

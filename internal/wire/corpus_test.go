@@ -40,16 +40,8 @@ func corpusOptions(t testing.TB, e quirkcorpus.Entry) Options {
 // completion policy's: calls that cannot be told apart, or arguments that
 // do not parse, are unusable). It returns the client's bytes.
 func clientStream(body, cuts []byte, opts Options, p path) []byte {
-	n := NewNormalizer(opts)
+	n, w, sink, ro := relayParts(opts, 0, p)
 	defer n.Release()
-	n.fullPathOnly = p == fullPath
-	sink := &bufSink{}
-	w := NewWriter(sink)
-	w.Lazy = true
-	ro := ReadOptions{BeforeWait: n}
-	if p == withRun {
-		ro.Run = &runner{n: n, w: w}
-	}
 	var failed error
 	sawDone := false
 	for ev, err := range Events(context.Background(), FlushBeforeRead(&pieces{data: body, cuts: cuts}, w), ro) {

@@ -60,16 +60,8 @@ func (p path) String() string { return [...]string{"full path", "templates", "Ru
 // returns all the client received and all the Normalizer says at the
 // end, and how many events the reader yielded.
 func relayed(body, cuts []byte, opts Options, max int, p path) (string, int) {
-	n := NewNormalizer(opts)
+	n, w, sink, ro := relayParts(opts, max, p)
 	defer n.Release()
-	n.fullPathOnly = p == fullPath
-	sink := &bufSink{}
-	w := NewWriter(sink)
-	w.Lazy = true
-	ro := ReadOptions{MaxEventSize: max, BeforeWait: n}
-	if p == withRun {
-		ro.Run = &runner{n: n, w: w}
-	}
 	var log strings.Builder
 	yielded := 0
 	for ev, err := range Events(context.Background(), FlushBeforeRead(&pieces{data: body, cuts: cuts}, w), ro) {
@@ -100,6 +92,21 @@ func relayed(body, cuts []byte, opts Options, max int, p path) (string, int) {
 	}
 	w.Flush()
 	return sink.String() + "\n-- end --\n" + log.String() + ending(n), yielded
+}
+
+// relayParts are what a relay through path needs: a Normalizer (the
+// caller releases it), a Lazy Writer to a sink, and the reader's options.
+func relayParts(opts Options, max int, p path) (*Normalizer, *Writer, *bufSink, ReadOptions) {
+	n := NewNormalizer(opts)
+	n.fullPathOnly = p == fullPath
+	sink := &bufSink{}
+	w := NewWriter(sink)
+	w.Lazy = true
+	ro := ReadOptions{MaxEventSize: max, BeforeWait: n}
+	if p == withRun {
+		ro.Run = &runner{n: n, w: w}
+	}
+	return n, w, sink, ro
 }
 
 // runSeeds are streams whose steady middles Run takes, and the shapes
