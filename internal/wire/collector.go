@@ -208,8 +208,9 @@ func (f out1) append(b []byte) []byte {
 // Collector aggregates streamed tool-call fragments by index (docs/spec.md §2) and
 // turns them into canonical fragments. One implementation serves streams,
 // non-streamed responses and the completion policy. A fragment whose call
-// has no id or no name yet is held back and released, merged, once both
-// are known; text is never held.
+// has no id or no name yet, or follows a call that has not, is held back
+// and released, merged, once both are known for it and every call before
+// it; text is never held.
 //
 // A Collector is created per response and is not safe for concurrent use.
 type Collector struct {
@@ -232,7 +233,6 @@ type collecting struct {
 	id      string
 	name    string
 	args    bytes.Buffer // the arguments' text so far
-	held    bytes.Buffer // argument text not yet sent (before id and name were known)
 	extra   Object       // unknown members not yet sent (copies)
 	// extraContent is the call's first extra_content member (a copy).
 	extraContent string
@@ -431,13 +431,12 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 	case !call.ready || call.index > c.next:
 		// Held: the call lacks its id or name, or a call before it does
 		// (calls go out in order, so a client that numbers calls as they
-		// come gets the indexes they have).
-		call.held.Write(call.args.Bytes()[before:])
+		// come gets the indexes they have). Its arguments so far are what
+		// it holds.
 	case !call.started:
 		out := out1{index: call.index, id: call.id, name: call.name, args: f.args, extra: call.extra.members}
-		if call.held.Len() > 0 { // text held before: sent merged, encoded afresh
-			call.held.Write(call.args.Bytes()[before:])
-			out.args = appendString(nil, call.held.String())
+		if before > 0 { // text held before: sent merged, encoded afresh
+			out.args = appendString(nil, call.args.String())
 		} else if len(f.args) == 0 {
 			out.args = []byte(`""`)
 		}
@@ -462,7 +461,6 @@ func (c *Collector) start(call *collecting, out out1, emit func(out1)) {
 	for {
 		call.started = true
 		emit(out)
-		call.held = bytes.Buffer{}
 		call.extra = Object{}
 		c.next = call.index + 1
 		if c.next == len(c.calls) || !c.calls[c.next].ready {
@@ -470,8 +468,8 @@ func (c *Collector) start(call *collecting, out out1, emit func(out1)) {
 		}
 		call = c.calls[c.next]
 		args := []byte(`""`)
-		if call.held.Len() > 0 {
-			args = appendString(nil, call.held.String())
+		if call.args.Len() > 0 {
+			args = appendString(nil, call.args.String())
 		}
 		out = out1{index: call.index, id: call.id, name: call.name, args: args, extra: call.extra.members}
 	}
@@ -627,16 +625,15 @@ const (
 func (c *Collector) recycle() {
 	size := 0
 	for _, call := range c.spare {
-		size += call.args.Cap() + call.held.Cap()
+		size += call.args.Cap()
 	}
 	for _, call := range c.calls {
-		if len(c.spare) == maxSpareCalls || size+call.args.Cap()+call.held.Cap() > maxSpareBytes {
+		if len(c.spare) == maxSpareCalls || size+call.args.Cap() > maxSpareBytes {
 			continue
 		}
-		size += call.args.Cap() + call.held.Cap()
+		size += call.args.Cap()
 		call.args.Reset()
-		call.held.Reset()
-		*call = collecting{args: call.args, held: call.held}
+		*call = collecting{args: call.args}
 		c.spare = append(c.spare, call)
 	}
 	c.calls = nil

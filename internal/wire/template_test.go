@@ -173,12 +173,10 @@ func withSpareCalls(opts Options, payloads [][]byte) *Normalizer {
 	prev.collector.recycle()
 	spare := prev.collector.spare
 	for _, call := range spare {
-		for _, buf := range []*bytes.Buffer{&call.args, &call.held} {
-			b := buf.AvailableBuffer()
-			b = b[:cap(b)]
-			for i := range b {
-				b[i] = 'x'
-			}
+		b := call.args.AvailableBuffer()
+		b = b[:cap(b)]
+		for i := range b {
+			b[i] = 'x'
 		}
 	}
 	prev.collector.spare = nil
