@@ -34,7 +34,10 @@ import (
 // calls (the next call's first fragment, with its id and name), so a
 // stream of parallel calls takes the full path once for each call's first
 // fragment, and fragments interleaved by call (docs/quirks.md A43) take
-// the template too rather than the full path each.
+// the template too rather than the full path each. A fragment is the call's
+// that holds its index when it comes, not the template's by its bytes: a
+// call opened at a reused index (A02) takes the index's next fragments,
+// which are the template's bytes exactly.
 
 type templateKind uint8
 
@@ -270,11 +273,11 @@ func (n *Normalizer) takeString(data []byte, m fit) bool {
 	case argsTemplate:
 		// The fragment is the call's that holds its index now, as the full
 		// path finds it (Collector.callFor): the template's call only while
-		// no other call took that index since (docs/quirks.md A02: a new id
-		// at a reused index opens a new call, and the next fragments at that
-		// index are the new call's, in bytes the template's own fits).
-		// No call was opened since the template last checked that its call
-		// holds its index: still its call (a lookup a fragment spared).
+		// no other call took that index (docs/quirks.md A02: a new id at a
+		// reused index opens a new call, and the fragments at that index
+		// that follow are the new call's, in bytes the template's own fits).
+		// While no call was opened since the template last looked, its call
+		// still holds it: no lookup.
 		up, c := m.upIndex, t.call
 		if up >= 0 || len(n.collector.calls) != t.calls {
 			if up < 0 {
