@@ -253,3 +253,61 @@ func FuzzMessagesRequest(f *testing.F) {
 		}
 	})
 }
+
+// Parallel calls whose fragments interleave (docs/quirks.md A43) reach a
+// Messages client one block at a time: the first call's block streams, a
+// call that starts while it is open is held and goes whole right after it,
+// each block with its own arguments; a fragment of a call whose block has
+// ended (text between) is a protocol error, never a block reopened.
+func TestStreamInterleavedCalls(t *testing.T) {
+	var log eventLog
+	s := NewStream(Meta{ID: "msg_1", Model: "m", ReasoningField: "reasoning_content"}, &log)
+	frag := func(f string) string {
+		return `{"choices":[{"index":0,"delta":{"tool_calls":[` + f + `]},"finish_reason":null}]}`
+	}
+	for _, c := range []string{
+		frag(`{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":"}}`),
+		frag(`{"index":1,"id":"b","type":"function","function":{"name":"g","arguments":"{\"y\":"}}`),
+		frag(`{"index":0,"function":{"arguments":"1}"}}`),
+		frag(`{"index":1,"function":{"arguments":"2}"}}`),
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+	} {
+		if err := s.Chunk([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Done(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for k, typ := range log.types {
+		d := log.data[k]
+		switch typ {
+		case "content_block_start":
+			b := d["content_block"].(map[string]any)
+			got = append(got, fmt.Sprintf("start %v %v", d["index"], b["id"]))
+		case "content_block_delta":
+			got = append(got, fmt.Sprintf("delta %v %v", d["index"], d["delta"].(map[string]any)["partial_json"]))
+		case "content_block_stop":
+			got = append(got, fmt.Sprintf("stop %v", d["index"]))
+		}
+	}
+	want := []string{"start 0 a", `delta 0 {"x":`, "delta 0 1}", "stop 0", "start 1 b", `delta 1 {"y":2}`, "stop 1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("blocks (-want +got):\n%s", diff)
+	}
+	var after eventLog
+	s = NewStream(Meta{ID: "msg_2"}, &after)
+	for _, c := range []string{
+		frag(`{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{"}}`),
+		`{"choices":[{"index":0,"delta":{"content":"text"},"finish_reason":null}]}`,
+	} {
+		if err := s.Chunk([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pe *wire.ProtocolError
+	if err := s.Chunk([]byte(frag(`{"index":0,"function":{"arguments":"}"}}`))); !errors.As(err, &pe) {
+		t.Errorf("a fragment after its block ended: %v", err)
+	}
+}
