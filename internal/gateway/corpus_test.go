@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,6 +141,7 @@ func (s seen) check(want quirkcorpus.Want, jsonArgs bool) bool {
 			c.Arguments = compactJSON(c.Arguments)
 			calls.Calls = append(calls.Calls, c)
 		}
+		s.calls = slices.Clone(s.calls)
 		for k := range s.calls {
 			s.calls[k].Arguments = compactJSON(s.calls[k].Arguments)
 		}

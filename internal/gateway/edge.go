@@ -106,8 +106,12 @@ type RefusedError struct {
 	Err             error
 }
 
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("route %s (upstream %s, protocol %s) cannot take this request: %v", e.Route, e.Upstream, e.Protocol, e.Err)
+func (e *RefusedError) Error() string { return "the request cannot go to " + e.reason() }
+
+// reason names the route and what stopped it, in words a client may read
+// (the refused member's own message).
+func (e *RefusedError) reason() string {
+	return fmt.Sprintf("route %s, whose upstream %s speaks %s: %v", e.Route, e.Upstream, e.Protocol, e.Err)
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
@@ -132,9 +136,9 @@ func (e *PassedOverError) Unwrap() error { return e.Err }
 func (e *PassedOverError) note() string {
 	parts := make([]string, len(e.Refused))
 	for k, r := range e.Refused {
-		parts[k] = r.Error()
+		parts[k] = r.reason()
 	}
-	return "no other route could take the request: " + strings.Join(parts, "; ")
+	return "No other route could take the request: " + strings.Join(parts, "; ") + "."
 }
 
 // moveOn is what a request that failed with prev (nil: nothing before)

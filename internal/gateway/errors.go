@@ -143,17 +143,13 @@ func known(e, err error) (failure, bool) {
 func passedOverFailure(err error) failure {
 	if e, ok := err.(*RefusedError); ok {
 		f := classify(e.Err)
-		f.body.Error.Message = fmt.Sprintf("The request cannot go to route %s, whose upstream %s speaks %s: %s", e.Route, e.Upstream, e.Protocol, f.body.Error.Message)
+		f.body.Error.Message = "The request cannot go to " + e.reason()
 		f.fallback = true
 		return f
 	}
 	e := err.(*PassedOverError)
 	f := classify(e.Err)
-	var notes []string
-	for _, r := range e.Refused {
-		notes = append(notes, fmt.Sprintf("route %s (upstream %s speaks %s): %s", r.Route, r.Upstream, r.Protocol, classify(r.Err).body.Error.Message))
-	}
-	f.body.Error.Message += " No other route could take the request: " + strings.Join(notes, "; ")
+	f.body.Error.Message += " " + e.note()
 	return f
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -27,8 +28,8 @@ func corpus(t testing.TB) []quirkcorpus.Entry {
 // corpusOptions are the Normalizer options of an entry's upstream, for a
 // single-choice request whose text is kept (as a judge that reads it
 // keeps it).
-func corpusOptions(t testing.TB, e quirkcorpus.Entry) Options {
-	o := goldenOptions(t.(*testing.T), e.Upstream)
+func corpusOptions(t *testing.T, e quirkcorpus.Entry) Options {
+	o := goldenOptions(t, e.Upstream)
 	o.SingleChoice, o.KeepText = true, true
 	return o
 }
@@ -336,8 +337,8 @@ func readWhole(n *Normalizer, body []byte) clientView {
 	return g
 }
 
-// answerShaping reads, from docs/quirks.md's paragraph on the corpus, the
-// ids of sections C and D whose rows shape answers: the corpus holds
+// corpusParagraph is docs/quirks.md's paragraph on the corpus, which names
+// the ids of sections C and D whose rows shape answers: the corpus holds
 // entries for them as for every A id.
 var corpusParagraph = regexp.MustCompile(`(?s)<!-- corpus -->(.*?)<!-- /corpus -->`)
 
@@ -378,13 +379,7 @@ func TestQuirkCorpusCoversDocs(t *testing.T) {
 			count[id]++
 		}
 	}
-	for _, id := range slices.Sorted(func(yield func(string) bool) {
-		for id := range need {
-			if !yield(id) {
-				return
-			}
-		}
-	}) {
+	for _, id := range slices.Sorted(maps.Keys(need)) {
 		if count[id] < 2 {
 			t.Errorf("%s has %d corpus entries; every answer quirk needs at least two (testdata/quirks)", id, count[id])
 		}

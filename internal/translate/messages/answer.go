@@ -86,7 +86,8 @@ type Stream struct {
 	index   int    // the open block's index, -1 when none is open
 	kind    string // the open block's type
 	calls   map[int]int
-	held    []heldCall // calls waiting for the open tool_use block to end, in order
+	held    []heldCall  // calls waiting for the open tool_use block to end, in order
+	heldAt  map[int]int // a held call's chat index → its place in held
 	tally   translate.Tally
 	ended   bool
 }
@@ -210,8 +211,8 @@ func (s *Stream) thought(d map[string]json.RawMessage) error {
 // opens a tool_use block — or, while another call's block is open, is
 // held with the call's later fragments; arguments are input_json_delta.
 func (s *Stream) call(k int, id, name, args string) error {
-	if h := s.heldCall(k); h != nil {
-		h.args = append(h.args, args...)
+	if i, ok := s.heldAt[k]; ok {
+		s.held[i].args = append(s.held[i].args, args...)
 		return nil
 	}
 	if _, open := s.calls[k]; !open {
@@ -219,6 +220,10 @@ func (s *Stream) call(k int, id, name, args string) error {
 			return &wire.ProtocolError{Index: k, Msg: "a tool call reached the Messages translation without its id and name"}
 		}
 		if s.kind == "tool_use" {
+			if s.heldAt == nil {
+				s.heldAt = map[int]int{}
+			}
+			s.heldAt[k] = len(s.held)
 			s.held = append(s.held, heldCall{chat: k, id: id, name: name, args: []byte(args)})
 			return nil
 		}
@@ -238,16 +243,6 @@ func (s *Stream) inputDelta(args string) error {
 		return nil
 	}
 	return s.event("content_block_delta", map[string]any{"index": s.index, "delta": map[string]string{"type": "input_json_delta", "partial_json": args}})
-}
-
-// heldCall is the held call of chat index k, or nil.
-func (s *Stream) heldCall(k int) *heldCall {
-	for i := range s.held {
-		if s.held[i].chat == k {
-			return &s.held[i]
-		}
-	}
-	return nil
 }
 
 // open starts a block of kind unless one is open already (a tool_use
@@ -276,6 +271,7 @@ func (s *Stream) closeBlock() error {
 	}
 	held := s.held
 	s.held = nil
+	clear(s.heldAt)
 	for i := range held {
 		h := &held[i]
 		s.index++
