@@ -99,7 +99,11 @@ type StreamOptions struct {
 // reasoning item (when it is done), the item id of each function call
 // ({"call_id","id"}, before the call), which the reasoning item before it
 // names, and other items (a hosted tool's call, a message with its
-// annotations) whole when they are done, in BlockMember.
+// annotations) whole when they are done, in OutputItemMember. Each
+// protocol's own blocks and items have their own member, read only by the
+// client translator of that protocol: a Messages client never gets a
+// Responses item as a content block, nor a Responses client an Anthropic
+// block as an output item.
 const (
 	SignatureMember     = wire.OwnPrefix + "signature"
 	RedactedMember      = wire.OwnPrefix + "redacted"
@@ -112,6 +116,9 @@ const (
 	// text block's citation.
 	BlockMember    = wire.OwnPrefix + "block"
 	CitationMember = wire.OwnPrefix + "citation"
+	// From a Responses upstream, an output item the chat model has no slot
+	// for, whole once it is done.
+	OutputItemMember = wire.OwnPrefix + "output_item"
 )
 
 // The members a client API's request keeps, for an upstream of its own

@@ -90,7 +90,7 @@ func (s *Stream) delta(d map[string]json.RawMessage) error {
 	if raw := d[translate.ReasoningItemMember]; len(raw) > 0 && raw[0] == '{' {
 		return s.reasoningDone(raw)
 	}
-	if raw := d[translate.BlockMember]; len(raw) > 0 && raw[0] == '{' {
+	if raw := d[translate.OutputItemMember]; len(raw) > 0 && raw[0] == '{' {
 		return s.itemDone(raw)
 	}
 	if said.Text != "" {

@@ -190,7 +190,7 @@ func (s *UpstreamStream) itemDone(raw json.RawMessage) [][]byte {
 	default:
 		s.carried.Items = append(s.carried.Items, carriedItem{Type: it.Type, ID: it.ID})
 		if s.opts.Thoughts && len(raw) > 0 && raw[0] == '{' {
-			return [][]byte{s.chunk(`{"`+translate.BlockMember+`":`+string(raw)+`}`, "null")}
+			return [][]byte{s.chunk(`{"`+translate.OutputItemMember+`":`+string(raw)+`}`, "null")}
 		}
 	}
 	return nil

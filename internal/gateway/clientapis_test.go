@@ -1,0 +1,136 @@
+package gateway_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+)
+
+// The content block types of Anthropic's Messages API and the output item
+// types of OpenAI's Responses API: what a client of each may be sent.
+var (
+	messagesBlockTypes = []string{"text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "web_search_tool_result",
+		"web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
+		"tool_search_tool_result", "mcp_tool_use", "mcp_tool_result", "container_upload"}
+	responsesItemTypes = []string{"message", "reasoning", "function_call", "web_search_call", "file_search_call", "computer_call",
+		"code_interpreter_call", "image_generation_call", "local_shell_call", "shell_call", "apply_patch_call", "mcp_call",
+		"mcp_list_tools", "mcp_approval_request", "custom_tool_call"}
+)
+
+// clientAPIsConfig has one route per upstream protocol, each reasoning,
+// so that every answer has what a same-protocol client is handed besides
+// text and calls (a Responses message item, signed thinking).
+const clientAPIsConfig = `
+upstreams:
+  - {name: compat, url: "UPSTREAM_URL/v1"}
+  - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+  - {name: gemini, protocol: gemini, url: "UPSTREAM_URL/v1beta"}
+  - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
+routes:
+  - {name: openai, model: "openai/*", upstream: compat}
+  - {name: anthropic, model: "anthropic/*", upstream: claude, reasoning: {format: thinking-budget, level: low}}
+  - {name: gemini, model: "gemini/*", upstream: gemini, reasoning: {format: reasoning-effort, level: high}}
+  - {name: responses, model: "responses/*", upstream: oai, reasoning: {format: reasoning-effort, level: high}}
+`
+
+// Each client API's answer holds only its own protocol's blocks or items,
+// whatever the upstream's protocol, streamed and whole: a Responses
+// upstream's message item never reaches a Messages client as a content
+// block, an Anthropic block never a Responses client as an item, and a
+// chat client gets none of the gateway's own members.
+func TestClientAPIsOwnTypes(t *testing.T) {
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, clientAPIsConfig)
+	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses"} {
+		for _, script := range []string{"text", "tool", "parallel"} {
+			model := upstream + "/sim-" + script
+			if upstream == "openai" && script == "text" {
+				model = upstream + "/sim-deepseek" // reasoning too
+			}
+			for _, stream := range []bool{false, true} {
+				name := fmt.Sprintf("%s/stream=%v", model, stream)
+				t.Run("messages/"+name, func(t *testing.T) {
+					resp, body := e.Do(t, "POST", "/messages", fmt.Sprintf(`{"model":%q,"max_tokens":4096,"stream":%v,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"weather?"}]}`, model, stream), "x-api-key", "k")
+					types := typesOf(t, body, stream, "content_block_start", "content_block", "content")
+					if resp.StatusCode != 200 || len(types) == 0 {
+						t.Fatalf("%d %s", resp.StatusCode, body)
+					}
+					for _, typ := range types {
+						if !slices.Contains(messagesBlockTypes, typ) {
+							t.Errorf("a content block of type %q (not a Messages API block): %v\n%s", typ, types, body)
+						}
+					}
+					if strings.Contains(body, "toolgate_") {
+						t.Errorf("the gateway's own member reached the client: %s", body)
+					}
+				})
+				t.Run("responses/"+name, func(t *testing.T) {
+					resp, body := e.Do(t, "POST", "/responses", fmt.Sprintf(`{"model":%q,"stream":%v,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"input":"weather?"}`, model, stream), "Authorization", "Bearer k")
+					types := typesOf(t, body, stream, "response.output_item.done", "item", "output")
+					if resp.StatusCode != 200 || len(types) == 0 {
+						t.Fatalf("%d %s", resp.StatusCode, body)
+					}
+					for _, typ := range types {
+						if !slices.Contains(responsesItemTypes, typ) {
+							t.Errorf("an output item of type %q (not a Responses API item): %v\n%s", typ, types, body)
+						}
+					}
+					if strings.Contains(body, "toolgate_") {
+						t.Errorf("the gateway's own member reached the client: %s", body)
+					}
+				})
+				t.Run("chat/"+name, func(t *testing.T) {
+					resp, body := e.Do(t, "POST", "/chat/completions", fmt.Sprintf(`{"model":%q,"stream":%v,"tools":[%s],"messages":[{"role":"user","content":"weather?"}]}`, model, stream, sim.WeatherTool), "Authorization", "Bearer k")
+					if resp.StatusCode != 200 || strings.Contains(body, "toolgate_") {
+						t.Fatalf("%d %s", resp.StatusCode, body)
+					}
+				})
+			}
+		}
+	}
+}
+
+// typesOf lists the "type" of each block or item an answer holds: from a
+// stream, the member inner of each event named event; from a whole
+// answer, the objects of its array member whole.
+func typesOf(t *testing.T, body string, stream bool, event, inner, whole string) []string {
+	t.Helper()
+	var types []string
+	if !stream {
+		var m map[string]json.RawMessage
+		var blocks []struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal([]byte(body), &m) != nil || json.Unmarshal(m[whole], &blocks) != nil {
+			return nil
+		}
+		for _, b := range blocks {
+			types = append(types, b.Type)
+		}
+		return types
+	}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]json.RawMessage
+		if json.Unmarshal([]byte(data), &ev) != nil || string(ev["type"]) != `"`+event+`"` {
+			continue
+		}
+		var b struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(ev[inner], &b)
+		types = append(types, b.Type)
+	}
+	return types
+}
+
