@@ -134,3 +134,40 @@ func typesOf(t *testing.T, body string, stream bool, event, inner, whole string)
 	return types
 }
 
+
+// A client's reasoning setting in another protocol's terms reaches the
+// upstream only where the route takes it (client_effort): Claude Code's
+// thinking, on or off, and a Responses client's effort reach a model that
+// does not reason (which refuses every reasoning member) as nothing, and
+// a route with client_effort as the level they map to.
+func TestReasoningOnlyWhereTaken(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: compat, url: "UPSTREAM_URL/v1"}
+  - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
+routes:
+  - {name: effort, model: "effort/*", upstream: compat, reasoning: {format: reasoning-effort, client_effort: true}}
+  - {name: plainresp, model: "responses/*", upstream: oai}
+  - {name: plain, model: "*", upstream: compat}
+`)
+	for _, thinking := range []string{`,"thinking":{"type":"enabled","budget_tokens":31999}`, `,"thinking":{"type":"disabled"}`, ``} {
+		for _, model := range []string{"sim-plain", "responses/sim-plain"} {
+			for _, stream := range []bool{false, true} {
+				resp, body := e.Do(t, "POST", "/messages", fmt.Sprintf(`{"model":%q,"max_tokens":32000,"stream":%v%s,"messages":[{"role":"user","content":"weather?"}]}`, model, stream, thinking), "x-api-key", "k")
+				if resp.StatusCode != 200 || strings.Contains(body, "error") {
+					t.Errorf("messages %s %s stream=%v: %d %s", model, thinking, stream, resp.StatusCode, body)
+				}
+			}
+		}
+	}
+	resp, body := e.Do(t, "POST", "/responses", `{"model":"sim-plain","input":"weather?","reasoning":{"effort":"high","summary":"auto"}}`, "Authorization", "Bearer k")
+	if resp.StatusCode != 200 {
+		t.Errorf("responses to a chat model that does not reason: %d %s", resp.StatusCode, body)
+	}
+	for thinking, want := range map[string]string{`{"type":"enabled","budget_tokens":31999}`: `"reasoning_effort":"high"`, `{"type":"disabled"}`: `"reasoning_effort":"none"`} {
+		resp, body := e.Do(t, "POST", "/messages", `{"model":"effort/sim-text","max_tokens":32000,"thinking":`+thinking+`,"messages":[{"role":"user","content":"weather?"}]}`, "x-api-key", "k")
+		if resp.StatusCode != 200 || !strings.Contains(string(s.LastRequest()), want) {
+			t.Errorf("client_effort, thinking %s: %d %s; sent %s", thinking, resp.StatusCode, body, s.LastRequest())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -25,12 +26,13 @@ type edge interface {
 
 // edgeShape is what an edge's translation depends on: the upstream's
 // protocol, the member it takes reasoning back in, its output limit's
-// member, and whether a previous response it keeps may stand for the
-// conversation.
+// member, whether a previous response it keeps may stand for the
+// conversation, and whether the route takes the client's reasoning
+// setting.
 type edgeShape struct {
 	protocol          translate.Protocol
 	field, limitField string
-	previous          bool
+	previous, effort  bool
 }
 
 // edgeChat is a client's request translated for one shape.
@@ -84,6 +86,16 @@ func (x *exchange) requestFor(p *plan) (translation, error) {
 	t := translation{shape: s, req: req, keepOwn: c.keepOwn, droppedCache: c.droppedCache}
 	x.translations = append(x.translations, t)
 	return t, nil
+}
+
+// takesEffort reports whether route p takes the client's reasoning
+// setting (its reasoning block has client_effort): only then does a
+// client's setting in another protocol's terms (a Messages client's
+// thinking, a Responses client's reasoning.effort to a chat upstream)
+// become a reasoning member upstream. A model that takes none (gpt-4.1
+// answers 400 to reasoning_effort) is sent none by default.
+func takesEffort(p *plan) bool {
+	return p.reasoning.Format != policy.FormatNone && p.reasoning.ClientEffort
 }
 
 // backField is the member an upstream takes a turn's reasoning back in,

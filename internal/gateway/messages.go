@@ -68,7 +68,7 @@ func (m *messagesCall) metaFor(p *plan) messages.Meta {
 }
 
 func (m *messagesCall) shape(p *plan) edgeShape {
-	return edgeShape{protocol: p.upstream.protocol, field: backField(p)}
+	return edgeShape{protocol: p.upstream.protocol, field: backField(p), effort: takesEffort(p)}
 }
 
 // chat translates the request for route p's upstream: to an Anthropic
@@ -79,7 +79,7 @@ func (m *messagesCall) chat(p *plan) (edgeChat, error) {
 	if err := checkBetas(m.betas, p.upstream); err != nil {
 		return edgeChat{}, err
 	}
-	t, err := m.req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember})
+	t, err := m.req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember, Effort: takesEffort(p)})
 	if err != nil {
 		return edgeChat{}, err
 	}

@@ -124,6 +124,7 @@ func (c *responsesCall) metaFor(p *plan) responses.Meta {
 func (c *responsesCall) shape(p *plan) edgeShape {
 	s := edgeShape{protocol: p.upstream.protocol, field: backField(p), limitField: p.upstream.outputLimitField}
 	s.previous = p.upstream.protocol == translate.Responses && p.upstreamPrevious
+	s.effort = p.upstream.protocol == translate.Responses || takesEffort(p)
 	return s
 }
 
@@ -136,7 +137,8 @@ func (c *responsesCall) chat(p *plan) (edgeChat, error) {
 	// field; on an upstream whose field is the gateway's own (Anthropic's
 	// signed thinking blocks) they are dropped: only the store restores
 	// those.
-	o := responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: backField(p)}
+	o := responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: backField(p),
+		Effort: p.upstream.protocol == translate.Responses || takesEffort(p)}
 	keep := p.upstream.protocol == translate.Responses
 	if keep {
 		// The items the client sends go to the upstream as they are, each

@@ -31,6 +31,13 @@
 // tool-call pairing rules first and answer OpenAI's own 400 wording when it
 // breaks them (docs/quirks.md C01–C03, via wire.CheckToolPairs).
 //
+// Independently of the script, a model name containing "plain" is a model
+// that does not reason (gpt-4.1, gpt-4o): a request with reasoning_effort,
+// reasoning or thinking is refused with OpenAI's 400 ("Unrecognized
+// request argument supplied: reasoning_effort"); in the Responses mode, a
+// reasoning.effort ("Unsupported parameter: 'reasoning.effort' is not
+// supported with this model.").
+//
 // Every request's body is kept: LastRequest returns the latest. Fast mode
 // pre-encodes each response once, with fixed ids and model "sim", so that a
 // benchmark measures the gateway rather than the simulator.

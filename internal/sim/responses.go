@@ -117,6 +117,11 @@ func (s *Sim) responses(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if strings.Contains(req.Model, "plain") && req.Reason != nil && req.Reason.Effort != "" {
+		// A model that does not reason (gpt-4.1, gpt-4o), in OpenAI's words.
+		writeErrorCode(w, http.StatusBadRequest, "invalid_request_error", "reasoning.effort", "unsupported_parameter", "Unsupported parameter: 'reasoning.effort' is not supported with this model.")
+		return
+	}
 	if strings.Contains(req.Model, "websearch") && !slices.ContainsFunc(req.Tools, func(t json.RawMessage) bool {
 		return strings.Contains(string(t), `"type":"web_search`)
 	}) {

@@ -213,6 +213,18 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if strings.Contains(req.Model, "plain") {
+		// A model that does not reason (gpt-4.1, gpt-4o) refuses every
+		// reasoning member, in OpenAI's words.
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(body, &m)
+		for _, k := range []string{"reasoning_effort", "reasoning", "thinking"} {
+			if _, ok := m[k]; ok {
+				writeErrorParam(w, http.StatusBadRequest, "invalid_request_error", k, "Unrecognized request argument supplied: "+k)
+				return
+			}
+		}
+	}
 	if strings.Contains(req.Model, "deepseek") {
 		s.thinking(w, body, req.Stream)
 		return

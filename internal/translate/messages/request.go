@@ -109,6 +109,11 @@ type ChatOptions struct {
 	// CarriedMember is the member an assistant turn's thinking blocks go
 	// in for an anthropic upstream (the translator there reads it).
 	CarriedMember string
+	// Effort: for another protocol, the route takes the client's thinking
+	// as a reasoning level (its reasoning block has client_effort), so it
+	// becomes reasoning_effort; without it the thinking setting is left
+	// out, so that a model that takes no reasoning setting is sent none.
+	Effort bool
 }
 
 // Translated is a Messages request as the chat path takes it.
@@ -150,7 +155,7 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 	if err := r.tools(chat, t.keep()); err != nil {
 		return Translated{}, err
 	}
-	if err := r.settings(chat, o.Protocol); err != nil {
+	if err := r.settings(chat, o); err != nil {
 		return Translated{}, err
 	}
 	if t.keep() {
@@ -177,7 +182,8 @@ func (r *Request) keep(chat map[string]any) {
 }
 
 // settings maps the sampling, stop and thinking settings.
-func (r *Request) settings(chat map[string]any, p translate.Protocol) error {
+func (r *Request) settings(chat map[string]any, o ChatOptions) error {
+	p := o.Protocol
 	for key, v := range map[string]json.RawMessage{"stop": r.StopSequences, "temperature": r.Temperature, "top_p": r.TopP} {
 		if len(v) > 0 && string(v) != "null" {
 			chat[key] = v
@@ -202,6 +208,9 @@ func (r *Request) settings(chat map[string]any, p translate.Protocol) error {
 	if p == translate.Anthropic {
 		chat["thinking"] = r.Thinking
 		return nil
+	}
+	if !o.Effort {
+		return nil // the route does not take the client's setting
 	}
 	// Another protocol: the budget as a reasoning effort.
 	effort := "none"

@@ -128,6 +128,11 @@ type ChatOptions struct {
 	// (translate.ResponsesRequestMember); items, parts and tools the chat model has
 	// no slot for are carried, not refused.
 	Keep bool
+	// Effort: the client's reasoning.effort becomes reasoning_effort, for
+	// an upstream of this API (its own member) or a route that takes the
+	// client's effort (client_effort); elsewhere it is left out, so that
+	// a model that takes no reasoning setting is sent none.
+	Effort bool
 	// Previous, with Keep, is the response the conversation continues, as
 	// the upstream keeps it: the chat messages made from its items (the
 	// first Items of the conversation) are marked, so that the upstream's
@@ -193,7 +198,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 			chat[to] = v
 		}
 	}
-	if err := r.reasoningAndFormat(chat); err != nil {
+	if err := r.reasoningAndFormat(chat, o.Effort); err != nil {
 		return nil, err
 	}
 	return json.Marshal(chat)
@@ -273,8 +278,9 @@ func (r *Request) tools(chat map[string]any, keep bool) error {
 	return nil
 }
 
-// reasoningAndFormat translates reasoning.effort and text.format.
-func (r *Request) reasoningAndFormat(chat map[string]any) error {
+// reasoningAndFormat translates reasoning.effort (when effort) and
+// text.format.
+func (r *Request) reasoningAndFormat(chat map[string]any, effort bool) error {
 	if v := r.members["reasoning"]; v != nil && string(v) != "null" {
 		var re struct {
 			Effort *string `json:"effort"`
@@ -282,7 +288,7 @@ func (r *Request) reasoningAndFormat(chat map[string]any) error {
 		if json.Unmarshal(v, &re) != nil {
 			return &wire.ParamError{Param: "reasoning", Msg: `must be an object such as {"effort":"medium"}`}
 		}
-		if re.Effort != nil {
+		if re.Effort != nil && effort {
 			chat["reasoning_effort"] = *re.Effort
 		}
 	}

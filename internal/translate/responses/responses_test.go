@@ -21,6 +21,22 @@ func decoded(t *testing.T, b []byte) any {
 	return v
 }
 
+// A client's reasoning.effort reaches the chat request only with Effort
+// (an upstream of the Responses API, or a route that takes the client's
+// effort): a model that takes no reasoning setting is sent none.
+func TestChatEffortOnlyWhereTaken(t *testing.T) {
+	r, err := Decode([]byte(`{"model":"m","input":"x","reasoning":{"effort":"high","summary":"auto"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for effort, want := range map[bool]bool{true: true, false: false} {
+		got, err := r.Chat(r.Input, ChatOptions{Effort: effort})
+		if err != nil || strings.Contains(string(got), "reasoning_effort") != want {
+			t.Errorf("Effort %v: %s %v", effort, got, err)
+		}
+	}
+}
+
 // Every request mapping: a Responses request in, the chat request out.
 func TestChat(t *testing.T) {
 	for _, tc := range []struct {
@@ -46,7 +62,7 @@ func TestChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.Chat(r.Input, ChatOptions{ReasoningField: "reasoning_content"})
+			got, err := r.Chat(r.Input, ChatOptions{ReasoningField: "reasoning_content", Effort: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +205,7 @@ func fuzzResponsesRequest(t *testing.T, body string, keep bool) {
 	r, err := Decode([]byte(body))
 	if err == nil {
 		var chat []byte
-		if chat, err = r.Chat(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content", CarriedMember: wire.OwnPrefix + "carried", Keep: keep}); err == nil {
+		if chat, err = r.Chat(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content", CarriedMember: wire.OwnPrefix + "carried", Keep: keep, Effort: true}); err == nil {
 			if _, derr := wire.DecodeRequest(chat); derr != nil && len(r.Input) > 0 {
 				var de *wire.DecodeError
 				if !errors.As(derr, &de) {
