@@ -134,7 +134,6 @@ func typesOf(t *testing.T, body string, stream bool, event, inner, whole string)
 	return types
 }
 
-
 // A client's reasoning setting in another protocol's terms reaches the
 // upstream only where the route takes it (client_effort): Claude Code's
 // thinking, on or off, and a Responses client's effort reach a model that
