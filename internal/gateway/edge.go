@@ -44,6 +44,10 @@ type edgeChat struct {
 	// droppedCache counts cache_control marks left out (a Messages request
 	// to another protocol).
 	droppedCache int
+	// dropped names what else the translation left out for this
+	// upstream, as "kind:name" (anthropic-beta:…, tool:…): reported in
+	// DroppedHeader and counted (dropped_<kind>).
+	dropped []string
 }
 
 // translation is an edge request decoded for one shape (for a chat
@@ -53,6 +57,7 @@ type translation struct {
 	req          *wire.ChatRequest
 	keepOwn      bool
 	droppedCache int
+	dropped      []string
 }
 
 // requestFor is the client's request as route p takes it: a chat
@@ -83,7 +88,7 @@ func (x *exchange) requestFor(p *plan) (translation, error) {
 	if err := req.CheckNumbers(); err != nil {
 		return translation{}, err
 	}
-	t := translation{shape: s, req: req, keepOwn: c.keepOwn, droppedCache: c.droppedCache}
+	t := translation{shape: s, req: req, keepOwn: c.keepOwn, droppedCache: c.droppedCache, dropped: c.dropped}
 	x.translations = append(x.translations, t)
 	return t, nil
 }

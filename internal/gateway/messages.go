@@ -76,7 +76,8 @@ func (m *messagesCall) shape(p *plan) edgeShape {
 // says (thinking as a reasoning level, cache_control dropped, server
 // tools and Anthropic-only betas refused).
 func (m *messagesCall) chat(p *plan) (edgeChat, error) {
-	if err := checkBetas(m.betas, p.upstream); err != nil {
+	dropped, err := checkBetas(m.betas, p.upstream)
+	if err != nil {
 		return edgeChat{}, err
 	}
 	t, err := m.req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember, Effort: takesEffort(p)})
@@ -85,7 +86,10 @@ func (m *messagesCall) chat(p *plan) (edgeChat, error) {
 	}
 	// The thinking blocks the client sent back go in the carried member:
 	// always decoded keeping the gateway's own members.
-	return edgeChat{body: t.Chat, keepOwn: true, droppedCache: t.DroppedCacheControl}, nil
+	for k, b := range dropped {
+		dropped[k] = "anthropic-beta:" + b
+	}
+	return edgeChat{body: t.Chat, keepOwn: true, droppedCache: t.DroppedCacheControl, dropped: dropped}, nil
 }
 
 // messagesPlan is the plan of the route a Messages request's model
@@ -96,38 +100,36 @@ func (g *Gateway) messagesPlan(r *http.Request, model string) (*plan, error) {
 		return nil, &RouteError{Model: model}
 	}
 	p := g.plans[route.Name]
-	return p, checkBetas(r.Header.Values("Anthropic-Beta"), p.upstream)
+	_, err := checkBetas(r.Header.Values("Anthropic-Beta"), p.upstream)
+	return p, err
 }
 
 // checkBetas refuses a beta only Anthropic honours on an upstream of
-// another protocol.
-func checkBetas(values []string, up *upstreamPlan) error {
+// another protocol, and returns the others, which that upstream serves by
+// leaving them out (messages.BetaElsewhere), to be counted.
+func checkBetas(values []string, up *upstreamPlan) ([]string, error) {
 	if up.protocol == translate.Anthropic {
-		return nil
+		return nil, nil
 	}
+	var dropped []string
 	for _, v := range values {
 		for beta := range strings.SplitSeq(v, ",") {
-			if beta = strings.TrimSpace(beta); beta != "" && !ignorableBeta(beta) {
-				return &wire.ParamError{Param: "anthropic-beta", Msg: fmt.Sprintf("the beta %q needs an Anthropic upstream, and this route's upstream %s speaks %s", wire.Clip(beta), up.name, up.protocol), Unsupported: true}
+			if beta = strings.TrimSpace(beta); beta == "" {
+				continue
+			}
+			if !messages.BetaElsewhere(beta) {
+				return nil, &wire.ParamError{Param: "anthropic-beta", Msg: fmt.Sprintf("the beta %q needs an Anthropic upstream, and this route's upstream %s speaks %s", wire.Clip(beta), up.name, up.protocol), Unsupported: true}
+			}
+			if len(dropped) < maxDroppedBetas {
+				dropped = append(dropped, wire.Clip(beta))
 			}
 		}
 	}
-	return nil
+	return dropped, nil
 }
 
-// ignorableBeta reports a beta whose absence changes nothing a client
-// relies on (how Anthropic streams tool input, prices a cache, or labels
-// a client), so that a route to another protocol serves it anyway:
-// Claude Code sends several on every request.
-func ignorableBeta(beta string) bool {
-	for _, prefix := range []string{"claude-code-", "interleaved-thinking-", "fine-grained-tool-streaming-", "token-efficient-tools-",
-		"prompt-caching-", "extended-cache-ttl-", "output-128k-", "context-1m-"} {
-		if strings.HasPrefix(beta, prefix) {
-			return true
-		}
-	}
-	return false
-}
+// maxDroppedBetas bounds the betas a request's dropped list names.
+const maxDroppedBetas = 16
 
 // betas are the anthropic-beta headers a Messages API client sent, for an
 // Anthropic upstream (nil otherwise).

@@ -547,3 +547,49 @@ routes:
 		t.Errorf("a server tool without a fallback: %d %s", resp.StatusCode, b)
 	}
 }
+
+// Betas by meaning: on a route to another protocol, each beta Claude Code
+// and Anthropic's SDKs send whose absence changes nothing the client
+// relies on is left out (named in X-Toolgate-Dropped, counted), and each
+// one the answer would be wrong without is refused by name. An Anthropic
+// route passes every beta on.
+func TestBetasByMeaning(t *testing.T) {
+	e, s, _ := messagesEnv(t)
+	body := `{"model":%q,"max_tokens":1024,"messages":[{"role":"user","content":"hi"}],"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},` +
+		`"tools":[{"name":"get_weather","input_schema":{"type":"object"}},{"name":"DeferredToolPlaceholder","input_schema":{"type":"object"},"defer_loading":true}]}`
+	dropped := []string{"claude-code-20250219", "interleaved-thinking-2025-05-14", "context-management-2025-06-27", "thinking-token-count-2026-05-13",
+		"advanced-tool-use-2025-11-20", "thinking-display-updates-2026-08-18", "fine-grained-tool-streaming-2025-05-14", "token-efficient-tools-2025-02-19",
+		"prompt-caching-2024-07-31", "extended-cache-ttl-2025-04-11", "output-128k-2025-02-19", "context-1m-2025-08-07", "effort-2025-11-24",
+		"tool-search-tool-2025-10-19", "tool-examples-2025-10-29", "redact-thinking-2026-02-12", "model-context-window-exceeded-2025-08-26",
+		"fast-mode-2026-02-01", "oauth-2025-04-20"}
+	for n, beta := range dropped {
+		resp, b := e.Do(t, "POST", "/messages", fmt.Sprintf(body, "sim-text"), "x-api-key", "k", "anthropic-beta", beta)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Toolgate-Dropped") != "anthropic-beta:"+beta {
+			t.Errorf("%s: %d %q %s", beta, resp.StatusCode, resp.Header.Get("X-Toolgate-Dropped"), b)
+		}
+		if got := e.Metric(t, "toolgate_repairs_total", map[string]string{"route": "other", "action": "dropped_anthropic_beta"}); got != float64(n+1) {
+			t.Errorf("%s: counted %v", beta, got)
+		}
+	}
+	sent := string(s.LastRequest())
+	if strings.Contains(sent, "context_management") || strings.Contains(sent, "defer_loading") || !strings.Contains(sent, `"name":"DeferredToolPlaceholder"`) {
+		t.Errorf("the deferred tool goes in full, without context_management: %s", sent)
+	}
+	// Claude Code's own header, all at once.
+	resp, b := e.Do(t, "POST", "/messages", fmt.Sprintf(body, "sim-text"), "x-api-key", "k", "anthropic-beta",
+		"claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20")
+	if resp.StatusCode != 200 || strings.Count(resp.Header.Get("X-Toolgate-Dropped"), "anthropic-beta:") != 5 {
+		t.Errorf("Claude Code's betas: %d %q %s", resp.StatusCode, resp.Header.Get("X-Toolgate-Dropped"), b)
+	}
+	for _, beta := range []string{"files-api-2025-04-14", "code-execution-2025-08-25", "mcp-client-2025-11-20", "computer-use-2025-01-24",
+		"skills-2025-10-02", "structured-outputs-2025-11-13", "compact-2026-01-12", "web-fetch-2025-09-10", "search-results-2025-06-09", "some-new-beta-2027-01-01"} {
+		resp, b := e.Do(t, "POST", "/messages", fmt.Sprintf(body, "sim-text"), "x-api-key", "k", "anthropic-beta", "claude-code-20250219,"+beta)
+		if resp.StatusCode != 400 || !strings.Contains(b, beta) || resp.Header.Get("X-Toolgate-Dropped") != "" {
+			t.Errorf("%s: %d %s", beta, resp.StatusCode, b)
+		}
+	}
+	resp, b = e.Do(t, "POST", "/messages", fmt.Sprintf(body, "claude-text"), "x-api-key", "k", "anthropic-beta", "files-api-2025-04-14,context-management-2025-06-27")
+	if resp.StatusCode != 200 || resp.Header.Get("X-Toolgate-Dropped") != "" || s.LastHeader().Get("Anthropic-Beta") != "files-api-2025-04-14,context-management-2025-06-27" {
+		t.Errorf("anthropic: %d %q %v %s", resp.StatusCode, resp.Header.Get("X-Toolgate-Dropped"), s.LastHeader(), b)
+	}
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/observe"
@@ -37,6 +38,8 @@ type prepared struct {
 	translated bool
 	// droppedCache counts cache_control marks the translation left out.
 	droppedCache int
+	// dropped names what else it left out (edgeChat.dropped).
+	dropped []string
 	report       repair.Report
 	fixes        repair.ToolCallFixes
 	restored     policy.Restored
@@ -49,7 +52,7 @@ type prepared struct {
 // completion policy's reading, the output limit, restored reasoning, the
 // reasoning level, usage asked for. A refusal is returned, nothing sent.
 func (g *Gateway) prepare(x *exchange, p *plan, base translation) (*prepared, error) {
-	pr := &prepared{plan: p, req: base.req.Derive(), limits: p.limits, translated: base.keepOwn, droppedCache: base.droppedCache}
+	pr := &prepared{plan: p, req: base.req.Derive(), limits: p.limits, translated: base.keepOwn, droppedCache: base.droppedCache, dropped: base.dropped}
 	if x.key != nil {
 		pr.limits = budget.Stricter(pr.limits, g.keyPlans[x.key.Name].limits)
 	}
@@ -230,6 +233,14 @@ func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 	if pr.droppedCache > 0 {
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_cache_control", N: pr.droppedCache})
 	}
+	h.Del(DroppedHeader)
+	if len(pr.dropped) > 0 {
+		h.Set(DroppedHeader, strings.Join(pr.dropped, ", "))
+		for _, d := range pr.dropped {
+			kind, _, _ := strings.Cut(d, ":")
+			rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_" + strings.ReplaceAll(kind, "-", "_"), N: 1})
+		}
+	}
 	if f := pr.fixes; f.Any() {
 		rec.Normalize = f.Header()
 		h.Set(NormalizeHeader, rec.Normalize)
@@ -252,4 +263,10 @@ const (
 	// NormalizeHeader is set when a request normalization changed it,
 	// listing the non-zero counts, e.g. "synthesized_ids=1".
 	NormalizeHeader = "X-Toolgate-Normalize"
+	// DroppedHeader names what a translation to the upstream's protocol
+	// left out because that protocol has no such thing and its absence
+	// changes nothing the client relies on: "anthropic-beta:NAME" (a beta
+	// only Anthropic honours), "tool:NAME" (a hosted tool the upstream
+	// cannot run), comma-separated.
+	DroppedHeader = "X-Toolgate-Dropped"
 )

@@ -54,6 +54,7 @@ type block struct {
 	Signature    string          `json:"signature"`
 	Data         string          `json:"data"`
 	CacheControl json.RawMessage `json:"cache_control"`
+	ToolName     string          `json:"tool_name"`
 }
 
 // thought is a thinking block as Anthropic takes it back.
@@ -435,8 +436,16 @@ func resultText(b block, param string) (string, error) {
 		}
 		var sb strings.Builder
 		for _, c := range bs {
-			if c.Type == "text" {
+			switch c.Type {
+			case "text":
 				sb.WriteString(c.Text)
+			case "tool_reference":
+				// Tool search (advanced-tool-use): the tool it found is
+				// declared in full on a route to another protocol.
+				if sb.Len() > 0 {
+					sb.WriteString("\n")
+				}
+				sb.WriteString("Tool loaded: " + c.ToolName)
 			}
 		}
 		text = sb.String()
