@@ -39,11 +39,11 @@ type prepared struct {
 	// droppedCache counts cache_control marks the translation left out.
 	droppedCache int
 	// dropped names what else it left out (edgeChat.dropped).
-	dropped []string
-	report       repair.Report
-	fixes        repair.ToolCallFixes
-	restored     policy.Restored
-	level        policy.Level
+	dropped  []string
+	report   repair.Report
+	fixes    repair.ToolCallFixes
+	restored policy.Restored
+	level    policy.Level
 }
 
 // prepare derives the request to send on route p from the client's (as
