@@ -386,6 +386,13 @@ type Route struct {
 	// before the new input; otherwise, and by default, the gateway expands
 	// the conversation from its own store and sends it whole.
 	UpstreamPrevious bool `yaml:"upstream_previous"`
+	// RefuseHostedTools refuses (400) a Responses API request that
+	// declares a hosted tool (web_search, file_search, code_interpreter,
+	// …) when the route's upstream is of another protocol, which cannot
+	// run it. By default such a tool is left out, named in the
+	// X-Toolgate-Dropped header and counted, so that a client declaring
+	// one by default (Codex's web_search) works on every route.
+	RefuseHostedTools bool `yaml:"refuse_hosted_tools"`
 	// Repair is what the route does with a transcript whose tool calls and
 	// replies are not paired: fix (the default), reject (400) or off.
 	Repair Enum[repair.Mode] `yaml:"repair"`

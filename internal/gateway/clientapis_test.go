@@ -170,3 +170,50 @@ routes:
 		}
 	}
 }
+
+// codexTools are Codex's stock tools, in the shape it declares them: a
+// function, a namespace of functions, and the hosted web_search.
+const codexTools = `[{"type":"namespace","name":"multi_agent_v1","description":"Sub-agents.","tools":[{"type":"function","name":"spawn_agent","description":"Spawn.","strict":false,"parameters":{"type":"object","properties":{"message":{"type":"string"}}}}]},` +
+	`{"type":"function","name":"exec_command","description":"Run.","strict":false,"parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}},{"type":"web_search","external_web_access":true}]`
+
+// Codex's stock tools on every route: a namespace's functions go to an
+// upstream of another protocol flattened (multi_agent_v1__spawn_agent)
+// and its calls come back as the function and its namespace, the
+// history's namespaced calls flattened too; web_search, which such an
+// upstream cannot run, is left out, named in X-Toolgate-Dropped and
+// counted — or refused on a route with refuse_hosted_tools. A Responses
+// upstream gets the tools as declared.
+func TestCodexToolsEveryRoute(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, clientAPIsConfig+`  - {name: strict, model: "refuse/*", upstream: compat, refuse_hosted_tools: true}
+`)
+	history := `[{"type":"message","role":"user","content":"go"},{"type":"function_call","call_id":"c0","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"},{"type":"function_call_output","call_id":"c0","output":"spawned"},{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"q"}}]`
+	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses"} {
+		for _, stream := range []bool{false, true} {
+			resp, body := e.Do(t, "POST", "/responses", fmt.Sprintf(`{"model":"%s/sim-tool","stream":%v,"tools":%s,"input":%s}`, upstream, stream, codexTools, history), "Authorization", "Bearer k")
+			sent := string(s.LastRequest())
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %s\nsent %s", upstream, resp.StatusCode, body, sent)
+			}
+			if upstream == "responses" {
+				if !strings.Contains(sent, `"type":"namespace"`) || !strings.Contains(sent, `"type":"web_search"`) || resp.Header.Get("X-Toolgate-Dropped") != "" {
+					t.Errorf("responses: the tools as declared: %s %q", sent, resp.Header.Get("X-Toolgate-Dropped"))
+				}
+				continue
+			}
+			if resp.Header.Get("X-Toolgate-Dropped") != "tool:web_search" || strings.Contains(sent, "web_search") || !strings.Contains(sent, "multi_agent_v1__spawn_agent") || strings.Contains(sent, `"spawn_agent"`) {
+				t.Errorf("%s: dropped %q; sent %s", upstream, resp.Header.Get("X-Toolgate-Dropped"), sent)
+			}
+			resp, body = e.Do(t, "POST", "/responses", fmt.Sprintf(`{"model":"%s/sim-tool","stream":%v,"tools":%s,"input":"go"}`, upstream, stream, codexTools), "Authorization", "Bearer k")
+			if resp.StatusCode != 200 || !strings.Contains(body, `"namespace":"multi_agent_v1"`) || strings.Contains(body, "multi_agent_v1__") {
+				t.Errorf("%s stream=%v: the call goes back as the function and its namespace: %s", upstream, stream, body)
+			}
+		}
+	}
+	if n := e.Metric(t, "toolgate_repairs_total", map[string]string{"route": "openai", "action": "dropped_tool"}); n != 4 {
+		t.Errorf("dropped_tool counted %v times", n)
+	}
+	resp, body := e.Do(t, "POST", "/responses", `{"model":"refuse/sim-tool","tools":`+codexTools+`,"input":"go"}`, "Authorization", "Bearer k")
+	if resp.StatusCode != 400 || !strings.Contains(body, "web_search") {
+		t.Errorf("refuse_hosted_tools: %d %s", resp.StatusCode, body)
+	}
+}

@@ -33,6 +33,7 @@ type edgeShape struct {
 	protocol          translate.Protocol
 	field, limitField string
 	previous, effort  bool
+	refuseHosted      bool
 }
 
 // edgeChat is a client's request translated for one shape.

@@ -499,7 +499,7 @@ routes:
   - {name: claude, model: "claude-error-529", upstream: claude, fallbacks: [chat]}
   - {name: mixed, model: "mixed", upstream_model: "sim-text", upstreams: [{name: gone, weight: 1}, {name: sim, weight: 0}]}
   - {name: oai, model: "oai-error-500", upstream: oai, fallbacks: [chat]}
-  - {name: chat, model: "fallback-chat", upstream: sim, upstream_model: "sim-text"}
+  - {name: chat, model: "fallback-chat", upstream: sim, upstream_model: "sim-text", refuse_hosted_tools: true}
   - {name: direct, model: "claude-search", upstream: claude}
 `)
 	c := anthropic.NewClient(aoption.WithBaseURL("http://"+e.Addr+"/"), aoption.WithAPIKey("k"), aoption.WithMaxRetries(0))

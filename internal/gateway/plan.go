@@ -29,9 +29,12 @@ type plan struct {
 	// upstreamStore: a responses upstream keeps the responses;
 	// upstreamPrevious: a previous_response_id is passed on to it.
 	upstreamStore, upstreamPrevious bool
-	name                            string
-	model                           string // upstream_model; "" sends the client's
-	upstream                        *upstreamPlan
+	// refuseHosted: a hosted tool the upstream cannot run is refused, not
+	// left out (refuse_hosted_tools).
+	refuseHosted bool
+	name         string
+	model        string // upstream_model; "" sends the client's
+	upstream     *upstreamPlan
 
 	repair repair.Mode
 	steps  repair.ToolCallSteps
@@ -213,6 +216,7 @@ func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *poli
 	p.limits = r.Budget.Limits()
 	p.upstreamStore = r.UpstreamStore
 	p.upstreamPrevious = r.UpstreamStore && r.UpstreamPrevious
+	p.refuseHosted = r.RefuseHostedTools
 	p.trim = r.Budget != nil && r.Budget.OnInputOver.Value == budget.InputTrim
 	return p
 }

@@ -125,6 +125,7 @@ func (c *responsesCall) shape(p *plan) edgeShape {
 	s := edgeShape{protocol: p.upstream.protocol, field: backField(p), limitField: p.upstream.outputLimitField}
 	s.previous = p.upstream.protocol == translate.Responses && p.upstreamPrevious
 	s.effort = p.upstream.protocol == translate.Responses || takesEffort(p)
+	s.refuseHosted = p.refuseHosted
 	return s
 }
 
@@ -138,7 +139,7 @@ func (c *responsesCall) chat(p *plan) (edgeChat, error) {
 	// signed thinking blocks) they are dropped: only the store restores
 	// those.
 	o := responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: backField(p),
-		Effort: p.upstream.protocol == translate.Responses || takesEffort(p)}
+		Effort: p.upstream.protocol == translate.Responses || takesEffort(p), DropHosted: !p.refuseHosted}
 	keep := p.upstream.protocol == translate.Responses
 	if keep {
 		// The items the client sends go to the upstream as they are, each
@@ -152,7 +153,13 @@ func (c *responsesCall) chat(p *plan) (edgeChat, error) {
 		}
 	}
 	body, err := c.req.Chat(c.items, o)
-	return edgeChat{body: body, keepOwn: keep}, err
+	var dropped []string
+	if !keep && o.DropHosted {
+		for _, t := range c.req.HostedTools() {
+			dropped = append(dropped, "tool:"+t)
+		}
+	}
+	return edgeChat{body: body, keepOwn: keep, dropped: dropped}, err
 }
 
 // loadResponse reads a stored response the caller's key made.

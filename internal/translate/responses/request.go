@@ -133,6 +133,11 @@ type ChatOptions struct {
 	// client's effort (client_effort); elsewhere it is left out, so that
 	// a model that takes no reasoning setting is sent none.
 	Effort bool
+	// DropHosted: for an upstream of another protocol, hosted tools
+	// (web_search, file_search, …), which it cannot run, are left out
+	// (HostedTools names them) instead of refused, and their calls in
+	// the input with them.
+	DropHosted bool
 	// Previous, with Keep, is the response the conversation continues, as
 	// the upstream keeps it: the chat messages made from its items (the
 	// first Items of the conversation) are marked, so that the upstream's
@@ -185,7 +190,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 		chat["stream"] = true
 		chat["stream_options"] = map[string]bool{"include_usage": true}
 	}
-	if err := r.tools(chat, o.Keep); err != nil {
+	if err := r.tools(chat, o); err != nil {
 		return nil, err
 	}
 	limit := o.OutputLimitField
@@ -222,40 +227,114 @@ func (r *Request) keep(chat map[string]any) {
 	}
 }
 
-// tools translates function tools and tool_choice; other tools are
-// refused, but for a Responses upstream (keep), which gets them from the
-// request's own member.
-func (r *Request) tools(chat map[string]any, keep bool) error {
-	if v := r.members["tools"]; v != nil && string(v) != "null" {
-		var tools []struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description,omitempty"`
-			Parameters  json.RawMessage `json:"parameters,omitempty"`
-			Strict      *bool           `json:"strict,omitempty"`
+// tool is a tool as the translator reads it: a function tool, or a
+// namespace tool with the function tools it groups.
+type tool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+	Tools       []tool          `json:"tools,omitempty"`
+}
+
+// NamespaceSep joins a namespace tool's name and the name of a function
+// it groups into the one function name the chat model has for it
+// (multi_agent_v1__spawn_agent): every protocol's function names allow
+// it. A call of that name goes back to a Responses API client as the
+// function and its namespace (Unflatten).
+const NamespaceSep = "__"
+
+// Unflatten maps a function name made by NamespaceSep from a namespace
+// tool the request declares back to its namespace and name; ok is false
+// for any other name.
+func (r *Request) Unflatten(name string) (namespace, fn string, ok bool) {
+	if r == nil || !strings.Contains(name, NamespaceSep) {
+		return "", "", false
+	}
+	tools, _ := r.declared()
+	for _, t := range tools {
+		if t.Type != "namespace" {
+			continue
 		}
-		if json.Unmarshal(v, &tools) != nil {
-			return &wire.ParamError{Param: "tools", Msg: "must be an array of tools"}
+		if rest, found := strings.CutPrefix(name, t.Name+NamespaceSep); found {
+			for _, f := range t.Tools {
+				if f.Name == rest {
+					return t.Name, rest, true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
+// HostedTools names the tools an upstream of another protocol cannot run
+// (any but function and namespace tools), which DropHosted leaves out.
+func (r *Request) HostedTools() []string {
+	tools, _ := r.declared()
+	var out []string
+	for _, t := range tools {
+		if t.Type != "function" && t.Type != "namespace" {
+			out = append(out, wire.Clip(t.Type))
+		}
+	}
+	return out
+}
+
+// declared reads the request's tools.
+func (r *Request) declared() ([]tool, error) {
+	v := r.members["tools"]
+	if v == nil || string(v) == "null" {
+		return nil, nil
+	}
+	var tools []tool
+	if json.Unmarshal(v, &tools) != nil {
+		return nil, &wire.ParamError{Param: "tools", Msg: "must be an array of tools"}
+	}
+	return tools, nil
+}
+
+// functionTool is a function tool as the chat model declares it.
+func functionTool(name string, t tool) map[string]any {
+	fn := map[string]any{"name": name}
+	if t.Description != "" {
+		fn["description"] = t.Description
+	}
+	if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+		fn["parameters"] = t.Parameters
+	}
+	if t.Strict != nil {
+		fn["strict"] = *t.Strict
+	}
+	return map[string]any{"type": "function", "function": fn}
+}
+
+// tools translates function tools and tool_choice; a namespace tool's
+// functions become functions named with NamespaceSep. Other tools are
+// refused, but for a Responses upstream (Keep), which gets them from the
+// request's own member, or left out with DropHosted.
+func (r *Request) tools(chat map[string]any, o ChatOptions) error {
+	if v := r.members["tools"]; v != nil && string(v) != "null" {
+		tools, err := r.declared()
+		if err != nil {
+			return err
 		}
 		out := make([]map[string]any, 0, len(tools))
 		for i, t := range tools {
-			if t.Type != "function" && keep {
+			switch {
+			case t.Type == "namespace":
+				for _, f := range t.Tools {
+					if f.Type == "function" && f.Name != "" {
+						out = append(out, functionTool(t.Name+NamespaceSep+f.Name, f))
+					}
+				}
 				continue
+			case t.Type != "function" && (o.Keep || o.DropHosted):
+				continue
+			case t.Type != "function":
+				return &wire.ParamError{Param: fmt.Sprintf("tools[%d].type", i), Msg: fmt.Sprintf("%q tools are not supported by this route's upstream; declare function tools", wire.Clip(t.Type)), Unsupported: true}
 			}
-			if t.Type != "function" {
-				return &wire.ParamError{Param: fmt.Sprintf("tools[%d].type", i), Msg: fmt.Sprintf("%q tools are not supported by this gateway; declare function tools", wire.Clip(t.Type)), Unsupported: true}
-			}
-			fn := map[string]any{"name": t.Name}
-			if t.Description != "" {
-				fn["description"] = t.Description
-			}
-			if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-				fn["parameters"] = t.Parameters
-			}
-			if t.Strict != nil {
-				fn["strict"] = *t.Strict
-			}
-			out = append(out, map[string]any{"type": "function", "function": fn})
+			out = append(out, functionTool(t.Name, t))
 		}
 		chat["tools"] = out
 	}
@@ -268,11 +347,15 @@ func (r *Request) tools(chat map[string]any, keep bool) error {
 		return nil
 	}
 	var c struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 	}
 	if json.Unmarshal(v, &c) != nil || c.Type != "function" || c.Name == "" {
 		return &wire.ParamError{Param: "tool_choice", Msg: `must be "none", "auto", "required" or {"type":"function","name":"…"}`, Unsupported: c.Type != "" && c.Type != "function"}
+	}
+	if c.Namespace != "" {
+		c.Name = c.Namespace + NamespaceSep + c.Name
 	}
 	chat["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}
 	return nil
@@ -330,6 +413,7 @@ type item struct {
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
 	Summary   []struct {
@@ -468,8 +552,12 @@ func (c *conversation) item(i int, raw json.RawMessage, it item) error {
 		c.out = append(c.out, c.previous(keptIn(m, o.Keep, raw), i))
 	case "function_call":
 		turn.add(raw, i)
+		name := it.Name
+		if it.Namespace != "" {
+			name = it.Namespace + NamespaceSep + name
+		}
 		turn.calls = append(turn.calls, map[string]any{"id": it.CallID, "type": "function",
-			"function": map[string]string{"name": it.Name, "arguments": it.Arguments}})
+			"function": map[string]string{"name": name, "arguments": it.Arguments}})
 		if turn.encrypted {
 			turn.carried.Items = append(turn.carried.Items, carriedItem{Type: "function_call", ID: it.ID, CallID: it.CallID})
 		}
@@ -495,6 +583,9 @@ func (c *conversation) item(i int, raw json.RawMessage, it item) error {
 			c.turn.carry(raw, it)
 		}
 	default:
+		if o.DropHosted && !o.Keep && hostedCall(it.Type) {
+			return nil // the call of a hosted tool left out: the chat model has no slot for it
+		}
 		if !o.Keep || it.Type == "" {
 			return &wire.ParamError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}
 		}
@@ -504,6 +595,12 @@ func (c *conversation) item(i int, raw json.RawMessage, it item) error {
 		turn.add(raw, i)
 	}
 	return nil
+}
+
+// hostedCall reports an item that is a hosted tool's call (web_search_call,
+// file_search_call, …), which carries nothing the conversation needs.
+func hostedCall(typ string) bool {
+	return strings.HasSuffix(typ, "_call") && typ != "function_call" && typ != "custom_tool_call" && typ != "local_shell_call" && typ != "shell_call" && typ != "apply_patch_call" && typ != "computer_call"
 }
 
 // keptIn adds the item a message was made from to it, with keep.

@@ -120,8 +120,14 @@ func textPart(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
 
-func callItem(id, callID, name, args, status string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"type": "function_call", "id": id, "call_id": callID, "name": name, "arguments": args, "status": status})
+// callItem is a function_call item; a call of a namespace tool's
+// function the request declared names the function and its namespace.
+func (m Meta) callItem(id, callID, name, args, status string) json.RawMessage {
+	item := map[string]any{"type": "function_call", "id": id, "call_id": callID, "name": name, "arguments": args, "status": status}
+	if ns, fn, ok := m.Request.Unflatten(name); ok {
+		item["namespace"], item["name"] = ns, fn
+	}
+	b, _ := json.Marshal(item)
 	return b
 }
 
@@ -160,7 +166,7 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 		if id == "" {
 			id = NewID("fc")
 		}
-		output = append(output, callItem(id, tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
+		output = append(output, m.callItem(id, tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
 	}
 	object, err = json.Marshal(m.object(status, output, usage(c.Usage), extra))
 	return object, output, err

@@ -307,7 +307,7 @@ func (s *Stream) callDelta(index int, id, name, args string) error {
 		it = s.add("function_call", itemID)
 		it.callID, it.name = id, name
 		s.calls[index] = it
-		if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": json.RawMessage(callItem(it.id, id, name, "", "in_progress"))}); err != nil {
+		if err := s.event("response.output_item.added", map[string]any{"output_index": it.index, "item": s.meta.callItem(it.id, id, name, "", "in_progress")}); err != nil {
 			return err
 		}
 	}
@@ -339,8 +339,12 @@ func (s *Stream) Done() error {
 	slices.SortFunc(calls, func(a, b *openItem) int { return a.index - b.index })
 	for _, it := range calls {
 		args := it.text.String()
-		it.finishedObject = callItem(it.id, it.callID, it.name, args, "completed")
-		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": it.id, "output_index": it.index, "name": it.name, "arguments": args}); err != nil {
+		it.finishedObject = s.meta.callItem(it.id, it.callID, it.name, args, "completed")
+		name := it.name
+		if _, fn, ok := s.meta.Request.Unflatten(name); ok {
+			name = fn
+		}
+		if err := s.event("response.function_call_arguments.done", map[string]any{"item_id": it.id, "output_index": it.index, "name": name, "arguments": args}); err != nil {
 			return err
 		}
 		if err := s.event("response.output_item.done", map[string]any{"output_index": it.index, "item": it.finishedObject}); err != nil {

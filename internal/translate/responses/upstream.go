@@ -127,6 +127,16 @@ func withKept(req *wire.ChatRequest, b map[string]any) {
 // the client's other tools.
 func keptTools(raw json.RawMessage, translated any) any {
 	mine, _ := translated.([]map[string]any)
+	// A namespace tool's functions, which the chat request declares
+	// flattened, go as the namespace the client declared.
+	var declared []tool
+	_ = json.Unmarshal(raw, &declared)
+	mine = slices.DeleteFunc(slices.Clone(mine), func(t map[string]any) bool {
+		name, _ := t["name"].(string)
+		return slices.ContainsFunc(declared, func(d tool) bool {
+			return d.Type == "namespace" && strings.HasPrefix(name, d.Name+NamespaceSep)
+		})
+	})
 	names := make([]string, len(mine))
 	for k, t := range mine {
 		names[k], _ = t["name"].(string)

@@ -52,6 +52,7 @@ type outputItem struct {
 	ID        string `json:"id"`
 	CallID    string `json:"call_id"`
 	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
 	Arguments string `json:"arguments"`
 	Summary   []struct {
 		Text string `json:"text"`
@@ -61,6 +62,14 @@ type outputItem struct {
 		Text    string `json:"text"`
 		Refusal string `json:"refusal"`
 	} `json:"content"`
+}
+
+// flatten names a call of a namespace tool's function as the chat model
+// does (NamespaceSep).
+func (it *outputItem) flatten() {
+	if it.Namespace != "" {
+		it.Name = it.Namespace + NamespaceSep + it.Name
+	}
 }
 
 // chatUsageOf is a response's usage as chat completions report it.
@@ -177,6 +186,7 @@ func (s *UpstreamStream) itemDone(raw json.RawMessage) [][]byte {
 			return [][]byte{s.chunk(`{"`+translate.ReasoningItemMember+`":`+string(SealItem(raw, s.opts.Upstream))+`}`, "null")}
 		}
 	case "function_call":
+		it.flatten()
 		s.carried.Items = append(s.carried.Items, carriedItem{Type: "function_call", ID: it.ID, CallID: it.CallID})
 		k := s.calls
 		s.calls++
@@ -274,6 +284,7 @@ func UpstreamWhole(b []byte, upstream string) (translate.Answer, error) {
 				reasoning.WriteString(sum.Text)
 			}
 		case "function_call":
+			it.flatten()
 			calls = append(calls, translate.ToolCall(it.CallID, it.Name, it.Arguments))
 		}
 	}
