@@ -138,6 +138,8 @@ func (x *exchange) decode(body []byte, in inbound) error {
 	if err != nil {
 		return err
 	}
+	// A request its route's translation refuses is filed under that route.
+	x.rec.Route, x.rec.Upstream = p.name, p.upstream.name
 	t, err := x.requestFor(p)
 	x.req = t.req
 	return err
@@ -196,6 +198,11 @@ func (g *Gateway) serve(x *exchange) error {
 // attempts. hasFallback says a failure of the upstream's is returned
 // unwritten, for the next route to try.
 func (g *Gateway) route(x *exchange, p *plan, hasFallback bool) error {
+	if x.rec.Model == "" {
+		// A request refused before it is sent is filed under the route
+		// it matched.
+		x.rec.Route, x.rec.Upstream, x.rec.Model = p.name, p.upstream.name, wire.Clip(p.targetModel(x.req.Model))
+	}
 	base, err := x.requestFor(p)
 	if err != nil {
 		return &RefusedError{Route: p.name, Upstream: p.upstream.name, Protocol: p.upstream.protocol, Err: err}

@@ -44,6 +44,9 @@ type prepared struct {
 	fixes    repair.ToolCallFixes
 	restored policy.Restored
 	level    policy.Level
+	// fitted: the route's thinking budget was lowered, or thinking turned
+	// off, to fit the request's output limit.
+	fitted policy.Fitted
 }
 
 // prepare derives the request to send on route p from the client's (as
@@ -162,7 +165,7 @@ func (g *Gateway) reason(x *exchange, pr *prepared) error {
 		pr.placeholders += sigs.Placeholders
 	}
 	var err error
-	if pr.level, err = policy.ApplyReasoning(pr.req, reasoning); err != nil {
+	if pr.level, pr.fitted, err = policy.ApplyReasoning(pr.req, reasoning); err != nil {
 		if re, ok := err.(*wire.ParamError); ok && pr.limits.MaxOutputTokens != budget.Unlimited {
 			// The client cannot raise a limit its budget sets: say so.
 			return &wire.ParamError{Param: re.Param, Msg: fmt.Sprintf("%s; note that this key's and route's budgets cap the output at %d tokens (max_output_tokens), whatever the request asks", re.Msg, pr.limits.MaxOutputTokens)}
@@ -173,7 +176,7 @@ func (g *Gateway) reason(x *exchange, pr *prepared) error {
 		// This upstream refuses a forced tool_choice while thinking.
 		if p.offWhenForced {
 			reasoning.Level, reasoning.ClientEffort = policy.Off, false
-			pr.level, _ = policy.ApplyReasoning(pr.req, reasoning) // level off: no budget to check
+			pr.level, _, _ = policy.ApplyReasoning(pr.req, reasoning) // level off: no budget to check
 		} else {
 			pr.req.Set("tool_choice", json.RawMessage(`"auto"`)) // the judge still enforces the original
 		}
@@ -233,6 +236,17 @@ func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 	if pr.droppedCache > 0 {
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_cache_control", N: pr.droppedCache})
 	}
+	h.Del(ThinkingHeader)
+	if f := pr.fitted; f.From > 0 {
+		action := "thinking_lowered"
+		if f.To == 0 {
+			action = "thinking_off"
+			h.Set(ThinkingHeader, fmt.Sprintf("off; budget_tokens=%d does not fit the output limit", f.From))
+		} else {
+			h.Set(ThinkingHeader, fmt.Sprintf("budget_tokens=%d; lowered from %d to fit the output limit", f.To, f.From))
+		}
+		rec.Repairs = append(rec.Repairs, observe.Count{Name: action, N: 1})
+	}
 	h.Del(DroppedHeader)
 	if len(pr.dropped) > 0 {
 		h.Set(DroppedHeader, strings.Join(pr.dropped, ", "))
@@ -269,4 +283,9 @@ const (
 	// only Anthropic honours), "tool:NAME" (a hosted tool the upstream
 	// cannot run), comma-separated.
 	DroppedHeader = "X-Toolgate-Dropped"
+	// ThinkingHeader is set when the route's thinking budget did not fit
+	// the request's output limit: "budget_tokens=N; lowered from M …"
+	// (half the limit), or "off; …" (half the limit is under Anthropic's
+	// minimum of 1024).
+	ThinkingHeader = "X-Toolgate-Thinking"
 )

@@ -108,25 +108,46 @@ func EffortLevel(effort string) (level Level, ok bool) {
 	return LevelNone, false
 }
 
+// Fitted says how thinking-budget's budget was made to fit a request's
+// output limit: From the route's budget, To the one sent (0: thinking
+// turned off for the request). The zero value: nothing changed.
+type Fitted struct{ From, To int }
+
+// MinBudget is the smallest thinking budget Anthropic takes
+// (budget_tokens ≥ 1024).
+const MinBudget = 1024
+
+// fitBudget is the budget a request whose output limit is limit gets
+// instead of one that does not fit: half the limit (room for the answer),
+// 0 when that is under MinBudget.
+func fitBudget(limit int) int {
+	if b := limit / 2; b >= MinBudget {
+		return b
+	}
+	return 0
+}
+
 // ApplyReasoning writes the route's reasoning fields into req and returns
 // the level used ("" when none). A client reasoning_effort the route maps
 // onto another format is removed from the request. thinking-budget's budget
 // must be below the request's output limit (max_completion_tokens or
-// max_tokens, after any clamp): otherwise a *wire.ParamError naming both
-// numbers — the output limit is never raised.
-func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
+// max_tokens, after any clamp); one that is not is lowered to half the
+// limit, or thinking turned off for the request when that is under
+// MinBudget (Fitted says which) — the output limit is never raised.
+func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, Fitted, error) {
+	var fitted Fitted
 	if r.Format == FormatNone {
-		return LevelNone, nil
+		return LevelNone, fitted, nil
 	}
 	level := r.Level
 	if raw, ok := req.Get("reasoning_effort"); ok && string(raw) != "null" && r.ClientEffort {
 		var effort string
 		if json.Unmarshal(raw, &effort) != nil {
-			return LevelNone, &wire.ParamError{Param: "reasoning_effort", Msg: "must be a string such as \"low\", \"medium\" or \"high\""}
+			return LevelNone, fitted, &wire.ParamError{Param: "reasoning_effort", Msg: "must be a string such as \"low\", \"medium\" or \"high\""}
 		}
 		l, ok := EffortLevel(effort)
 		if !ok {
-			return LevelNone, &wire.ParamError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q is not a reasoning effort; use none, minimal, low, medium or high", wire.Clip(effort))}
+			return LevelNone, fitted, &wire.ParamError{Param: "reasoning_effort", Msg: fmt.Sprintf("%q is not a reasoning effort; use none, minimal, low, medium or high", wire.Clip(effort))}
 		}
 		level = l
 		if r.Format != FormatEffort {
@@ -134,7 +155,7 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
 		}
 	}
 	if level == LevelNone {
-		return LevelNone, nil
+		return LevelNone, fitted, nil
 	}
 	on := level != Off
 	set := func(k, v string) { req.Set(k, json.RawMessage(v)) }
@@ -155,8 +176,13 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
 			break
 		}
 		budget := r.Budget(level)
-		if limit, field := outputLimit(req); limit > 0 && budget >= limit {
-			return LevelNone, &wire.ParamError{Param: field, Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than the output limit (%s = %d); raise %s or lower the reasoning level", budget, field, limit, field)}
+		if limit, _ := outputLimit(req); limit > 0 && budget >= limit {
+			fitted = Fitted{From: budget, To: fitBudget(limit)}
+			if budget = fitted.To; budget == 0 {
+				level = Off
+				set("thinking", `{"type":"disabled"}`)
+				break
+			}
 		}
 		set("thinking", fmt.Sprintf(`{"type":"enabled","budget_tokens":%d}`, budget))
 	case FormatCustom:
@@ -167,7 +193,7 @@ func ApplyReasoning(req *wire.ChatRequest, r Reasoning) (Level, error) {
 	for _, f := range r.Fields {
 		req.Set(f.Name, f.Value)
 	}
-	return level, nil
+	return level, fitted, nil
 }
 
 // Budget is the thinking budget (budget_tokens) the thinking-budget

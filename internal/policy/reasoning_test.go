@@ -13,7 +13,7 @@ import (
 func applied(t *testing.T, extra string, r Reasoning) (Level, string, error) {
 	t.Helper()
 	q := req(t, extra)
-	level, err := ApplyReasoning(q, r)
+	level, _, err := ApplyReasoning(q, r)
 	var got []string
 	for _, k := range []string{"reasoning_effort", "thinking", "enable_thinking", "chat_template_kwargs", "x"} {
 		if v, ok := q.Get(k); ok {
@@ -68,8 +68,7 @@ func TestClientEffort(t *testing.T) {
 	}
 }
 
-// Configured fields win over generated ones; budgets override exactly; a
-// budget not below the output limit is refused, naming both numbers.
+// Configured fields win over generated ones; budgets override exactly.
 func TestReasoningPrecedence(t *testing.T) {
 	_, fields, _ := applied(t, "", Reasoning{Format: FormatThinking, Level: High, Fields: []Field{{"thinking", json.RawMessage(`{"type":"adaptive"}`)}, {"x", json.RawMessage(`1`)}}})
 	if fields != `thinking={"type":"adaptive"} x=1` {
@@ -79,9 +78,38 @@ func TestReasoningPrecedence(t *testing.T) {
 	if fields != `thinking={"type":"enabled","budget_tokens":2048}` {
 		t.Errorf("%q", fields)
 	}
-	_, _, err := applied(t, `,"max_completion_tokens":4096`, Reasoning{Format: FormatBudget, Level: Medium})
-	var re *wire.ParamError
-	if !errors.As(err, &re) || !strings.Contains(re.Msg, "4096 tokens") || !strings.Contains(re.Msg, "max_completion_tokens = 4096") {
-		t.Errorf("err = %v", err)
+}
+
+// A budget not below the request's output limit is made to fit: half the
+// limit while that is Anthropic's minimum or more, else thinking off for
+// the request — never a refusal, and the limit never raised.
+func TestReasoningBudgetFits(t *testing.T) {
+	for _, c := range []struct {
+		extra  string
+		level  Level
+		want   string
+		fitted Fitted
+	}{
+		{`,"max_completion_tokens":4096`, Medium, `max_completion_tokens=4096 thinking={"type":"enabled","budget_tokens":2048}`, Fitted{4096, 2048}},
+		{`,"max_tokens":256`, Low, `max_tokens=256 thinking={"type":"disabled"}`, Fitted{1024, 0}},
+		{`,"max_tokens":2047`, Medium, `max_tokens=2047 thinking={"type":"disabled"}`, Fitted{4096, 0}},
+		{`,"max_tokens":2048`, Medium, `max_tokens=2048 thinking={"type":"enabled","budget_tokens":1024}`, Fitted{4096, 1024}},
+		{`,"max_tokens":1025`, Low, `max_tokens=1025 thinking={"type":"enabled","budget_tokens":1024}`, Fitted{}},
+	} {
+		q := req(t, c.extra)
+		level, fitted, err := ApplyReasoning(q, Reasoning{Format: FormatBudget, Level: c.level})
+		var got []string
+		for _, k := range []string{"max_tokens", "max_completion_tokens", "thinking"} {
+			if v, ok := q.Get(k); ok {
+				got = append(got, k+"="+string(v))
+			}
+		}
+		wantLevel := c.level
+		if c.fitted.From > 0 && c.fitted.To == 0 {
+			wantLevel = Off
+		}
+		if err != nil || strings.Join(got, " ") != c.want || fitted != c.fitted || level != wantLevel {
+			t.Errorf("%s: %q %+v %v %v", c.extra, got, fitted, level, err)
+		}
 	}
 }
