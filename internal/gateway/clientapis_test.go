@@ -217,3 +217,41 @@ func TestCodexToolsEveryRoute(t *testing.T) {
 		t.Errorf("refuse_hosted_tools: %d %s", resp.StatusCode, body)
 	}
 }
+
+// A restore miss is a turn that had reasoning the store no longer has: on
+// an Anthropic route without thinking, replaying a tool turn that was
+// answered without thinking counts nothing, while a turn the gateway
+// never saw answered still counts a miss.
+func TestRestoreMissOnlyReal(t *testing.T) {
+	e, _ := gatewaytest.StartSim(t, sim.Options{}, messagesConfig)
+	resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"claude-tool","tools":[`+sim.WeatherTool+`],"messages":[{"role":"user","content":"weather?"}]}`)
+	var first struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					ID string `json:"id"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &first) != nil || len(first.Choices) == 0 || len(first.Choices[0].Message.ToolCalls) != 1 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	replay := func(id string) {
+		t.Helper()
+		resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"claude-text","tools":[`+sim.WeatherTool+`],"messages":[{"role":"user","content":"weather?"},`+
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"`+id+`","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},`+
+			`{"role":"tool","tool_call_id":"`+id+`","content":"sunny"}]}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	replay(first.Choices[0].Message.ToolCalls[0].ID)
+	if n := e.Metric(t, "toolgate_reasoning_restores_total", map[string]string{"route": "claude", "result": "miss"}); n != 0 {
+		t.Errorf("a turn answered without thinking counted %v misses", n)
+	}
+	replay("toolu_never_seen")
+	if n := e.Metric(t, "toolgate_reasoning_restores_total", map[string]string{"route": "claude", "result": "miss"}); n != 1 {
+		t.Errorf("a turn never seen counted %v misses", n)
+	}
+}

@@ -97,6 +97,9 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 			}
 			continue
 		}
+		if reasoning == "" {
+			continue // the turn had none (RememberReasoning's mark): nothing to restore, nothing missed
+		}
 		if r.Restored == 0 {
 			r.Messages = append([]wire.Message(nil), msgs...)
 		}
@@ -121,9 +124,12 @@ type Turn struct {
 
 // RememberReasoning stores a finished turn's reasoning under each of its
 // call ids, or under its content when it made no call, in c's key space,
-// in one write. It returns the store's failure.
+// in one write. A tool-call turn without reasoning (thinking off) is
+// stored as "", so that replaying it later is no restore miss: a miss is
+// a turn that had reasoning the store no longer has. It returns the
+// store's failure.
 func RememberReasoning(ctx context.Context, store ReasoningStore, c Carry, t Turn) error {
-	if t.Reasoning == "" {
+	if t.Reasoning == "" && len(t.Calls) == 0 {
 		return nil
 	}
 	entries := make(map[string]string, max(len(t.Calls), 1))
