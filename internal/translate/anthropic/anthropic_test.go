@@ -89,6 +89,9 @@ func TestRequestKeptBlocks(t *testing.T) {
 				`"tools":[{"type":"function","function":{"name":"f"}}],"toolgate_request":{"tools":[{"name":"f","input_schema":{"type":"object"}},{"name":"g","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}]}`,
 			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"tool_use","id":"t1_2","name":"f","input":{}}]},` +
 				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1_2","content":"ok"}]}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}},{"type":"web_search_20250305","name":"web_search"}]}`},
+		{"a Messages client's system message in the conversation stays in its place",
+			`"messages":[{"role":"system","content":"Be brief.","toolgate_blocks":[{"type":"text","text":"Be brief."}]},{"role":"user","content":"go"},{"role":"system","content":"Env.","toolgate_blocks":[{"type":"text","text":"Env."}]}]`,
+			`{"model":"claude","max_tokens":4096,"system":[{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"system","content":[{"type":"text","text":"Env."}]}]}`},
 		{"thinking dropped by the client: the restored thinking first",
 			`"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],` +
 				`"restored_thinking_blocks":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"c2ln\"}]","toolgate_blocks":[` + search + `,{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}]`,

@@ -29,6 +29,12 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 			if kept != nil {
 				parts = kept
 			}
+			if kept != nil && len(out) > 0 {
+				// A Messages client's system message in the conversation
+				// stays in its place.
+				out = append(out, message{Role: "system", Content: kept})
+				continue
+			}
 			system = append(system, parts...)
 			continue
 		case "user":

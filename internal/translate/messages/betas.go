@@ -26,6 +26,7 @@ var betasElsewhere = []struct{ prefix, why string }{
 	{"tool-search-tool-", "tool search, as advanced-tool-use"},
 	{"tool-examples-", "tools' input_examples, hints only"},
 	{"effort-", "output_config.effort (the route's reasoning settings decide)"},
+	{"mid-conversation-tool-changes-", "tools that change between turns: other protocols take each request's tools as they are"},
 	{"model-context-window-exceeded-", "the name of a stop reason"},
 	{"fast-mode-", "Anthropic's speed tier"},
 	{"oauth-", "the client's sign-in at Anthropic (the gateway's own key is used)"},

@@ -52,6 +52,14 @@ func TestChat(t *testing.T) {
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"top_k":5,"thinking":{"type":"enabled","budget_tokens":4096}}`,
 			translate.OpenAI,
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required","reasoning_effort":"medium"}`, true},
+		{"a system message in the conversation stays in its place",
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"system","content":[{"type":"text","text":"Environment: linux."}]}]}`,
+			translate.OpenAI,
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"system","content":[{"type":"text","text":"Environment: linux."}]}]}`, false},
+		{"adaptive thinking's output_config.effort where the route takes it",
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"low"}}`,
+			translate.Gemini,
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"reasoning_effort":"low"}`, true},
 		{"a tool search's tool_reference as text elsewhere",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ToolSearch","input":{"query":"select:WebFetch"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"tool_reference","tool_name":"WebFetch"}]}]}]}`,
 			translate.OpenAI,
@@ -93,7 +101,7 @@ func TestChatRefused(t *testing.T) {
 		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`:    "tools.0.type",
 		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f"}],"tool_choice":{"type":"tool","name":"g"}}`: "tool_choice.name",
 		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`:                                   "messages.0.content.0.type",
-		`{"model":"c","max_tokens":1,"messages":[{"role":"system","content":"x"}]}`:                                                               "messages.0.role",
+		`{"model":"c","max_tokens":1,"messages":[{"role":"tool","content":"x"}]}`:                                                               "messages.0.role",
 		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}`:           "messages.0.content.0.source",
 	} {
 		r, err := Decode([]byte(body), false)

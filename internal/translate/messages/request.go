@@ -213,9 +213,16 @@ func (r *Request) settings(chat map[string]any, o ChatOptions) error {
 	if !o.Effort {
 		return nil // the route does not take the client's setting
 	}
-	// Another protocol: the budget as a reasoning effort.
+	// Another protocol: the budget as a reasoning effort, or adaptive
+	// thinking's output_config.effort.
 	effort := "none"
+	var oc struct {
+		Effort string `json:"effort"`
+	}
+	_ = json.Unmarshal(r.extra["output_config"], &oc)
 	switch {
+	case th.Type == "adaptive" && oc.Effort != "":
+		effort = oc.Effort
 	case th.Type != "enabled" && th.Type != "adaptive":
 	case th.Budget > 0 && th.Budget < 2048:
 		effort = "low"
@@ -378,8 +385,13 @@ func (t *translator) message(i int, role string, content json.RawMessage) ([]jso
 			return nil, err
 		}
 		return []json.RawMessage{m}, nil
+	case "system":
+		// A system message in the conversation (Claude Code sends its
+		// environment so to the newest models): a system message in
+		// its place.
+		return t.system(content)
 	}
-	return nil, &wire.ParamError{Param: fmt.Sprintf("messages.%d.role", i), Msg: "must be user or assistant"}
+	return nil, &wire.ParamError{Param: fmt.Sprintf("messages.%d.role", i), Msg: "must be user, assistant or system"}
 }
 
 // user translates a user message; raws are its blocks as sent, when they
