@@ -130,7 +130,8 @@ func TestSchema(t *testing.T) {
 		{`{"enum":[1,2]}`, "", "p.enum"},
 		{`{"type":"tuple"}`, "", "p.type"},
 		{`{"items":[{"type":"string"}]}`, "", "p.items"},
-		{`{"type":"number","exclusiveMinimum":0}`, "", "p.exclusiveMinimum"},
+		{`{"type":"integer","exclusiveMinimum":0}`, `{"type":"INTEGER","minimum":0}`, ""}, // opencode's bash timeout
+		{`{"type":"number","exclusiveMaximum":10,"maximum":5}`, `{"type":"NUMBER","maximum":5}`, ""},
 	} {
 		got, err := Schema(json.RawMessage(tc.in), "p")
 		var pe *wire.ParamError

@@ -22,6 +22,9 @@ import (
 //   - $ref to the schema's own $defs or definitions, inlined (a recursive
 //     one cannot be);
 //   - allOf of one schema, merged;
+//   - exclusiveMinimum and exclusiveMaximum (numbers) as minimum and
+//     maximum, the nearest bound Gemini reads, unless the schema has that
+//     bound too;
 //   - $schema, $id, $comment, deprecated, readOnly, writeOnly and
 //     additionalProperties: false are left out (annotations, or a
 //     restriction Gemini has no keyword for; the completion policy still
@@ -143,6 +146,16 @@ func (m *mapper) keyword(out map[string]any, k string, v any, path string, depth
 	case "examples":
 		if list, ok := v.([]any); ok && len(list) > 0 {
 			out["example"] = list[0]
+		}
+	case "exclusiveMinimum", "exclusiveMaximum":
+		// A bound Gemini has only inclusively: sent as minimum or maximum
+		// (the nearest it reads; the completion policy checks the original),
+		// unless the schema has that one too; draft 4's boolean form left out.
+		if n, ok := v.(float64); ok {
+			bound := map[string]string{"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}[k]
+			if _, has := out[bound]; !has {
+				out[bound] = n
+			}
 		}
 	case "additionalProperties":
 		if b, ok := v.(bool); !ok || b {
