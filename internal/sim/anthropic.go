@@ -63,8 +63,9 @@ type anthropicRequest struct {
 	MaxTokens *int               `json:"max_tokens"`
 	Messages  []anthropicMessage `json:"messages"`
 	Tools     []struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
 	} `json:"tools"`
 	ToolChoice *struct {
 		Type string `json:"type"`
@@ -77,8 +78,10 @@ type anthropicRequest struct {
 	Stream      bool     `json:"stream"`
 }
 
+// thinkingOn: thinking enabled with a budget, or adaptive (the newest
+// models'), which this simulator always uses.
 func (r *anthropicRequest) thinkingOn() bool {
-	return r.Thinking != nil && r.Thinking.Type == "enabled"
+	return r.Thinking != nil && (r.Thinking.Type == "enabled" || r.Thinking.Type == "adaptive")
 }
 
 // blocks reads a turn's content: a string is one text block.
@@ -188,6 +191,9 @@ func (s *Sim) anthropicAnswer(req *anthropicRequest) ([]map[string]any, string) 
 		return map[string]any{"type": "tool_use", "id": id, "name": tool, "input": map[string]string{"city": city}}
 	}
 	n := s.seq.Add(1)
+	if strings.Contains(req.Model, "agent") {
+		return anthropicAgent(req, out, n)
+	}
 	switch {
 	case strings.Contains(req.Model, "search"):
 		return append(out, searchBlocks(n)...), "end_turn"
@@ -198,6 +204,27 @@ func (s *Sim) anthropicAnswer(req *anthropicRequest) ([]map[string]any, string) 
 		return append(out, use(fmt.Sprintf("toolu_sim_%d", n), "Paris")), "tool_use"
 	}
 	return append(out, map[string]any{"type": "text", "text": answer}), "end_turn"
+}
+
+// anthropicAgent is the agent script's answer (agent.go) after out (the
+// thinking block).
+func anthropicAgent(req *anthropicRequest, out []map[string]any, n int64) ([]map[string]any, string) {
+	result, has := "", false
+	if k := len(req.Messages) - 1; k >= 0 && req.Messages[k].Role == "user" {
+		for _, b := range req.Messages[k].blocks() {
+			if b.Type == "tool_result" {
+				result, has = result+resultText(b.Content), true
+			}
+		}
+	}
+	var tools []agentTool
+	for _, t := range req.Tools {
+		tools = append(tools, agentTool{Name: t.Name, Schema: t.InputSchema})
+	}
+	if name, args, ok := agentCall(tools); ok && !has {
+		return append(out, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_sim_%d", n), "name": name, "input": args}), "tool_use"
+	}
+	return append(out, map[string]any{"type": "text", "text": agentText(result, has)}), "end_turn"
 }
 
 // anthropicStream sends the answer as Anthropic streams it: message_start,
@@ -333,10 +360,11 @@ func checkThinking(req *anthropicRequest) string {
 	if !req.thinkingOn() {
 		return ""
 	}
+	enabled := req.Thinking.Type == "enabled"
 	switch {
-	case req.Thinking.Budget < 1024:
+	case enabled && req.Thinking.Budget < 1024:
 		return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
-	case req.Thinking.Budget >= *req.MaxTokens:
+	case enabled && req.Thinking.Budget >= *req.MaxTokens:
 		return "`max_tokens` must be greater than `thinking.budget_tokens`. " + thinkingDocs + "#max-tokens-and-context-window-size"
 	case req.Temperature != nil && *req.Temperature != 1:
 		return "`temperature` may only be set to 1 when thinking is enabled. " + thinkingDocs

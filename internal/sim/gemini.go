@@ -71,16 +71,24 @@ type geminiContent struct {
 
 type geminiRequest struct {
 	Contents []geminiContent `json:"contents"`
-	Tools    []struct {
-		FunctionDeclarations []struct {
-			Name string `json:"name"`
-		} `json:"functionDeclarations"`
-	} `json:"tools"`
+	Tools    []geminiTools `json:"tools"`
 	GenerationConfig struct {
 		ThinkingConfig *struct {
 			IncludeThoughts bool `json:"includeThoughts"`
 		} `json:"thinkingConfig"`
 	} `json:"generationConfig"`
+}
+
+// geminiTools is one entry of a request's tools.
+type geminiTools struct {
+	FunctionDeclarations []geminiDecl `json:"functionDeclarations"`
+}
+
+// geminiDecl is a function declaration.
+type geminiDecl struct {
+	Name                 string          `json:"name"`
+	Parameters           json.RawMessage `json:"parameters"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 }
 
 // skipSignature is the value Gemini documents to skip the check.
@@ -314,6 +322,9 @@ func (s *Sim) geminiAnswer(model string, req *geminiRequest) geminiAnswer {
 		}
 		return p
 	}
+	if strings.Contains(model, "agent") {
+		return a.agent(req)
+	}
 	switch {
 	case strings.Contains(model, "malformed"):
 		a.finish = "MALFORMED_FUNCTION_CALL"
@@ -324,6 +335,35 @@ func (s *Sim) geminiAnswer(model string, req *geminiRequest) geminiAnswer {
 	default:
 		a.parts = append(a.parts, map[string]any{"text": answer, "thoughtSignature": textSignature(answer)})
 	}
+	return a
+}
+
+// agent is the agent script's answer (agent.go), after the thought.
+func (a geminiAnswer) agent(req *geminiRequest) geminiAnswer {
+	result, has := "", false
+	if k := len(req.Contents) - 1; k >= 0 {
+		for _, p := range req.Contents[k].Parts {
+			if p.FunctionResponse != nil {
+				result, has = result+string(p.FunctionResponse.Response), true
+			}
+		}
+	}
+	var tools []agentTool
+	for _, t := range req.Tools {
+		for _, d := range t.FunctionDeclarations {
+			schema := d.ParametersJSONSchema
+			if len(schema) == 0 {
+				schema = d.Parameters
+			}
+			tools = append(tools, agentTool{Name: d.Name, Schema: schema})
+		}
+	}
+	if name, args, ok := agentCall(tools); ok && !has {
+		a.parts = append(a.parts, map[string]any{"functionCall": map[string]any{"name": name, "args": args}, "thoughtSignature": callSignature(name, args)})
+		return a
+	}
+	text := agentText(result, has)
+	a.parts = append(a.parts, map[string]any{"text": text, "thoughtSignature": textSignature(text)})
 	return a
 }
 
@@ -456,13 +496,7 @@ func (s *Sim) geminiCompat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(req.Tools) > 0 {
-		native.Tools = append(native.Tools, struct {
-			FunctionDeclarations []struct {
-				Name string `json:"name"`
-			} `json:"functionDeclarations"`
-		}{FunctionDeclarations: []struct {
-			Name string `json:"name"`
-		}{{Name: req.Tools[0].Function.Name}}})
+		native.Tools = append(native.Tools, geminiTools{FunctionDeclarations: []geminiDecl{{Name: req.Tools[0].Function.Name}}})
 	}
 	if geminiFails(w, req.Model) {
 		return

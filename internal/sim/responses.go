@@ -65,6 +65,7 @@ type responsesItem struct {
 	ID               string          `json:"id"`
 	CallID           string          `json:"call_id"`
 	Action           json.RawMessage `json:"action"`
+	Output           json.RawMessage `json:"output"`
 	EncryptedContent string          `json:"encrypted_content"`
 	Summary          []struct {
 		Text string `json:"text"`
@@ -274,6 +275,10 @@ func (s *Sim) responsesAnswer(req *responsesRequest, items []responsesItem) resp
 		return map[string]any{"type": "function_call", "id": prefix + n + "_" + strconv.Itoa(k), "call_id": "call_sim_" + n + "_" + strconv.Itoa(k),
 			"name": tool, "arguments": `{"city":"` + city + `"}`, "status": "completed"}
 	}
+	if strings.Contains(req.Model, "agent") {
+		a.output = append(a.output, responsesAgent(req, items, n, reasoning > 0))
+		return a
+	}
 	switch m := req.Model; {
 	case strings.Contains(m, "parallel") && outputs == 0:
 		a.output = append(a.output, call(0, "Paris"), call(1, "Rome"))
@@ -293,6 +298,35 @@ func (s *Sim) responsesAnswer(req *responsesRequest, items []responsesItem) resp
 		}
 	}
 	return a
+}
+
+// responsesAgent is the agent script's answer item (agent.go).
+func responsesAgent(req *responsesRequest, items []responsesItem, n string, reasoned bool) map[string]any {
+	result, has := "", false
+	if k := len(items) - 1; k >= 0 && items[k].Type == "function_call_output" {
+		result, has = resultText(items[k].Output), true
+	}
+	var tools []agentTool
+	for _, raw := range req.Tools {
+		var t struct {
+			Type       string          `json:"type"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Type == "function" {
+			tools = append(tools, agentTool{Name: t.Name, Schema: t.Parameters})
+		}
+	}
+	if name, args, ok := agentCall(tools); ok && !has {
+		prefix := "fc_simnr_"
+		if reasoned {
+			prefix = "fc_sim_"
+		}
+		return map[string]any{"type": "function_call", "id": prefix + n + "_0", "call_id": "call_sim_" + n + "_0",
+			"name": name, "arguments": string(args), "status": "completed"}
+	}
+	return map[string]any{"type": "message", "id": "msg_sim_" + n, "role": "assistant", "status": "completed",
+		"content": []any{map[string]any{"type": "output_text", "text": agentText(result, has), "annotations": []any{}}}}
 }
 
 // object is the response object with status.
@@ -357,12 +391,13 @@ func responsesItemEvents(ev func(string, map[string]any), i int, item map[string
 	ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
 	switch item["type"] {
 	case "message":
+		text := item["content"].([]any)[0].(map[string]any)["text"].(string)
 		ev("response.content_part.added", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-		for _, p := range pieces(answer, 4) {
+		for _, p := range pieces(text, 4) {
 			ev("response.output_text.delta", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "delta": p})
 		}
-		ev("response.output_text.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "text": answer})
-		ev("response.content_part.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "part": map[string]any{"type": "output_text", "text": answer, "annotations": []any{}}})
+		ev("response.output_text.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "text": text})
+		ev("response.content_part.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "part": map[string]any{"type": "output_text", "text": text, "annotations": []any{}}})
 	case "function_call":
 		args := item["arguments"].(string)
 		for _, p := range pieces(args, 3) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,9 @@ type Options struct {
 	// carries RetryAfter in Retry-After when it is set).
 	Status     int
 	RetryAfter time.Duration
+	// KeepBodies keeps every request's body (Bodies), up to 10,000, for
+	// a test that checks what a whole session sent.
+	KeepBodies bool
 	// Org names the organization whose key seals the Responses mode's
 	// encrypted reasoning: a simulator of another organization refuses it.
 	// Default "org-sim".
@@ -49,6 +53,7 @@ type Sim struct {
 	mu         sync.Mutex
 	last       []byte
 	lastHeader http.Header
+	bodies     [][]byte
 
 	requests      atomic.Int64
 	cancellations atomic.Int64
@@ -113,6 +118,14 @@ func (s *Sim) LastRequest() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return bytes.Clone(s.last)
+}
+
+// Bodies returns the bodies of every request received, in order, with
+// Options.KeepBodies (nil without).
+func (s *Sim) Bodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.bodies)
 }
 
 // LastHeader returns a copy of the headers of the latest chat request.
@@ -183,6 +196,9 @@ func (s *Sim) receive(r *http.Request) ([]byte, error) {
 	s.requests.Add(1)
 	s.mu.Lock()
 	s.last, s.lastHeader = body, r.Header.Clone()
+	if s.opts.KeepBodies && len(s.bodies) < 10000 {
+		s.bodies = append(s.bodies, body)
+	}
 	s.mu.Unlock()
 	return body, err
 }
@@ -227,6 +243,15 @@ func (s *Sim) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.Contains(req.Model, "deepseek") {
 		s.thinking(w, body, req.Stream)
+		return
+	}
+	if strings.Contains(req.Model, "agent") {
+		r, err := wire.DecodeRequest(body)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+			return
+		}
+		s.chatAgent(w, r, false)
 		return
 	}
 	if evs, ok := quirkFor(req.Model); ok && req.Stream {

@@ -44,6 +44,10 @@ func (s *Sim) thinking(w http.ResponseWriter, body []byte, stream bool) {
 			}
 		}
 	}
+	if strings.Contains(req.Model, "agent") {
+		s.chatAgent(w, req, true)
+		return
+	}
 	n := s.seq.Add(1)
 	reasoning := fmt.Sprintf("Thinking, step %d.", results+1)
 	id := fmt.Sprintf("chatcmpl-ds-%d", n)
