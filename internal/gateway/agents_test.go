@@ -67,8 +67,8 @@ func agentBin(t *testing.T, name string) string {
 type agentSession struct {
 	out      string
 	statuses []string
-	sizes    []int64 // bytes_in of each request
-	bodies   []string  // what the simulator received
+	sizes    []int64  // bytes_in of each request
+	bodies   []string // what the simulator received
 }
 
 // runAgent runs an agent's command in a fresh home and working

@@ -70,8 +70,8 @@ type geminiContent struct {
 }
 
 type geminiRequest struct {
-	Contents []geminiContent `json:"contents"`
-	Tools    []geminiTools `json:"tools"`
+	Contents         []geminiContent `json:"contents"`
+	Tools            []geminiTools   `json:"tools"`
 	GenerationConfig struct {
 		ThinkingConfig *struct {
 			IncludeThoughts bool `json:"includeThoughts"`

@@ -101,7 +101,7 @@ func TestChatRefused(t *testing.T) {
 		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`:    "tools.0.type",
 		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f"}],"tool_choice":{"type":"tool","name":"g"}}`: "tool_choice.name",
 		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`:                                   "messages.0.content.0.type",
-		`{"model":"c","max_tokens":1,"messages":[{"role":"tool","content":"x"}]}`:                                                               "messages.0.role",
+		`{"model":"c","max_tokens":1,"messages":[{"role":"tool","content":"x"}]}`:                                                                 "messages.0.role",
 		`{"model":"c","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}`:           "messages.0.content.0.source",
 	} {
 		r, err := Decode([]byte(body), false)
