@@ -6,6 +6,9 @@
 // The model name picks the scripted behaviour (the first keyword it
 // contains, in this order):
 //
+//	agent   a coding agent's model (agent.go), in every protocol's mode:
+//	        its shell tool (Bash, exec_command, bash) called with
+//	        AgentCommand, then, on the tool's result, text quoting it
 //	error   the upstream fails: status 500, or the three digits after
 //	        "error-" (sim-error-429 answers 429), with an OpenAI error body
 //	cut     the stream (or body) is cut mid-way: the connection is aborted
