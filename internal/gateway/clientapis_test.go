@@ -216,6 +216,11 @@ func TestCodexToolsEveryRoute(t *testing.T) {
 	if resp.StatusCode != 400 || !strings.Contains(body, "web_search") {
 		t.Errorf("refuse_hosted_tools: %d %s", resp.StatusCode, body)
 	}
+	// A custom tool runs at the client: refused, never left out unseen.
+	resp, body = e.Do(t, "POST", "/responses", `{"model":"openai/sim-tool","tools":[{"type":"custom","name":"apply_patch","format":{"type":"text"}}],"input":"go"}`, "Authorization", "Bearer k")
+	if resp.StatusCode != 400 || !strings.Contains(body, "custom") {
+		t.Errorf("a custom tool: %d %s", resp.StatusCode, body)
+	}
 }
 
 // A restore miss is a turn that had reasoning the store no longer has: on

@@ -269,17 +269,23 @@ func (r *Request) Unflatten(name string) (namespace, fn string, ok bool) {
 }
 
 // HostedTools names the tools an upstream of another protocol cannot run
-// (any but function and namespace tools), which DropHosted leaves out.
+// (any but function, namespace and custom tools), which DropHosted leaves
+// out. A custom tool (free-form input) runs at the client: it is refused
+// rather than left out unseen.
 func (r *Request) HostedTools() []string {
 	tools, _ := r.declared()
 	var out []string
 	for _, t := range tools {
-		if t.Type != "function" && t.Type != "namespace" {
+		if hosted(t.Type) {
 			out = append(out, wire.Clip(t.Type))
 		}
 	}
 	return out
 }
+
+// hosted reports a tool type the provider runs (web_search, file_search,
+// code_interpreter, mcp, …), not the client.
+func hosted(typ string) bool { return typ != "function" && typ != "namespace" && typ != "custom" }
 
 // declared reads the request's tools.
 func (r *Request) declared() ([]tool, error) {
@@ -329,7 +335,7 @@ func (r *Request) tools(chat map[string]any, o ChatOptions) error {
 					}
 				}
 				continue
-			case t.Type != "function" && (o.Keep || o.DropHosted):
+			case t.Type != "function" && (o.Keep || o.DropHosted && hosted(t.Type)):
 				continue
 			case t.Type != "function":
 				return &wire.ParamError{Param: fmt.Sprintf("tools[%d].type", i), Msg: fmt.Sprintf("%q tools are not supported by this route's upstream; declare function tools", wire.Clip(t.Type)), Unsupported: true}
