@@ -588,6 +588,10 @@ func TestBetasByMeaning(t *testing.T) {
 			t.Errorf("%s: %d %s", beta, resp.StatusCode, b)
 		}
 	}
+	// A refused request is filed under the route it matched.
+	if line := gatewaytest.WithField(e.Access(), "status", int64(400)); line == nil || line["route"] != "other" {
+		t.Errorf("the refusal's access line: %v", line)
+	}
 	resp, b = e.Do(t, "POST", "/messages", fmt.Sprintf(body, "claude-text"), "x-api-key", "k", "anthropic-beta", "files-api-2025-04-14,context-management-2025-06-27")
 	if resp.StatusCode != 200 || resp.Header.Get("X-Toolgate-Dropped") != "" || s.LastHeader().Get("Anthropic-Beta") != "files-api-2025-04-14,context-management-2025-06-27" {
 		t.Errorf("anthropic: %d %q %v %s", resp.StatusCode, resp.Header.Get("X-Toolgate-Dropped"), s.LastHeader(), b)
