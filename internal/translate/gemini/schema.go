@@ -84,6 +84,41 @@ func (m *mapper) schema(s map[string]any, path string, depth int) (map[string]an
 	return out, nil
 }
 
+// properties maps a schema's properties into out.
+func (m *mapper) properties(out map[string]any, v any, at string, depth int) error {
+	props, ok := v.(map[string]any)
+	if !ok {
+		return &wire.ParamError{Param: at, Msg: "must be an object"}
+	}
+	mapped := map[string]any{}
+	for name, p := range props {
+		ps, ok := p.(map[string]any)
+		if !ok {
+			return &wire.ParamError{Param: at + "." + name, Msg: "must be a schema object"}
+		}
+		ms, err := m.schema(ps, at+"."+name, depth+1)
+		if err != nil {
+			return err
+		}
+		mapped[name] = ms
+	}
+	out["properties"] = mapped
+	return nil
+}
+
+// exclusiveBound maps exclusiveMinimum or exclusiveMaximum (k), a bound
+// Gemini has only inclusively, onto minimum or maximum — the nearest it
+// reads; the completion policy checks the original — unless the schema
+// has that one too. Draft 4's boolean form is left out.
+func exclusiveBound(out map[string]any, k string, v any) {
+	if n, ok := v.(float64); ok {
+		bound := map[string]string{"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}[k]
+		if _, has := out[bound]; !has {
+			out[bound] = n
+		}
+	}
+}
+
 // keyword maps one keyword of a schema into out.
 func (m *mapper) keyword(out map[string]any, k string, v any, path string, depth int) error {
 	at := path + "." + k
@@ -91,23 +126,7 @@ func (m *mapper) keyword(out map[string]any, k string, v any, path string, depth
 	case "type":
 		return typeOf(out, v, at)
 	case "properties":
-		props, ok := v.(map[string]any)
-		if !ok {
-			return &wire.ParamError{Param: at, Msg: "must be an object"}
-		}
-		mapped := map[string]any{}
-		for name, p := range props {
-			ps, ok := p.(map[string]any)
-			if !ok {
-				return &wire.ParamError{Param: at + "." + name, Msg: "must be a schema object"}
-			}
-			ms, err := m.schema(ps, at+"."+name, depth+1)
-			if err != nil {
-				return err
-			}
-			mapped[name] = ms
-		}
-		out["properties"] = mapped
+		return m.properties(out, v, at, depth)
 	case "items":
 		is, ok := v.(map[string]any)
 		if !ok {
@@ -148,15 +167,7 @@ func (m *mapper) keyword(out map[string]any, k string, v any, path string, depth
 			out["example"] = list[0]
 		}
 	case "exclusiveMinimum", "exclusiveMaximum":
-		// A bound Gemini has only inclusively: sent as minimum or maximum
-		// (the nearest it reads; the completion policy checks the original),
-		// unless the schema has that one too; draft 4's boolean form left out.
-		if n, ok := v.(float64); ok {
-			bound := map[string]string{"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}[k]
-			if _, has := out[bound]; !has {
-				out[bound] = n
-			}
-		}
+		exclusiveBound(out, k, v)
 	case "additionalProperties":
 		if b, ok := v.(bool); !ok || b {
 			return &wire.ParamError{Param: at, Msg: "only additionalProperties: false can be sent to a gemini upstream (it is left out)", Unsupported: true}
