@@ -25,6 +25,8 @@ type Request struct {
 	Input []json.RawMessage
 
 	members map[string]json.RawMessage
+	// namespaced: the functions of its namespace tools (Unflatten).
+	namespaced map[string][2]string
 }
 
 // Echo returns a member of the request as sent (nil when absent), for
@@ -93,7 +95,26 @@ func Decode(body []byte) (*Request, error) {
 			return nil, &wire.ParamError{Param: "input", Msg: "must be a string or an array of input items"}
 		}
 	}
+	r.namespaced = namespaced(r.declared())
 	return r, nil
+}
+
+// namespaced maps each function name NamespaceSep makes from a namespace
+// tool to that tool's namespace and function name.
+func namespaced(tools []tool, _ error) map[string][2]string {
+	var out map[string][2]string
+	for _, t := range tools {
+		if t.Type != "namespace" {
+			continue
+		}
+		for _, f := range t.Tools {
+			if out == nil {
+				out = map[string][2]string{}
+			}
+			out[t.Name+NamespaceSep+f.Name] = [2]string{t.Name, f.Name}
+		}
+	}
+	return out
 }
 
 // str reads an optional string member.
@@ -249,23 +270,11 @@ const NamespaceSep = "__"
 // tool the request declares back to its namespace and name; ok is false
 // for any other name.
 func (r *Request) Unflatten(name string) (namespace, fn string, ok bool) {
-	if r == nil || !strings.Contains(name, NamespaceSep) {
+	if r == nil {
 		return "", "", false
 	}
-	tools, _ := r.declared()
-	for _, t := range tools {
-		if t.Type != "namespace" {
-			continue
-		}
-		if rest, found := strings.CutPrefix(name, t.Name+NamespaceSep); found {
-			for _, f := range t.Tools {
-				if f.Name == rest {
-					return t.Name, rest, true
-				}
-			}
-		}
-	}
-	return "", "", false
+	n, ok := r.namespaced[name]
+	return n[0], n[1], ok
 }
 
 // HostedTools names the tools an upstream of another protocol cannot run
