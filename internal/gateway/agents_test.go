@@ -84,13 +84,10 @@ func runAgent(t *testing.T, e *gatewaytest.Env, s *sim.Sim, env []string, bin st
 	cmd.Dir = work
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=dumb", "NO_COLOR=1",
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local/share"),
-		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(home, ".local/state")}, env...)
-	for i, a := range cmd.Env {
-		cmd.Env[i] = strings.ReplaceAll(a, "AGENT_HOME", home)
-	}
-	for i, a := range cmd.Args {
-		cmd.Args[i] = strings.ReplaceAll(a, "AGENT_HOME", home)
-	}
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(home, ".local/state"),
+		// Offline but for the gateway: anything else goes to a closed port.
+		"HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9", "http_proxy=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9",
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
