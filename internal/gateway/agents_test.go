@@ -5,15 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 
 // agentsConfig has a route per upstream protocol (and, for chat
@@ -74,10 +80,11 @@ type agentSession struct {
 // runAgent runs an agent's command in a fresh home and working
 // directory, offline but for the gateway, until it exits (within a
 // deadline), and gathers the session's access lines and upstream bodies.
-func runAgent(t *testing.T, e *gatewaytest.Env, s *sim.Sim, env []string, bin string, args ...string) agentSession {
+func runAgent(t *testing.T, g agentGateway, env []string, bin string, args ...string) agentSession {
 	t.Helper()
+	e, s := g.e, g.s
 	home, work := t.TempDir(), t.TempDir()
-	beforeLines, beforeBodies := len(e.Access()), len(s.Bodies())
+	beforeLines, beforeBodies, beforeServed := len(e.Access()), len(s.Bodies()), g.served.Load()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -93,7 +100,10 @@ func runAgent(t *testing.T, e *gatewaytest.Env, s *sim.Sim, env []string, bin st
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s: %v\n%s", filepath.Base(bin), err, out.String())
 	}
-	e.Metric(t, "toolgate_requests_total", nil) // waits for every answered request's access line
+	// Every request the agent made has its access line (written once its
+	// response is).
+	served := int(g.served.Load() - beforeServed)
+	wait.For(t, "the session's access lines", func() bool { return len(e.Access())-beforeLines >= served })
 	var sess agentSession
 	sess.out = out.String()
 	for _, l := range e.Access()[beforeLines:] {
@@ -134,8 +144,26 @@ func (sess agentSession) check(t *testing.T, want string) {
 	t.Logf("%d requests, largest %d bytes", len(sess.statuses), largest)
 }
 
-func agentsEnv(t *testing.T) (*gatewaytest.Env, *sim.Sim) {
-	return gatewaytest.StartSim(t, sim.Options{KeepBodies: true}, agentsConfig)
+// agentGateway is the gateway the agents use, in front of the simulator,
+// reached through a proxy that counts the requests served.
+type agentGateway struct {
+	e      *gatewaytest.Env
+	s      *sim.Sim
+	addr   string
+	served *atomic.Int64
+}
+
+func agentsEnv(t *testing.T) agentGateway {
+	e, s := gatewaytest.StartSim(t, sim.Options{KeepBodies: true}, agentsConfig)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: e.Addr})
+	proxy.FlushInterval = -1
+	served := &atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxy.ServeHTTP(w, r)
+		served.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	return agentGateway{e: e, s: s, addr: srv.Listener.Addr().String(), served: served}
 }
 
 // Claude Code, unchanged, completes a tool loop on every route, thinking
@@ -144,11 +172,11 @@ func agentsEnv(t *testing.T) (*gatewaytest.Env, *sim.Sim) {
 // sent back (signed thinking byte for byte, checked by the simulator).
 func TestAgentClaudeCode(t *testing.T) {
 	bin := agentBin(t, "claude")
-	e, s := agentsEnv(t)
+	g := agentsEnv(t)
 	for _, r := range agentRoutes {
 		for _, thinking := range []string{"on", "off"} {
 			t.Run(r.route+"/thinking="+thinking, func(t *testing.T) {
-				env := []string{"ANTHROPIC_BASE_URL=http://" + e.Addr, "ANTHROPIC_API_KEY=sk-agent", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+				env := []string{"ANTHROPIC_BASE_URL=http://" + g.addr, "ANTHROPIC_API_KEY=sk-agent", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 					"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "ANTHROPIC_SMALL_FAST_MODEL=" + r.model,
 					"ANTHROPIC_DEFAULT_HAIKU_MODEL=" + r.model}
 				want := r.back
@@ -157,7 +185,7 @@ func TestAgentClaudeCode(t *testing.T) {
 				} else if r.route == "anthropic" {
 					want = `"signature":"` // its signed thinking, sent back
 				}
-				sess := runAgent(t, e, s, env, bin, "-p", "Run the command and quote its output.", "--model", r.model,
+				sess := runAgent(t, g, env, bin, "-p", "Run the command and quote its output.", "--model", r.model,
 					"--allowedTools", "Bash", "--output-format", "json")
 				var result struct {
 					IsError bool   `json:"is_error"`
@@ -177,7 +205,7 @@ func TestAgentClaudeCode(t *testing.T) {
 // declared) with reasoning, completes a tool loop on every route.
 func TestAgentCodex(t *testing.T) {
 	bin := agentBin(t, "codex")
-	e, s := agentsEnv(t)
+	g := agentsEnv(t)
 	for _, r := range agentRoutes {
 		t.Run(r.route, func(t *testing.T) {
 			config := fmt.Sprintf(`model = %q
@@ -188,12 +216,12 @@ name = "toolgate"
 base_url = "http://%s/v1"
 env_key = "TOOLGATE_KEY"
 wire_api = "responses"
-`, r.model, e.Addr)
+`, r.model, g.addr)
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			sess := runAgent(t, e, s, []string{"CODEX_HOME=" + dir, "TOOLGATE_KEY=sk-agent"}, bin,
+			sess := runAgent(t, g, []string{"CODEX_HOME=" + dir, "TOOLGATE_KEY=sk-agent"}, bin,
 				"exec", "--skip-git-repo-check", "-s", "danger-full-access", "Run the command and quote its output.")
 			sess.check(t, r.back)
 			if r.route != "responses" && !strings.Contains(strings.Join(sess.bodies, "\n"), "multi_agent_v1__") {
@@ -207,17 +235,17 @@ wire_api = "responses"
 // OpenAI-compatible provider (chat completions).
 func TestAgentOpencode(t *testing.T) {
 	bin := agentBin(t, "opencode")
-	e, s := agentsEnv(t)
+	g := agentsEnv(t)
 	for _, r := range agentRoutes {
 		t.Run(r.route, func(t *testing.T) {
 			config := fmt.Sprintf(`{"provider":{"toolgate":{"npm":"@ai-sdk/openai-compatible","name":"toolgate",
-"options":{"baseURL":"http://%s/v1","apiKey":"sk-agent"},"models":{%q:{"tool_call":true}}}},"autoupdate":false,"share":"disabled"}`, e.Addr, r.model)
+"options":{"baseURL":"http://%s/v1","apiKey":"sk-agent"},"models":{%q:{"tool_call":true}}}},"autoupdate":false,"share":"disabled"}`, g.addr, r.model)
 			dir := t.TempDir()
 			path := filepath.Join(dir, "opencode.json")
 			if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			sess := runAgent(t, e, s, []string{"OPENCODE_CONFIG=" + path, "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
+			sess := runAgent(t, g, []string{"OPENCODE_CONFIG=" + path, "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
 				"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1"}, bin,
 				"run", "-m", "toolgate/"+r.model, "Run the command and quote its output.")
 			sess.check(t, r.back)
