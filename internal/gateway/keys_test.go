@@ -58,7 +58,59 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 	if resp.StatusCode != 401 {
 		t.Errorf("GET /v1/models without a key: %d", resp.StatusCode)
 	}
-	if gatewaytest.WithField(e.WaitAccess(t, 7), "key", "team-a") == nil {
+	if gatewaytest.WithField(e.WaitAccess(t, 6), "key", "team-a") == nil {
 		t.Error("the access log does not name the key")
+	}
+}
+
+// A key's model list is decided before anything costly: a Messages or
+// Responses request for a model the key may not use is refused 403
+// before its body is translated (a body whose translation would be
+// refused still gets the 403) or a stored response is read; count_tokens
+// is admitted like /v1/messages — the model list, the request rate — and
+// its access line names the key, the route and the bytes read.
+func TestAdmissionBeforeTranslation(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+  - {name: sim, url: "UPSTREAM_URL/v1"}
+routes:
+  - {name: claude, model: "claude-*", upstream: claude}
+  - {name: other, model: "*", upstream: sim}
+keys:
+  - {name: narrow, sha256: `+gatewaytest.KeyHash("sk-narrow")+`, models: ["sim-*"], rate_limit: {requests_per_minute: 2}}
+`)
+	untranslatable := `{"model":"gpt-forbidden","max_tokens":10,"messages":[{"role":"user","content":[{"type":"bogus_block"}]}]}`
+	resp, body := e.Do(t, "POST", "/messages", untranslatable, "x-api-key", "sk-narrow")
+	if resp.StatusCode != 403 || !strings.Contains(body, "permission_error") {
+		t.Errorf("messages: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.Do(t, "POST", "/responses", `{"model":"gpt-forbidden","previous_response_id":"resp_unknown","input":[{"type":"bogus_item"}]}`, "Authorization", "Bearer sk-narrow")
+	if resp.StatusCode != 403 {
+		t.Errorf("responses: %d %s", resp.StatusCode, body)
+	}
+	before := s.Requests()
+	resp, body = e.Do(t, "POST", "/messages/count_tokens", `{"model":"claude-text","messages":[{"role":"user","content":"hi"}]}`, "x-api-key", "sk-narrow")
+	if resp.StatusCode != 403 || s.Requests() != before {
+		t.Errorf("count_tokens for a model the key may not use: %d %s, %d upstream requests", resp.StatusCode, body, s.Requests()-before)
+	}
+	for i, want := range []int{200, 200, 429} {
+		resp, body := e.Do(t, "POST", "/messages/count_tokens", `{"model":"sim-text","messages":[{"role":"user","content":"hi"}]}`, "x-api-key", "sk-narrow")
+		if resp.StatusCode != want {
+			t.Errorf("count_tokens %d: %d %s, want %d", i, resp.StatusCode, body, want)
+		}
+	}
+	counted := 0
+	for _, l := range e.WaitAccess(t, 6) {
+		if l["path"] != "/v1/messages/count_tokens" {
+			continue
+		}
+		counted++
+		if l["key"] != "narrow" || l["route"] == nil || l["route"] == "" || l["bytes_in"] == int64(0) {
+			t.Errorf("count_tokens' access line: %v", l)
+		}
+	}
+	if counted != 4 {
+		t.Errorf("%d count_tokens access lines", counted)
 	}
 }

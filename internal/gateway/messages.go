@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/auth"
+	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/translate/messages"
@@ -53,6 +55,10 @@ func (g *Gateway) fromMessages(x *exchange, body []byte) (*plan, error) {
 	route, ok := g.cfg.Match(req.Model)
 	if !ok {
 		return nil, &RouteError{Model: req.Model}
+	}
+	// The key's model list is checked before anything is translated.
+	if err := auth.Allow(x.key, req.Model); err != nil {
+		return nil, err
 	}
 	x.msg = &messagesCall{meta: messages.Meta{ID: messages.NewID(), Model: req.Model}, req: req, betas: x.r.Header.Values("Anthropic-Beta")}
 	x.edge = x.msg
@@ -146,17 +152,23 @@ func betas(x *exchange, up *upstreamPlan) http.Header {
 // (four characters of the request's text to a token).
 func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
 	r = speaksMessages(r)
-	if _, err := g.checkKey(w, r); err != nil {
-		g.fail(w, r, rec, err)
-		return
-	}
-	body, err := g.readBody(w, r)
-	g.pending.received(r)
+	key, err := g.checkKey(w, r)
 	if err != nil {
 		g.fail(w, r, rec, err)
 		return
 	}
-	n, err := g.tokenCount(r, body)
+	x := &exchange{w: w, r: r, rec: rec, key: key}
+	if key != nil {
+		rec.Key = key.Name
+	}
+	body, err := g.readBody(w, r)
+	g.pending.received(r)
+	rec.BytesIn = int64(len(body))
+	if err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
+	n, err := g.tokenCount(x, body)
 	if err != nil {
 		g.fail(w, r, rec, err)
 		return
@@ -168,14 +180,25 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, rec *obser
 	_, _ = w.Write(b)
 }
 
-// tokenCount counts a count_tokens request's input tokens.
-func (g *Gateway) tokenCount(r *http.Request, body []byte) (int, error) {
+// tokenCount counts a count_tokens request's input tokens, admitted as
+// a Messages request is: the key's model list and its request rate (it
+// is no model call: nothing is reserved for spend) before anything is
+// translated or sent.
+func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
+	r := x.r
 	req, err := messages.Decode(body, true)
 	if err != nil {
 		return 0, err
 	}
 	p, err := g.messagesPlan(r, req.Model)
 	if err != nil {
+		return 0, err
+	}
+	x.rec.Route, x.rec.Upstream, x.rec.Model = p.name, p.upstream.name, wire.Clip(p.targetModel(req.Model))
+	if err := auth.Allow(x.key, req.Model); err != nil {
+		return 0, err
+	}
+	if err := g.admitWith(x, budget.Unlimited, 0, 0); err != nil {
 		return 0, err
 	}
 	t, err := req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, CarriedMember: carriedMember})

@@ -79,6 +79,11 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The key's model list is checked before a stored response is read
+	// or anything is translated.
+	if err := auth.Allow(x.key, req.Model); err != nil {
+		return nil, err
+	}
 	items := req.Input
 	var previous *responses.Previous
 	if req.PreviousResponseID != "" {
