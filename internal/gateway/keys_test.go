@@ -58,7 +58,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 	if resp.StatusCode != 401 {
 		t.Errorf("GET /v1/models without a key: %d", resp.StatusCode)
 	}
-	if gatewaytest.WithField(e.WaitAccess(t, 6), "key", "team-a") == nil {
+	if gatewaytest.WithField(e.WaitAccess(t, 7), "key", "team-a") == nil {
 		t.Error("the access log does not name the key")
 	}
 }
@@ -89,6 +89,13 @@ keys:
 	if resp.StatusCode != 403 {
 		t.Errorf("responses: %d %s", resp.StatusCode, body)
 	}
+	// A request of many tiny blocks (10.5 MB, 388,354 blocks) is refused
+	// before any is translated, naming the bound.
+	many := `{"model":"sim-text","max_tokens":10,"messages":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"a"},`, 388354), ",") + `]}]}`
+	resp, body = e.Do(t, "POST", "/messages", many, "x-api-key", "sk-narrow")
+	if resp.StatusCode != 400 || !strings.Contains(body, "at most 1024") {
+		t.Errorf("many blocks: %d %.300s", resp.StatusCode, body)
+	}
 	before := s.Requests()
 	resp, body = e.Do(t, "POST", "/messages/count_tokens", `{"model":"claude-text","messages":[{"role":"user","content":"hi"}]}`, "x-api-key", "sk-narrow")
 	if resp.StatusCode != 403 || s.Requests() != before {
@@ -101,7 +108,7 @@ keys:
 		}
 	}
 	counted := 0
-	for _, l := range e.WaitAccess(t, 6) {
+	for _, l := range e.WaitAccess(t, 7) {
 		if l["path"] != "/v1/messages/count_tokens" {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -335,4 +336,59 @@ func TestStreamInterleavedCalls(t *testing.T) {
 	if err := s.Chunk([]byte(frag(`{"index":0,"function":{"arguments":"}"}}`))); !errors.As(err, &pe) {
 		t.Errorf("a fragment after its block ended: %v", err)
 	}
+}
+
+// arrayLen counts a JSON array's elements without decoding them: nested
+// arrays and objects, commas and brackets inside strings (escaped quotes
+// too) are not elements.
+func TestArrayLen(t *testing.T) {
+	for raw, want := range map[string]int{
+		`[]`: 0, ` [ ] `: 0, `"text"`: 0, `null`: 0, `[1]`: 1, `[{"a":[1,2,3]},{"b":{"c":","}}]`: 2,
+		`["a,b","c\",d]"]`: 2, `[{"type":"text","text":"x"},{"type":"text","text":"y"},{"type":"text","text":"z"}]`: 3,
+	} {
+		if got := arrayLen(json.RawMessage(raw)); got != want {
+			t.Errorf("%s: %d, want %d", raw, got, want)
+		}
+	}
+}
+
+// Many small blocks are refused before any is translated, naming the
+// bound: per message, and in all.
+func TestBlocksBounded(t *testing.T) {
+	tiny := func(n int) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"a"},`, n), ",") + "]"
+	}
+	if _, err := Decode([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":`+tiny(MaxBlocksPerMessage)+`}]}`), false); err != nil {
+		t.Errorf("at the bound: %v", err)
+	}
+	_, err := Decode([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":`+tiny(388354)+`}]}`), false)
+	var pe *wire.ParamError
+	if !errors.As(err, &pe) || pe.Param != "messages.0.content" || !strings.Contains(pe.Msg, "at most 1024") {
+		t.Errorf("one message: %v", err)
+	}
+	msgs := strings.TrimSuffix(strings.Repeat(`{"role":"user","content":`+tiny(1000)+`},{"role":"assistant","content":"ok"},`, MaxBlocks/1000+1), ",")
+	_, err = Decode([]byte(`{"model":"m","max_tokens":1,"messages":[`+msgs+`]}`), false)
+	if !errors.As(err, &pe) || pe.Param != "messages" || !strings.Contains(pe.Msg, "at most 20000") {
+		t.Errorf("in all: %v", err)
+	}
+}
+
+// BenchmarkManyBlocks is the hostile request of many tiny text blocks
+// (388,354 in 10.5 MB) through Decode and, when it decodes, the
+// translation: its memory per body byte (B/op ÷ the body's size,
+// reported as alloc-per-body-byte).
+func BenchmarkManyBlocks(b *testing.B) {
+	body := []byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"a"},`, 388354), ",") + `]}]}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.TotalAlloc
+	for b.Loop() {
+		if r, err := Decode(body, false); err == nil {
+			_, _ = r.Chat(ChatOptions{Protocol: translate.OpenAI})
+		}
+	}
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
 }

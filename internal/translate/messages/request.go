@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -65,6 +66,70 @@ type thought struct {
 	Data      string `json:"data,omitempty"`
 }
 
+// The bounds on content blocks, checked before any is translated: a
+// block costs the translation far more than its bytes (a tiny text block
+// is 27 bytes of JSON), so a request of many small blocks is refused
+// with a clear 400 rather than translated at a cost that grows with
+// their number. A message carries at most MaxBlocksPerMessage, as it
+// carries at most wire.MaxCalls calls; a request at most MaxBlocks in
+// all (its system blocks included).
+const (
+	MaxBlocksPerMessage = 1024
+	MaxBlocks           = 20000
+)
+
+// checkBlocks applies the bounds on content blocks, counting each
+// content array's elements without decoding them.
+func (r *Request) checkBlocks() error {
+	total := arrayLen(r.System)
+	for i, m := range r.Messages {
+		n := arrayLen(m.Content)
+		if n > MaxBlocksPerMessage {
+			return &wire.ParamError{Param: fmt.Sprintf("messages.%d.content", i), Msg: fmt.Sprintf("has %d content blocks; a message may carry at most %d", n, MaxBlocksPerMessage)}
+		}
+		if total += n; total > MaxBlocks {
+			return &wire.ParamError{Param: "messages", Msg: fmt.Sprintf("hold more than %d content blocks; a request may carry at most %d", MaxBlocks, MaxBlocks)}
+		}
+	}
+	return nil
+}
+
+// arrayLen counts the elements of a JSON array (0 for anything else),
+// in one pass over its bytes, decoding nothing.
+func arrayLen(raw json.RawMessage) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' || len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0 {
+		return 0
+	}
+	n, depth, inString, escaped := 1, 0, false, false
+	for _, c := range raw {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 1 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Decode reads a Messages request. A member repeated in its top level
 // (or two whose names differ only in case) is refused, as for chat.
 func Decode(body []byte, countTokens bool) (*Request, error) {
@@ -94,7 +159,7 @@ func Decode(body []byte, countTokens bool) (*Request, error) {
 	case r.MaxTokens == nil && !countTokens:
 		return nil, &wire.ParamError{Param: "max_tokens", Msg: "Field required"}
 	}
-	return &r, nil
+	return &r, r.checkBlocks()
 }
 
 // ChatOptions are what Chat needs besides the request.
