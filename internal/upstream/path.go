@@ -18,7 +18,8 @@ type PathError struct {
 func (e *PathError) Error() string { return "the path " + wire.Clip(e.Path) + " " + e.Reason }
 
 // CheckPath checks a decoded request path that is to be forwarded: it
-// must start with "/", and hold no "." or ".." segment, no empty segment
+// must start with "/", and hold no "." or ".." segment (nor one that is
+// so before a ";" and its parameters), no empty segment
 // (a trailing "/" aside), no "?", "#", "\", "%" and no control character.
 // What passes can be appended to a base path and stays below it, however
 // the upstream decodes or normalizes it.
@@ -40,9 +41,13 @@ func CheckPath(p string) error {
 	}
 	rest := p[1:]
 	for seg := range strings.SplitSeq(rest, "/") {
-		switch seg {
+		// A segment's ";…" parameters are dropped by some servers before
+		// they resolve dot segments (Tomcat, Jetty and Spring read "..;"
+		// as ".."): the name before them is what counts.
+		name, _, _ := strings.Cut(seg, ";")
+		switch name {
 		case ".", "..":
-			return &PathError{Path: p, Reason: "holds a dot segment (. or ..)"}
+			return &PathError{Path: p, Reason: "holds a dot segment (. or .., with or without ;parameters)"}
 		}
 	}
 	if strings.Contains(strings.TrimSuffix(rest, "/"), "//") || rest != "" && rest[0] == '/' {
