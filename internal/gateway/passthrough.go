@@ -217,6 +217,14 @@ func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, 
 		resp, reconnected, err := p.upstream.client.Forward(r.Context(), upstream.Forwarded{Method: r.Method, Path: path, Query: r.URL.RawQuery, Body: body, Header: r.Header})
 		x.rec.UpstreamDuration += time.Since(sent)
 		a := x.noteAttempt(observe.Attempt{Route: p.name, Upstream: p.upstream.name, Provider: p.upstream.protocol.String()}, reconnected)
+		if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			// The upstream refused the gateway's credentials: answered as
+			// on every other endpoint (502 upstream_auth_failed), its body —
+			// which may echo the key — never relayed.
+			resp.Body.Close()
+			a.Outcome = classify(&upstream.Error{Kind: upstream.KindStatus, Status: resp.StatusCode}).attempt
+			return nil, &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode}
+		}
 		if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
 			err = &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode, RetryAfter: upstream.RetryAfter(resp.Header)}
 			if n < p.retries {

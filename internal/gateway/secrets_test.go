@@ -2,6 +2,10 @@ package gateway_test
 
 import (
 	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -41,4 +45,46 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// An upstream that echoes the gateway's key in its error bodies (as some
+// do in a 401's "Incorrect API key provided: …") never shows it: the key
+// is scrubbed from every error body and message the gateway relays or
+// logs, and a passthrough route answers an upstream 401 or 403 as every
+// endpoint does (502 upstream_auth_failed), its body not relayed.
+func TestUpstreamKeyNeverEchoed(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		status := map[string]int{"/v1/chat/completions": 400, "/v1/embeddings": 401, "/v1/moderations": 403}[r.URL.Path]
+		if b, _ := io.ReadAll(r.Body); strings.Contains(string(b), "m-500") {
+			status = 500
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error"}}`, key)
+	}))
+	defer up.Close()
+	e := gatewaytest.Start(t, up.URL, `
+upstreams: [{name: echo, url: "UPSTREAM_URL/v1", api_key: "${UPSTREAM_KEY}"}]
+routes: [{model: "*", upstream: echo}]
+`)
+	for _, c := range []struct{ path, body, want string }{
+		{"/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "400"},
+		{"/embeddings", `{"model":"m","input":"hi"}`, "502"},
+		{"/moderations", `{"model":"m","input":"hi"}`, "502"},
+	} {
+		resp, body := e.Do(t, "POST", c.path, c.body)
+		if fmt.Sprint(resp.StatusCode) != c.want || strings.Contains(body, gatewaytest.UpstreamKey) {
+			t.Errorf("%s: %d %s", c.path, resp.StatusCode, body)
+		}
+	}
+	resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"m-500","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 502 || !strings.Contains(body, "[redacted]") {
+		t.Errorf("a 500: %d %s", resp.StatusCode, body)
+	}
+	for _, l := range e.WaitAccess(t, 4) {
+		if strings.Contains(fmt.Sprint(l), gatewaytest.UpstreamKey) {
+			t.Errorf("the access log holds the key: %v", l)
+		}
+	}
 }

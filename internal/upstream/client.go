@@ -185,7 +185,7 @@ func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reco
 		resp.Body = &callBody{ReadCloser: resp.Body, cancel: cancel}
 		return resp, reconnected, nil
 	}
-	b := c.capture(resp.Body, cancel)
+	b := c.scrub(c.capture(resp.Body, cancel))
 	msg := wire.UpstreamMessage(b)
 	if msg == "" && len(b) > 0 && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("<")) {
 		msg = strings.TrimSpace(string(b))
@@ -199,6 +199,16 @@ func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reco
 	}
 	return nil, reconnected, &Error{Upstream: c.target.Name, Kind: KindStatus, Status: resp.StatusCode, Message: msg, Body: b,
 		RetryAfter: wait, Err: fmt.Errorf("status %d", resp.StatusCode)}
+}
+
+// scrub replaces the upstream's key, wherever an error body echoes it,
+// with "[redacted]": the body and its message reach the client and the
+// log.
+func (c *Client) scrub(b []byte) []byte {
+	if key := c.target.APIKey; len(key) >= 8 && bytes.Contains(b, []byte(key)) {
+		return bytes.ReplaceAll(b, []byte(key), []byte("[redacted]"))
+	}
+	return b
 }
 
 // retryInfo reads the wait a Google API error body asks for
