@@ -253,7 +253,9 @@ func ownMethods(path string) (string, bool) {
 		return "POST", true
 	case path == "/v1/models":
 		return "GET", true
-	case strings.HasPrefix(path, "/v1/responses/"):
+	case strings.HasPrefix(path, "/v1/responses/") && !strings.Contains(path[len("/v1/responses/"):], "/"):
+		// One stored response (a path below it, or with a trailing "/",
+		// is no endpoint of the gateway's).
 		return "GET, DELETE", true
 	}
 	return "", false

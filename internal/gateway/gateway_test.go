@@ -379,6 +379,8 @@ routes: [{model: m, upstream: sim}]
 		{"wrong method", "GET", "/v1/chat/completions", ``, 405, "method_not_allowed", "use POST"},
 		{"wrong method models", "POST", "/v1/models", `{}`, 405, "method_not_allowed", "use GET"},
 		{"unknown path", "POST", "/v1/embeddings", `{}`, 404, "unknown_url", "/v1/embeddings"},
+		{"wrong method, a stored response", "PUT", "/v1/responses/resp_1", ``, 405, "method_not_allowed", "use GET or DELETE"},
+		{"below a stored response", "GET", "/v1/responses/resp_1/", ``, 404, "unknown_url", "/v1/responses/resp_1/"},
 		{"oversize", "POST", "/v1/chat/completions", big, 413, "request_too_large", "10485760 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -397,7 +399,7 @@ routes: [{model: m, upstream: sim}]
 	if s.Requests() != 0 {
 		t.Errorf("%d requests reached the upstream", s.Requests())
 	}
-	_ = e.WaitAccess(t, 9)
+	_ = e.WaitAccess(t, 11)
 }
 
 // X-Request-Id is taken from the client when given, generated otherwise,
