@@ -32,6 +32,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/heapfloor"
 	"github.com/toolgate/toolgate/internal/maxprocs"
+	"github.com/toolgate/toolgate/internal/memlimit"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -112,6 +113,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer stopLog()
 
+	// The runtime's soft memory limit at 90% of the container's, unless
+	// GOMEMLIMIT is set.
+	if soft := memlimit.FromEnv(getenv, memlimit.Root); soft > 0 {
+		log.Info("memory limit from the container", zap.Int64("gomemlimit_bytes", soft))
+	}
 	// The collector's goal stays at 8 MB at the least, unless GOGC is set.
 	defer heapfloor.FromEnv(getenv, heapfloor.Default)()
 	// One P while lightly loaded, the runtime's default once busy, unless
