@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,9 @@ func check(path string, getenv func(string) string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: valid (%d upstreams, %d routes, %d client keys)\n", configName(path), len(cfg.Upstreams), len(cfg.Routes), len(cfg.Keys))
+	if cfg.Responses.SealKey == "" && slices.ContainsFunc(cfg.Upstreams, func(u config.Upstream) bool { return u.Protocol.Value == translate.Responses }) {
+		fmt.Fprintln(stdout, "note: responses.seal_key is not set: each process seals the encrypted reasoning it hands Responses clients with a secret made at start, so an item another replica handed out, or this one before a restart, goes back without its reasoning")
+	}
 	return nil
 }
 

@@ -352,4 +352,14 @@ func TestCheck(t *testing.T) {
 	if err := run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
 		t.Error("an unknown command ran")
 	}
+	// A Responses upstream without responses.seal_key: check says what
+	// that means; with one, nothing.
+	for secret, note := range map[string]bool{"": true, "responses: {seal_key: \"a secret all replicas share\"}\n": false} {
+		cfg := filepath.Join(dir, "responses.yaml")
+		os.WriteFile(cfg, []byte(secret+"upstreams: [{name: r, protocol: responses, url: \"https://api.openai.com/v1\"}]\nroutes: [{model: \"*\", upstream: r}]\n"), 0o600)
+		var out strings.Builder
+		if err := run(context.Background(), []string{"check", "--config", cfg}, func(string) string { return "" }, &out, io.Discard); err != nil || strings.Contains(out.String(), "seal_key is not set") != note {
+			t.Errorf("seal_key %q: %v %q", secret, err, out.String())
+		}
+	}
 }

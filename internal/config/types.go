@@ -115,6 +115,13 @@ type Responses struct {
 	// it loses its own oldest responses first. Default a quarter of
 	// MaxBytes.
 	MaxBytesPerKey int64 `yaml:"max_bytes_per_key"`
+	// SealKey is the secret the tags of the encrypted reasoning handed to
+	// Responses clients are made with (an HMAC of the client key, the
+	// upstream and the content), at least 16 characters, e.g.
+	// ${TOOLGATE_SEAL_KEY}: every replica must share it. Without it each
+	// process makes its own at start, and an item another replica handed
+	// out, or this one before a restart, goes back without its reasoning.
+	SealKey string `yaml:"seal_key"`
 }
 
 // Sessions configures the session a request belongs to, for max_calls.

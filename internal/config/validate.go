@@ -129,6 +129,9 @@ func (c *Config) checkState(p *problems) {
 	if r.TTL < 0 {
 		p.add("responses.ttl", "must be a positive duration such as 24h, got %s", r.TTL)
 	}
+	if r.SealKey != "" && len(r.SealKey) < 16 {
+		p.add("responses.seal_key", "must be at least 16 characters (a secret every replica shares), got %d", len(r.SealKey))
+	}
 }
 
 func checkRedisURL(p *problems, urls string) {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	crand "crypto/rand"
 	"strconv"
 
 	"go.opentelemetry.io/otel/trace"
@@ -23,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -91,6 +93,9 @@ type Gateway struct {
 	// simulated: every upstream is a built-in simulator.
 	simulated bool
 	close     func() // releases the state store
+	// sealKey makes the tags of the encrypted reasoning handed to
+	// Responses clients (responses.seal_key, or processSealKey).
+	sealKey []byte
 }
 
 // clock is the time and randomness backoff uses.
@@ -98,6 +103,19 @@ type clock struct {
 	now   func() time.Time
 	rand  func() float64
 	sleep func(ctx context.Context, d time.Duration) bool
+}
+
+// processSealKey is the seal key of a process whose config names none:
+// made once, so that it survives a reload, not a restart.
+var processSealKey = func() []byte {
+	b := make([]byte, 32)
+	_, _ = crand.Read(b)
+	return b
+}()
+
+// sealer is the Sealer of key's requests.
+func (g *Gateway) sealer(key *auth.Key) translate.Sealer {
+	return responses.NewSealer(g.sealKey, tenant(key))
 }
 
 // New returns the gateway for opts. It fails only when the configured
@@ -132,6 +150,10 @@ func New(opts Options) (*Gateway, error) {
 		g.simulated = g.simulated && u.Simulator
 	}
 	g.failClosed = g.cfg.State.OnError.Value == budget.FailClosed
+	g.sealKey = processSealKey
+	if k := g.cfg.Responses.SealKey; k != "" {
+		g.sealKey = []byte(k)
+	}
 	g.keys = auth.New(g.cfg.Keys)
 	g.keyPlans = map[string]keyPlan{}
 	for _, k := range g.keys.All() {

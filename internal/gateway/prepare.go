@@ -73,14 +73,14 @@ func (g *Gateway) prepare(x *exchange, p *plan, base translation) (*prepared, er
 		return nil, err
 	}
 	pr.clientUsage = pr.req.Stream && streamUsage(pr.req, p.upstream.noStreamOptions)
-	if err := pr.encode(p.targetModel(x.req.Model)); err != nil {
+	if err := pr.encode(p.targetModel(x.req.Model), g.sealer(x.key)); err != nil {
 		return nil, err
 	}
 	return pr, nil
 }
 
 // encode writes the body to send, in the upstream's protocol.
-func (pr *prepared) encode(model string) error {
+func (pr *prepared) encode(model string, sealer translate.Sealer) error {
 	up := pr.plan.upstream
 	if up.translator == nil {
 		if pr.translated {
@@ -91,7 +91,7 @@ func (pr *prepared) encode(model string) error {
 		return err
 	}
 	r, err := up.translator.Request(pr.req, translate.Options{Model: model, DefaultMaxTokens: up.defaultMaxTokens, CarriedMember: carriedMember,
-		UpstreamStore: pr.plan.upstreamStore, Upstream: up.name})
+		UpstreamStore: pr.plan.upstreamStore, Upstream: up.name, Sealer: sealer})
 	if err != nil {
 		return err
 	}

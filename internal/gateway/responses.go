@@ -112,7 +112,7 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 		return nil, &IntakeError{Kind: IntakeTooLarge, Msg: fmt.Sprintf("the conversation, with its previous responses, is larger than this gateway accepts (server.max_body_bytes = %d); start a new one", g.cfg.Server.MaxBodyBytes)}
 	}
 	x.resp = &responsesCall{req: req, items: items, previous: previous, meta: responses.Meta{
-		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, Request: req,
+		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, Request: req, Sealer: g.sealer(x.key),
 	}}
 	x.edge = x.resp
 	return g.plans[route.Name], nil

@@ -283,7 +283,7 @@ routes:
 				kept = append(kept, json.RawMessage(it.RawJSON()))
 				switch it.Type {
 				case "reasoning":
-					if step < 3 && !strings.HasPrefix(it.EncryptedContent, "tg1.") {
+					if step < 3 && !strings.HasPrefix(it.EncryptedContent, "tg2.") {
 						t.Fatalf("step %d: reasoning handed on unsealed: %s", step, it.RawJSON())
 					}
 				case "function_call":
@@ -298,7 +298,7 @@ routes:
 		for _, it := range lastInput(t, home) {
 			if it.Type == "reasoning" {
 				encrypted++
-				if strings.HasPrefix(it.EncryptedContent, "tg1.") || it.EncryptedContent == "" {
+				if strings.HasPrefix(it.EncryptedContent, "tg2.") || it.EncryptedContent == "" {
 					t.Errorf("the upstream was sent %q, not what it issued", it.EncryptedContent)
 				}
 			}
@@ -373,7 +373,7 @@ func TestResponsesItemForItem(t *testing.T) {
 		if _, err := e.Client("k").Responses.New(context.Background(), params, option.WithJSONSet("input", kept)); err != nil {
 			t.Fatalf("streamed %v, the conversation sent back: %v (sent %s)", streamed, err, s.LastRequest())
 		}
-		if in := lastInput(t, s); len(in) < 4 || in[1].Type != "reasoning" || strings.HasPrefix(in[1].EncryptedContent, "tg1.") || in[2].Type != "web_search_call" || in[3].ID != out[2].ID {
+		if in := lastInput(t, s); len(in) < 4 || in[1].Type != "reasoning" || strings.HasPrefix(in[1].EncryptedContent, "tg2.") || in[2].Type != "web_search_call" || in[3].ID != out[2].ID {
 			t.Errorf("streamed %v: sent %s", streamed, s.LastRequest())
 		}
 	}
@@ -440,5 +440,87 @@ routes:
 		if model == "kept-tool" && (!strings.HasPrefix(sent.Previous, "resp_sim_") || len(sent.Input) != 1) {
 			t.Errorf("kept, third: sent %s", s.LastRequest())
 		}
+	}
+}
+
+// The seal is keyed: encrypted reasoning handed to one client key goes
+// back to its upstream from that key, through any replica that shares
+// responses.seal_key — and from another key, through a replica with
+// another secret, with a forged tag or never sealed, it is left out
+// (dropped_foreign_reasoning), never sent on.
+func TestSealKeyed(t *testing.T) {
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	defer up.Close()
+	cfg := func(secret string) string {
+		return `
+responses: {seal_key: "` + secret + `"}
+upstreams: [{name: a, protocol: responses, url: "UPSTREAM_URL/v1"}]
+routes: [{name: think, model: "*", upstream: a, reasoning: {format: reasoning-effort, level: high}}]
+keys:
+  - {name: k1, sha256: ` + gatewaytest.KeyHash("sk-seal-1") + `}
+  - {name: k2, sha256: ` + gatewaytest.KeyHash("sk-seal-2") + `}
+`
+	}
+	first, replica, other := gatewaytest.Start(t, up.URL, cfg("the shared secret, 32 bytes long")),
+		gatewaytest.Start(t, up.URL, cfg("the shared secret, 32 bytes long")), gatewaytest.Start(t, up.URL, cfg("another replica's secret, long"))
+	_, body := first.Do(t, "POST", "/responses", `{"model":"think-tool","store":false,"input":"weather?","tools":[`+
+		`{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`, "Authorization", "Bearer sk-seal-1")
+	var resp struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || len(resp.Output) != 2 || !strings.Contains(string(resp.Output[0]), `"encrypted_content":"tg2.`) {
+		t.Fatalf("%v %s", err, body)
+	}
+	var call struct {
+		CallID string `json:"call_id"`
+	}
+	_ = json.Unmarshal(resp.Output[1], &call)
+	sendBack := func(e *gatewaytest.Env, key string, reasoning json.RawMessage) (sentEncrypted bool) {
+		t.Helper()
+		input := `[{"role":"user","content":"weather?"},` + string(reasoning) + `,` + string(resp.Output[1]) +
+			`,{"type":"function_call_output","call_id":"` + call.CallID + `","output":"sunny"}]`
+		r, b := e.Do(t, "POST", "/responses", `{"model":"think-text","store":false,"input":`+input+`,"tools":[`+
+			`{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`, "Authorization", "Bearer "+key)
+		if r.StatusCode != 200 {
+			t.Fatalf("%d %s (sent %s)", r.StatusCode, b, s.LastRequest())
+		}
+		for _, it := range lastInput(t, s) {
+			if it.Type == "reasoning" && it.EncryptedContent != "" {
+				return true
+			}
+		}
+		return false
+	}
+	item := resp.Output[0]
+	var sealed struct {
+		EncryptedContent string `json:"encrypted_content"`
+	}
+	_ = json.Unmarshal(item, &sealed)
+	tag, enc, _ := strings.Cut(strings.TrimPrefix(sealed.EncryptedContent, "tg2."), ".")
+	with := func(content string) json.RawMessage {
+		return json.RawMessage(strings.Replace(string(item), sealed.EncryptedContent, content, 1))
+	}
+	if !sendBack(first, "sk-seal-1", item) || !sendBack(replica, "sk-seal-1", item) {
+		t.Errorf("the key's own item, through a replica sharing the secret, did not go back")
+	}
+	for name, c := range map[string]struct {
+		e    *gatewaytest.Env
+		key  string
+		item json.RawMessage
+	}{
+		"another key":    {first, "sk-seal-2", item},
+		"another secret": {other, "sk-seal-1", item},
+		// Through the replica, whose own store holds nothing of the turn
+		// (the first gateway would put back the item it remembers).
+		"a forged tag": {replica, "sk-seal-1", with("tg2." + strings.Repeat("0", len(tag)) + "." + enc)},
+		"never sealed": {replica, "sk-seal-1", with(enc)},
+	} {
+		if sendBack(c.e, c.key, c.item) {
+			t.Errorf("%s: the encrypted content was sent on", name)
+		}
+	}
+	if n := replica.Metric(t, "toolgate_repairs_total", map[string]string{"route": "think", "action": "dropped_foreign_reasoning"}); n < 1 {
+		t.Errorf("dropped_foreign_reasoning counted %v", n)
 	}
 }

@@ -57,7 +57,7 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: sse, sse: sse}
 	defer s.n.Release() // after the record has what it needs of it, below
 	if tr := t.plan.upstream.translator; tr != nil {
-		s.tr = tr.Stream(translate.StreamOptions{Thoughts: x.msg != nil || x.resp != nil, Upstream: t.plan.upstream.name})
+		s.tr = tr.Stream(translate.StreamOptions{Thoughts: x.msg != nil || x.resp != nil, Upstream: t.plan.upstream.name, Sealer: g.sealer(x.key)})
 	}
 	var enc *responses.Stream
 	switch {

@@ -76,6 +76,18 @@ type Options struct {
 	// Upstream is the name of the upstream (the deployment) the request
 	// goes to: state that another one issued is not sent to it.
 	Upstream string
+	// Sealer checks the tags of the state a client sends back (a
+	// Responses reasoning item's encrypted content).
+	Sealer Sealer
+}
+
+// Sealer tags state the gateway hands a client to carry back (a
+// Responses reasoning item's encrypted content), so that it goes back
+// only to the upstream that issued it, and only from the client key it
+// was handed to: Tag is a keyed hash of the three (see
+// responses.NewSealer).
+type Sealer interface {
+	Tag(upstream, content string) string
 }
 
 // StreamOptions are what a stream's translator needs to know of the
@@ -90,6 +102,8 @@ type StreamOptions struct {
 	// Upstream is the name of the upstream (the deployment) answering,
 	// for state only it can read.
 	Upstream string
+	// Sealer tags that state for the client (translate.Sealer).
+	Sealer Sealer
 }
 
 // The delta members of [StreamOptions.Thoughts]: from an Anthropic

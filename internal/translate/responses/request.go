@@ -487,18 +487,17 @@ func (a *assistant) message(o ChatOptions) json.RawMessage {
 	return b
 }
 
-// carry keeps a reasoning item the client sent back with the encrypted
-// content the gateway sealed, unsealed, for the turn's carried member.
-// An item that was not sealed by the gateway, or sealed for another
-// upstream than the turn's other items, is left to the summary alone.
+// carry keeps a reasoning item the client sent back with encrypted
+// content in the sealed form, still sealed, for the turn's carried
+// member: the upstream's translator opens it for the upstream the
+// request goes to (open). An item not in the sealed form is left to the
+// summary alone.
 func (a *assistant) carry(raw json.RawMessage, it item) {
-	tag, _, ok := unseal(it.EncryptedContent)
-	if !ok || (a.carried.Tag != "" && tag != a.carried.Tag) {
+	if _, _, ok := unseal(it.EncryptedContent); !ok {
 		return
 	}
-	a.carried.Tag, a.encrypted = tag, true
-	a.carried.Items = append(a.carried.Items, carriedItem{Type: "reasoning",
-		Reasoning: withEncrypted(raw, func(s string) string { _, enc, _ := unseal(s); return enc })})
+	a.carried.Sealed, a.encrypted = true, true
+	a.carried.Items = append(a.carried.Items, carriedItem{Type: "reasoning", Reasoning: raw})
 }
 
 // conversation gathers the chat messages of input items.

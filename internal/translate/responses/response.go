@@ -25,6 +25,8 @@ type Meta struct {
 	// that the client can send them back as they are.
 	Carried  []byte
 	Upstream string
+	// Sealer seals that reasoning for this client's key (seal.go).
+	Sealer translate.Sealer
 	// Output is a whole answer's output items as a Responses upstream
 	// sent them, or nil: Whole writes them as they are (reasoning sealed
 	// for Upstream; hosted tools' calls, annotations, item ids kept) while
@@ -140,7 +142,7 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 	}
 	said := translate.ReadDelta(c.Message, m.ReasoningField)
 	status, extra := finish(c.FinishReason)
-	if sent := sentItems(m.Output, said, m.Upstream); sent != nil {
+	if sent := sentItems(m.Output, said, m.Upstream, m.Sealer); sent != nil {
 		object, err = json.Marshal(m.object(status, sent, usage(c.Usage), extra))
 		return object, sent, err
 	}
@@ -150,7 +152,7 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 	for _, it := range carried.Items {
 		switch {
 		case it.Type == "reasoning" && it.Reasoning != nil:
-			output = append(output, SealItem(it.Reasoning, m.Upstream))
+			output = append(output, SealItem(it.Reasoning, m.Upstream, m.Sealer))
 		case it.Type == "function_call" && it.ID != "":
 			itemIDs[it.CallID] = it.ID
 		}
@@ -174,7 +176,7 @@ func Whole(chat []byte, m Meta) (object []byte, output []json.RawMessage, err er
 
 // sentItems are the upstream's output items, reasoning sealed for
 // upstream, when they say what the answer says; else nil.
-func sentItems(output json.RawMessage, said translate.Said, upstream string) []json.RawMessage {
+func sentItems(output json.RawMessage, said translate.Said, upstream string, sealer translate.Sealer) []json.RawMessage {
 	var items []json.RawMessage
 	if len(output) == 0 || json.Unmarshal(output, &items) != nil || len(items) == 0 {
 		return nil
@@ -187,7 +189,7 @@ func sentItems(output json.RawMessage, said translate.Said, upstream string) []j
 		return nil
 	}
 	for k, raw := range items {
-		items[k] = SealItem(raw, upstream) // a reasoning item's; the others have no encrypted_content
+		items[k] = SealItem(raw, upstream, sealer) // a reasoning item's; the others have no encrypted_content
 	}
 	return items
 }

@@ -191,7 +191,7 @@ func FuzzResponsesRequest(f *testing.F) {
 	f.Add(`{"model":"m","input":"hi"}`)
 	f.Add(`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]},{"type":"reasoning","summary":[{"text":"r"}]}],"tools":[{"type":"function","name":"f"}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`)
 	f.Add(`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"user","content":[{"type":"input_image","image_url":"data:x"}]}],"previous_response_id":"resp_1","store":false}`)
-	f.Add(`{"model":"m","input":[{"type":"reasoning","id":"rs_1","encrypted_content":"tg1.0123456789ab.enc","summary":[]},{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"x"}]}`)
+	f.Add(`{"model":"m","input":[{"type":"reasoning","id":"rs_1","encrypted_content":"tg2.0123456789ab0123456789ab.enc","summary":[]},{"type":"function_call","id":"fc_1","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"x"}]}`)
 	f.Add(`{"model":"m","input":[{"type":"web_search_call","id":"ws_1","action":{"query":"q"}},{"role":"user","content":[{"type":"input_file","file_id":"f"}]}],"tools":[{"type":"web_search"}],"truncation":"auto"}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		fuzzResponsesRequest(t, body, false)

@@ -26,10 +26,11 @@ var Translator translate.Outbound = translate.Functions{RequestFunc: UpstreamReq
 // function call as its item id and call_id.
 type Carried struct {
 	Items []carriedItem `json:"items"`
-	// Tag names the upstream that issued the reasoning items, for items
-	// a client sent back (Seal); the gateway's store keeps items per
-	// upstream and leaves it empty.
-	Tag string `json:"tag,omitempty"`
+	// Sealed: the reasoning items are a client's, their encrypted content
+	// sealed (seal.go), opened for the upstream the request goes to; the
+	// gateway's store keeps items per upstream, as issued, and leaves it
+	// false.
+	Sealed bool `json:"sealed,omitempty"`
 }
 
 type carriedItem struct {
@@ -58,7 +59,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if rest, id := afterPrevious(req, o); id != "" {
 		b["previous_response_id"], msgs = id, rest
 	}
-	input, dropped, err := inputItems(msgs, o.CarriedMember, o.Upstream)
+	input, dropped, err := inputItems(msgs, o.CarriedMember, o.Upstream, o.Sealer)
 	if err != nil {
 		return r, err
 	}
@@ -162,13 +163,13 @@ func keptTools(raw json.RawMessage, translated any) any {
 // developer keep their role and place), function_call items for an
 // assistant's calls (with the reasoning items restored for the turn),
 // function_call_output items for tool replies.
-func inputItems(msgs []wire.Message, carriedMember, upstream string) ([]json.RawMessage, int, error) {
+func inputItems(msgs []wire.Message, carriedMember, upstream string, sealer translate.Sealer) ([]json.RawMessage, int, error) {
 	var out []json.RawMessage
 	dropped := 0
 	for i, m := range msgs {
 		switch m.Role {
 		case "system", "developer", "user":
-			if kept := keptItems(m, upstream); kept != nil {
+			if kept := keptItems(m, upstream, sealer); kept != nil {
 				out = append(out, kept...)
 				continue
 			}
@@ -184,18 +185,18 @@ func inputItems(msgs []wire.Message, carriedMember, upstream string) ([]json.Raw
 			// turn says — unless they lack the reasoning the gateway
 			// restored for the turn (a client that drops reasoning items),
 			// which the translation puts back in front of its calls.
-			if kept := keptItems(m, upstream); kept != nil && itemsSay(kept, translate.ReplyText(m.Content), callsOf(m)) &&
+			if kept := keptItems(m, upstream, sealer); kept != nil && itemsSay(kept, translate.ReplyText(m.Content), callsOf(m)) &&
 				(hasReasoning(kept) || !restores(m, carriedMember)) {
 				out = append(out, kept...)
 				continue
 			}
-			items, n, err := assistantItems(m, i, carriedMember, upstream)
+			items, n, err := assistantItems(m, i, carriedMember, upstream, sealer)
 			if err != nil {
 				return nil, 0, err
 			}
 			out, dropped = append(out, items...), dropped+n
 		case "tool":
-			if kept := keptItems(m, upstream); len(kept) == 1 && outputFor(kept[0], m.ToolCallID) {
+			if kept := keptItems(m, upstream, sealer); len(kept) == 1 && outputFor(kept[0], m.ToolCallID) {
 				out = append(out, kept...)
 				continue
 			}
@@ -230,7 +231,7 @@ func afterPrevious(req *wire.ChatRequest, o translate.Options) ([]wire.Message, 
 		switch marked := fromPrevious(m); {
 		case m.Role == "system" || m.Role == "developer":
 			rest = append(rest, m)
-		case marked && (after || !unchanged(m, o.Upstream)):
+		case marked && (after || !unchanged(m, o.Upstream, o.Sealer)):
 			return nil, "" // repair changed or moved what the upstream keeps
 		case marked:
 			skipped++
@@ -251,8 +252,8 @@ func fromPrevious(m wire.Message) bool {
 }
 
 // unchanged reports a message whose kept items still say what it says.
-func unchanged(m wire.Message, upstream string) bool {
-	kept := keptItems(m, upstream)
+func unchanged(m wire.Message, upstream string, s translate.Sealer) bool {
+	kept := keptItems(m, upstream, s)
 	switch {
 	case kept == nil:
 		return false
@@ -269,7 +270,7 @@ func unchanged(m wire.Message, upstream string) bool {
 // unsealed for upstream — or nil, when there are none, or when one was
 // sealed for another upstream (the message is then translated, and such
 // reasoning left out).
-func keptItems(m wire.Message, upstream string) []json.RawMessage {
+func keptItems(m wire.Message, upstream string, s translate.Sealer) []json.RawMessage {
 	items := translate.Kept(m, translate.ItemsMember)
 	for k, raw := range items {
 		var it item
@@ -279,11 +280,11 @@ func keptItems(m wire.Message, upstream string) []json.RawMessage {
 		if it.Type != "reasoning" || it.EncryptedContent == "" {
 			continue
 		}
-		tag, _, sealed := unseal(it.EncryptedContent)
-		if sealed && tag != tagOf(upstream) {
+		enc, ok := open(it.EncryptedContent, upstream, s)
+		if !ok {
 			return nil
 		}
-		items[k] = withEncrypted(raw, func(s string) string { _, enc, _ := unseal(s); return enc })
+		items[k] = withEncrypted(raw, func(string) string { return enc })
 	}
 	return items
 }
@@ -306,7 +307,7 @@ func restores(m wire.Message, carriedMember string) bool {
 	for _, c := range m.ToolCalls {
 		calls[c.ID] = c
 	}
-	items, _ := restoredItems(m, carriedMember, calls, "")
+	items, _ := restoredItems(m, carriedMember, calls, "", nil)
 	return hasRestoredReasoning(items)
 }
 
@@ -416,7 +417,7 @@ func upstreamMessage(m wire.Message, i int) (json.RawMessage, error) {
 // remembered for the turn (or sent back by the client) go back in front
 // of the calls they preceded, which then carry their item ids — unless
 // another upstream issued them (dropped, counted).
-func assistantItems(m wire.Message, i int, carriedMember, upstream string) ([]json.RawMessage, int, error) {
+func assistantItems(m wire.Message, i int, carriedMember, upstream string, sealer translate.Sealer) ([]json.RawMessage, int, error) {
 	var out []json.RawMessage
 	var text string
 	if json.Unmarshal(m.Content, &text) != nil && len(m.Content) > 0 && string(m.Content) != "null" {
@@ -431,7 +432,7 @@ func assistantItems(m wire.Message, i int, carriedMember, upstream string) ([]js
 		calls[c.ID] = c
 	}
 	sent := map[string]bool{}
-	restored, dropped := restoredItems(m, carriedMember, calls, upstream)
+	restored, dropped := restoredItems(m, carriedMember, calls, upstream, sealer)
 	for _, it := range restored {
 		if it.Type == "reasoning" {
 			out = append(out, it.Reasoning)
@@ -457,18 +458,41 @@ func assistantItems(m wire.Message, i int, carriedMember, upstream string) ([]js
 	return out, dropped, nil
 }
 
+// openAll opens each reasoning item's sealed encrypted content for
+// upstream, in place; false when any is not sealed for it by s.
+func openAll(items []carriedItem, upstream string, s translate.Sealer) bool {
+	for k, it := range items {
+		if it.Type != "reasoning" {
+			continue
+		}
+		var r item
+		if json.Unmarshal(it.Reasoning, &r) != nil {
+			return false
+		}
+		if r.EncryptedContent == "" {
+			continue
+		}
+		enc, ok := open(r.EncryptedContent, upstream, s)
+		if !ok {
+			return false
+		}
+		items[k].Reasoning = withEncrypted(it.Reasoning, func(string) string { return enc })
+	}
+	return true
+}
+
 // restoredItems are the turn's remembered items that can go back: each
 // reasoning item followed by the function calls it preceded, those the
 // turn still holds. A reasoning item none of whose calls is there is left
 // out, and so are calls that came before any reasoning. Items a client
 // sent back that another upstream issued are left out too, and counted:
 // that upstream could not read them.
-func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall, upstream string) ([]carriedItem, int) {
+func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall, upstream string, s translate.Sealer) ([]carriedItem, int) {
 	var c Carried
 	if !translate.Restored(m, member, &c) {
 		return nil, 0
 	}
-	if c.Tag != "" && c.Tag != tagOf(upstream) {
+	if c.Sealed && !openAll(c.Items, upstream, s) {
 		n := 0
 		for _, it := range c.Items {
 			if it.Type == "reasoning" {

@@ -183,7 +183,7 @@ func (s *UpstreamStream) itemDone(raw json.RawMessage) [][]byte {
 	case "reasoning":
 		s.carried.Items = append(s.carried.Items, carriedItem{Type: "reasoning", Reasoning: append(json.RawMessage(nil), raw...)})
 		if s.opts.Thoughts {
-			return [][]byte{s.chunk(`{"`+translate.ReasoningItemMember+`":`+string(SealItem(raw, s.opts.Upstream))+`}`, "null")}
+			return [][]byte{s.chunk(`{"`+translate.ReasoningItemMember+`":`+string(SealItem(raw, s.opts.Upstream, s.opts.Sealer))+`}`, "null")}
 		}
 	case "function_call":
 		it.flatten()

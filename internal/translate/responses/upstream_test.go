@@ -228,7 +228,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 	if len(out) != 2 || json.Unmarshal(out[0], &reasoning) != nil || json.Unmarshal(out[1], &call) != nil {
 		t.Fatalf("output %s", out)
 	}
-	if reasoning.ID != "rs_1" || reasoning.EncryptedContent != seal("enc", "a") || call.ID != "fc_1" || call.CallID != "call_1" {
+	if reasoning.ID != "rs_1" || reasoning.EncryptedContent != seal("enc", "a", nil) || call.ID != "fc_1" || call.CallID != "call_1" {
 		t.Fatalf("output %s", out)
 	}
 	if added := log.events[2]; added["type"] != "response.output_item.added" || added["item"].(map[string]any)["id"] != "rs_1" {
@@ -265,21 +265,42 @@ func TestReasoningRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, whole, err := Whole(answer.Chat, Meta{ID: "resp_w", ReasoningField: "reasoning_content", Carried: answer.Carried, Upstream: "a"})
-	if err != nil || len(whole) != 2 || !strings.Contains(string(whole[0]), `"encrypted_content":"`+seal("enc", "a")+`"`) || !strings.Contains(string(whole[1]), `"id":"fc_1"`) {
+	if err != nil || len(whole) != 2 || !strings.Contains(string(whole[0]), `"encrypted_content":"`+seal("enc", "a", nil)+`"`) || !strings.Contains(string(whole[1]), `"id":"fc_1"`) {
 		t.Errorf("whole: %v %s", err, whole)
 	}
 }
 
-// A sealed encrypted content names its upstream; anything else is not
-// the gateway's.
+// A sealed encrypted content opens only for the upstream and the client
+// key (tenant) it was sealed for, under the same secret — another
+// replica's with that secret opens it; another upstream's, another key's,
+// another secret's, a forged or truncated tag, or content never sealed
+// does not.
 func TestSeal(t *testing.T) {
-	tag, enc, ok := unseal(seal("gAAA.x", "a"))
-	if !ok || tag != tagOf("a") || enc != "gAAA.x" || tagOf("a") == tagOf("b") {
-		t.Errorf("round trip: %q %q %v", tag, enc, ok)
+	key := []byte("replica secret")
+	mine := NewSealer(key, "team-a")
+	sealed := seal("gAAA.x", "a", mine)
+	if enc, ok := open(sealed, "a", NewSealer([]byte("replica secret"), "team-a")); !ok || enc != "gAAA.x" {
+		t.Errorf("round trip: %q %v", enc, ok)
 	}
-	for _, s := range []string{"gAAAA", "tg1.", "tg1.abc.x", ""} {
-		if _, enc, ok := unseal(s); ok || enc != s {
-			t.Errorf("%q unsealed as %q", s, enc)
+	tag, _, _ := unseal(sealed)
+	forged := sealPrefix + strings.Repeat("0", tagLen) + ".gAAA.x"
+	for name, c := range map[string]struct {
+		sealed, upstream string
+		s                translate.Sealer
+	}{
+		"another upstream":    {sealed, "b", mine},
+		"another key":         {sealed, "a", NewSealer(key, "team-b")},
+		"another secret":      {sealed, "a", NewSealer([]byte("other"), "team-a")},
+		"no secret":           {sealed, "a", nil},
+		"another content":     {sealPrefix + tag + ".gAAA.y", "a", mine},
+		"a forged tag":        {forged, "a", mine},
+		"a truncated tag":     {sealPrefix + tag[:12] + ".gAAA.x", "a", mine},
+		"the unkeyed tg1 tag": {"tg1.0c01fc77d3a7.gAAA.x", "a", mine},
+		"never sealed":        {"gAAA.x", "a", mine},
+		"empty":               {"", "a", mine},
+	} {
+		if enc, ok := open(c.sealed, c.upstream, c.s); ok {
+			t.Errorf("%s: opened as %q", name, enc)
 		}
 	}
 }
