@@ -58,7 +58,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 	if resp.StatusCode != 401 {
 		t.Errorf("GET /v1/models without a key: %d", resp.StatusCode)
 	}
-	if gatewaytest.WithField(e.WaitAccess(t, 7), "key", "team-a") == nil {
+	if gatewaytest.WithField(e.WaitAccess(t, 8), "key", "team-a") == nil {
 		t.Error("the access log does not name the key")
 	}
 }
@@ -96,6 +96,11 @@ keys:
 	if resp.StatusCode != 400 || !strings.Contains(body, "at most 1024") {
 		t.Errorf("many blocks: %d %.300s", resp.StatusCode, body)
 	}
+	items := `{"model":"sim-text","input":[` + strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"a"},`, 100000), ",") + `]}`
+	resp, body = e.Do(t, "POST", "/responses", items, "Authorization", "Bearer sk-narrow")
+	if resp.StatusCode != 400 || !strings.Contains(body, "server.max_messages") {
+		t.Errorf("many items: %d %.300s", resp.StatusCode, body)
+	}
 	before := s.Requests()
 	resp, body = e.Do(t, "POST", "/messages/count_tokens", `{"model":"claude-text","messages":[{"role":"user","content":"hi"}]}`, "x-api-key", "sk-narrow")
 	if resp.StatusCode != 403 || s.Requests() != before {
@@ -108,7 +113,7 @@ keys:
 		}
 	}
 	counted := 0
-	for _, l := range e.WaitAccess(t, 7) {
+	for _, l := range e.WaitAccess(t, 8) {
 		if l["path"] != "/v1/messages/count_tokens" {
 			continue
 		}

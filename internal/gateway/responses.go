@@ -100,6 +100,12 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 	if !ok {
 		return nil, &RouteError{Model: req.Model}
 	}
+	// Each item becomes at most one message: the bound on messages holds
+	// before anything is translated.
+	if n := len(items); n > g.cfg.Server.MaxMessages {
+		return nil, &wire.DecodeError{Kind: wire.KindMissing, Param: "input", Offset: -1,
+			Msg: fmt.Sprintf("has %d items (with its previous responses'); this gateway accepts at most %d (server.max_messages)", n, g.cfg.Server.MaxMessages)}
+	}
 	// Each request is within the limit, but a chain of previous responses
 	// grows the conversation: the request with the items put in front of
 	// it is held to the same bound (measured on the items, not on the

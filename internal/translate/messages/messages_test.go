@@ -338,7 +338,7 @@ func TestStreamInterleavedCalls(t *testing.T) {
 	}
 }
 
-// arrayLen counts a JSON array's elements without decoding them: nested
+// translate.ArrayLen counts a JSON array's elements without decoding them: nested
 // arrays and objects, commas and brackets inside strings (escaped quotes
 // too) are not elements.
 func TestArrayLen(t *testing.T) {
@@ -346,7 +346,7 @@ func TestArrayLen(t *testing.T) {
 		`[]`: 0, ` [ ] `: 0, `"text"`: 0, `null`: 0, `[1]`: 1, `[{"a":[1,2,3]},{"b":{"c":","}}]`: 2,
 		`["a,b","c\",d]"]`: 2, `[{"type":"text","text":"x"},{"type":"text","text":"y"},{"type":"text","text":"z"}]`: 3,
 	} {
-		if got := arrayLen(json.RawMessage(raw)); got != want {
+		if got := translate.ArrayLen(json.RawMessage(raw)); got != want {
 			t.Errorf("%s: %d, want %d", raw, got, want)
 		}
 	}

@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -81,9 +80,9 @@ const (
 // checkBlocks applies the bounds on content blocks, counting each
 // content array's elements without decoding them.
 func (r *Request) checkBlocks() error {
-	total := arrayLen(r.System)
+	total := translate.ArrayLen(r.System)
 	for i, m := range r.Messages {
-		n := arrayLen(m.Content)
+		n := translate.ArrayLen(m.Content)
 		if n > MaxBlocksPerMessage {
 			return &wire.ParamError{Param: fmt.Sprintf("messages.%d.content", i), Msg: fmt.Sprintf("has %d content blocks; a message may carry at most %d", n, MaxBlocksPerMessage)}
 		}
@@ -92,42 +91,6 @@ func (r *Request) checkBlocks() error {
 		}
 	}
 	return nil
-}
-
-// arrayLen counts the elements of a JSON array (0 for anything else),
-// in one pass over its bytes, decoding nothing.
-func arrayLen(raw json.RawMessage) int {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '[' || len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0 {
-		return 0
-	}
-	n, depth, inString, escaped := 1, 0, false, false
-	for _, c := range raw {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-		case ']', '}':
-			depth--
-		case ',':
-			if depth == 1 {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // Decode reads a Messages request. A member repeated in its top level

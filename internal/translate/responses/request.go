@@ -96,7 +96,40 @@ func Decode(body []byte) (*Request, error) {
 		}
 	}
 	r.namespaced = namespaced(r.declared())
-	return r, nil
+	return r, checkParts(r.Input)
+}
+
+// The bounds on content parts, checked before any item is translated: a
+// part costs the translation far more than its bytes, so a request of
+// many small parts is refused with a clear 400 rather than translated at
+// a cost that grows with their number. An item carries at most
+// MaxPartsPerItem; a request at most MaxParts in all. (The items
+// themselves are bounded by the gateway's server.max_messages.)
+const (
+	MaxPartsPerItem = 1024
+	MaxParts        = 20000
+)
+
+// checkParts applies the bounds on content parts, counting each item's
+// content array's elements without decoding them.
+func checkParts(items []json.RawMessage) error {
+	total := 0
+	for i, raw := range items {
+		var it struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(raw, &it) != nil {
+			continue // the translation says what is wrong with it
+		}
+		n := translate.ArrayLen(it.Content)
+		if n > MaxPartsPerItem {
+			return &wire.ParamError{Param: fmt.Sprintf("input[%d].content", i), Msg: fmt.Sprintf("has %d content parts; an item may carry at most %d", n, MaxPartsPerItem)}
+		}
+		if total += n; total > MaxParts {
+			return &wire.ParamError{Param: "input", Msg: fmt.Sprintf("holds more than %d content parts; a request may carry at most %d", MaxParts, MaxParts)}
+		}
+	}
+	return nil
 }
 
 // namespaced maps each function name NamespaceSep makes from a namespace

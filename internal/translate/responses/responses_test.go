@@ -226,3 +226,24 @@ func fuzzResponsesRequest(t *testing.T, body string, keep bool) {
 		t.Fatalf("error of type %T: %v", err, err)
 	}
 }
+
+// Many small content parts are refused before any item is translated,
+// naming the bound: per item, and in all.
+func TestPartsBounded(t *testing.T) {
+	parts := func(n int) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(`{"type":"input_text","text":"a"},`, n), ",") + "]"
+	}
+	if _, err := Decode([]byte(`{"model":"m","input":[{"role":"user","content":` + parts(MaxPartsPerItem) + `}]}`)); err != nil {
+		t.Errorf("at the bound: %v", err)
+	}
+	_, err := Decode([]byte(`{"model":"m","input":[{"role":"user","content":` + parts(100000) + `}]}`))
+	var pe *wire.ParamError
+	if !errors.As(err, &pe) || pe.Param != "input[0].content" || !strings.Contains(pe.Msg, "at most 1024") {
+		t.Errorf("one item: %v", err)
+	}
+	items := strings.TrimSuffix(strings.Repeat(`{"role":"user","content":`+parts(1000)+`},`, MaxParts/1000+1), ",")
+	_, err = Decode([]byte(`{"model":"m","input":[` + items + `]}`))
+	if !errors.As(err, &pe) || pe.Param != "input" || !strings.Contains(pe.Msg, "at most 20000") {
+		t.Errorf("in all: %v", err)
+	}
+}
