@@ -58,7 +58,7 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 	if resp.StatusCode != 401 {
 		t.Errorf("GET /v1/models without a key: %d", resp.StatusCode)
 	}
-	if gatewaytest.WithField(e.WaitAccess(t, 8), "key", "team-a") == nil {
+	if gatewaytest.WithField(e.WaitAccess(t, 7), "key", "team-a") == nil {
 		t.Error("the access log does not name the key")
 	}
 }
