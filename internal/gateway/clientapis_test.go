@@ -216,10 +216,13 @@ func TestCodexToolsEveryRoute(t *testing.T) {
 	if resp.StatusCode != 400 || !strings.Contains(body, "web_search") {
 		t.Errorf("refuse_hosted_tools: %d %s", resp.StatusCode, body)
 	}
-	// A custom tool runs at the client: refused, never left out unseen.
-	resp, body = e.Do(t, "POST", "/responses", `{"model":"openai/sim-tool","tools":[{"type":"custom","name":"apply_patch","format":{"type":"text"}}],"input":"go"}`, "Authorization", "Bearer k")
-	if resp.StatusCode != 400 || !strings.Contains(body, "custom") {
-		t.Errorf("a custom tool: %d %s", resp.StatusCode, body)
+	// A tool the client runs is refused, never left out unseen: a custom
+	// tool, the local shell.
+	for typ, tool := range map[string]string{"custom": `{"type":"custom","name":"apply_patch","format":{"type":"text"}}`, "local_shell": `{"type":"local_shell"}`} {
+		resp, body = e.Do(t, "POST", "/responses", `{"model":"openai/sim-tool","tools":[`+tool+`],"input":"go"}`, "Authorization", "Bearer k")
+		if resp.StatusCode != 400 || !strings.Contains(body, typ) {
+			t.Errorf("a %s tool: %d %s", typ, resp.StatusCode, body)
+		}
 	}
 }
 

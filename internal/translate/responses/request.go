@@ -311,8 +311,8 @@ func (r *Request) Unflatten(name string) (namespace, fn string, ok bool) {
 }
 
 // HostedTools names the tools an upstream of another protocol cannot run
-// (any but function, namespace and custom tools), which DropHosted leaves
-// out. A custom tool (free-form input) runs at the client: it is refused
+// (hosted), which DropHosted leaves out. A tool the client runs that the
+// chat model has no slot for (a custom tool, the local shell) is refused
 // rather than left out unseen.
 func (r *Request) HostedTools() []string {
 	tools, _ := r.declared()
@@ -325,9 +325,17 @@ func (r *Request) HostedTools() []string {
 	return out
 }
 
+// clientRun are the tool types the client runs, by the name of the tool
+// and of its call item (x for an x_call item): functions, namespaces of
+// them, custom tools, and the built-in tools the client executes (local
+// shell, shell, apply_patch, computer use). Any other type is a hosted
+// tool, run by the provider.
+var clientRun = []string{"function", "namespace", "custom", "custom_tool", "local_shell", "shell", "apply_patch",
+	"computer", "computer_use", "computer_use_preview"}
+
 // hosted reports a tool type the provider runs (web_search, file_search,
 // code_interpreter, mcp, …), not the client.
-func hosted(typ string) bool { return typ != "function" && typ != "namespace" && typ != "custom" }
+func hosted(typ string) bool { return !slices.Contains(clientRun, typ) }
 
 // declared reads the request's tools.
 func (r *Request) declared() ([]tool, error) {
@@ -647,7 +655,8 @@ func (c *conversation) item(i int, raw json.RawMessage, it item) error {
 // hostedCall reports an item that is a hosted tool's call (web_search_call,
 // file_search_call, …), which carries nothing the conversation needs.
 func hostedCall(typ string) bool {
-	return strings.HasSuffix(typ, "_call") && typ != "function_call" && typ != "custom_tool_call" && typ != "local_shell_call" && typ != "shell_call" && typ != "apply_patch_call" && typ != "computer_call"
+	tool, ok := strings.CutSuffix(typ, "_call")
+	return ok && hosted(tool)
 }
 
 // keptIn adds the item a message was made from to it, with keep.
