@@ -104,7 +104,7 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 	if err != nil {
 		return nil, err
 	}
-	if err := x.decode(body, in); err != nil {
+	if x.plan, err = g.decode(x, body, in); err != nil {
 		return nil, err
 	}
 	rec.Stream = x.req.Stream
@@ -113,36 +113,50 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 		return nil, &wire.DecodeError{Kind: wire.KindMissing, Param: "messages", Offset: -1,
 			Msg: fmt.Sprintf("has %d messages; this gateway accepts at most %d (server.max_messages)", n, g.cfg.Server.MaxMessages)}
 	}
-	route, ok := g.cfg.Match(x.req.Model)
-	if !ok {
-		return nil, &RouteError{Model: x.req.Model}
-	}
-	if err := auth.Allow(key, x.req.Model); err != nil {
-		return nil, err
-	}
-	x.plan = g.plans[route.Name]
 	return x, nil
 }
 
-// decode reads the request: a chat request as it is, another client
-// API's through in, then translated for its route's upstream.
-func (x *exchange) decode(body []byte, in inbound) error {
+// planFor is the plan of the route model matches, once the request's
+// key may use that model: decided from the model member before anything
+// costly. The request is filed under that route from then on, so that a
+// refusal's record names it.
+func (g *Gateway) planFor(x *exchange, model string) (*plan, error) {
+	route, ok := g.cfg.Match(model)
+	if !ok {
+		return nil, &RouteError{Model: model}
+	}
+	p := g.plans[route.Name]
+	x.filed(p, model)
+	return p, auth.Allow(x.key, model)
+}
+
+// filed files the request under route p, before anything is sent: a
+// refusal's record names the route it matched.
+func (x *exchange) filed(p *plan, model string) {
+	x.rec.Route, x.rec.Upstream, x.rec.Model = p.name, p.upstream.name, wire.Clip(p.targetModel(model))
+}
+
+// decode reads the request and returns the plan of its route: a chat
+// request as it is, another client API's through in (which finds the
+// plan), then translated for its route's upstream.
+func (g *Gateway) decode(x *exchange, body []byte, in inbound) (*plan, error) {
 	if in == nil {
 		var err error
 		if x.req, err = wire.DecodeRequest(body); err != nil {
-			return err
+			return nil, err
 		}
-		return x.req.CheckNumbers()
+		if err := x.req.CheckNumbers(); err != nil {
+			return nil, err
+		}
+		return g.planFor(x, x.req.Model)
 	}
 	p, err := in(x, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// A request its route's translation refuses is filed under that route.
-	x.rec.Route, x.rec.Upstream = p.name, p.upstream.name
 	t, err := x.requestFor(p)
 	x.req = t.req
-	return err
+	return p, err
 }
 
 // noteRequest records, for the trace, what the client asked (model,
@@ -198,11 +212,7 @@ func (g *Gateway) serve(x *exchange) error {
 // attempts. hasFallback says a failure of the upstream's is returned
 // unwritten, for the next route to try.
 func (g *Gateway) route(x *exchange, p *plan, hasFallback bool) error {
-	if x.rec.Model == "" {
-		// A request refused before it is sent is filed under the route
-		// it matched.
-		x.rec.Route, x.rec.Upstream, x.rec.Model = p.name, p.upstream.name, wire.Clip(p.targetModel(x.req.Model))
-	}
+	x.filed(p, x.req.Model)
 	base, err := x.requestFor(p)
 	if err != nil {
 		return &RefusedError{Route: p.name, Upstream: p.upstream.name, Protocol: p.upstream.protocol, Err: err}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/translate"
@@ -52,17 +51,13 @@ func (g *Gateway) fromMessages(x *exchange, body []byte) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	route, ok := g.cfg.Match(req.Model)
-	if !ok {
-		return nil, &RouteError{Model: req.Model}
-	}
-	// The key's model list is checked before anything is translated.
-	if err := auth.Allow(x.key, req.Model); err != nil {
+	p, err := g.planFor(x, req.Model)
+	if err != nil {
 		return nil, err
 	}
 	x.msg = &messagesCall{meta: messages.Meta{ID: messages.NewID(), Model: req.Model}, req: req, betas: x.r.Header.Values("Anthropic-Beta")}
 	x.edge = x.msg
-	return g.plans[route.Name], nil
+	return p, nil
 }
 
 // metaFor is what the answer from route p repeats: the member that
@@ -96,18 +91,6 @@ func (m *messagesCall) chat(p *plan) (edgeChat, error) {
 		dropped[k] = "anthropic-beta:" + b
 	}
 	return edgeChat{body: t.Chat, keepOwn: true, droppedCache: t.DroppedCacheControl, dropped: dropped}, nil
-}
-
-// messagesPlan is the plan of the route a Messages request's model
-// matches, with the client's betas checked against its upstream.
-func (g *Gateway) messagesPlan(r *http.Request, model string) (*plan, error) {
-	route, ok := g.cfg.Match(model)
-	if !ok {
-		return nil, &RouteError{Model: model}
-	}
-	p := g.plans[route.Name]
-	_, err := checkBetas(r.Header.Values("Anthropic-Beta"), p.upstream)
-	return p, err
 }
 
 // checkBetas refuses a beta only Anthropic honours on an upstream of
@@ -190,12 +173,11 @@ func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	p, err := g.messagesPlan(r, req.Model)
+	p, err := g.planFor(x, req.Model)
 	if err != nil {
 		return 0, err
 	}
-	x.rec.Route, x.rec.Upstream, x.rec.Model = p.name, p.upstream.name, wire.Clip(p.targetModel(req.Model))
-	if err := auth.Allow(x.key, req.Model); err != nil {
+	if _, err := checkBetas(r.Header.Values("Anthropic-Beta"), p.upstream); err != nil {
 		return 0, err
 	}
 	if err := g.admitWith(x, budget.Unlimited, 0, 0); err != nil {

@@ -213,7 +213,6 @@ func streamUsage(req *wire.ChatRequest, noStreamOptions bool) bool {
 // headers).
 func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 	rec, p := x.rec, pr.plan
-	rec.Route, rec.Upstream, rec.Model = p.name, p.upstream.name, wire.Clip(p.targetModel(x.req.Model))
 	rec.Trimmed = pr.trimmed
 	rec.ReasoningRestored, rec.ReasoningMiss, rec.ReasoningPlaceholder = pr.restored.Restored, pr.restored.Missed, pr.placeholders
 	rec.Reasoning = pr.level.String()

@@ -79,9 +79,10 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The key's model list is checked before a stored response is read
-	// or anything is translated.
-	if err := auth.Allow(x.key, req.Model); err != nil {
+	// The route and the key's model list, before a stored response is
+	// read or anything is translated.
+	p, err := g.planFor(x, req.Model)
+	if err != nil {
 		return nil, err
 	}
 	items := req.Input
@@ -95,10 +96,6 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 		if prev.Kept.ID != "" {
 			previous = &responses.Previous{ID: prev.Kept.ID, Upstream: prev.Kept.Upstream, Items: len(prev.Input) + len(prev.Output)}
 		}
-	}
-	route, ok := g.cfg.Match(req.Model)
-	if !ok {
-		return nil, &RouteError{Model: req.Model}
 	}
 	// Each item becomes at most one message: the bound on messages holds
 	// before anything is translated.
@@ -121,7 +118,7 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, Request: req, Sealer: g.sealer(x.key),
 	}}
 	x.edge = x.resp
-	return g.plans[route.Name], nil
+	return p, nil
 }
 
 // metaFor is what the answer from route p repeats: the member that
