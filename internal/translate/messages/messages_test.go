@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -373,22 +374,26 @@ func TestBlocksBounded(t *testing.T) {
 	}
 }
 
-// BenchmarkManyBlocks is the hostile request of many tiny text blocks
-// (388,354 in 10.5 MB) through Decode and, when it decodes, the
-// translation: its memory per body byte (B/op ÷ the body's size,
-// reported as alloc-per-body-byte).
+// BenchmarkManyBlocks is a request of tiny text blocks through Decode
+// and, when it decodes, the translation: past the bounds (the hostile
+// 10.5 MB request of 388,354 blocks, refused) and at them (1,024 blocks,
+// translated). It reports the memory allocated per body byte.
 func BenchmarkManyBlocks(b *testing.B) {
-	body := []byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"a"},`, 388354), ",") + `]}]}`)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	before := m.TotalAlloc
-	for b.Loop() {
-		if r, err := Decode(body, false); err == nil {
-			_, _ = r.Chat(ChatOptions{Protocol: translate.OpenAI})
-		}
+	for _, n := range []int{388354, MaxBlocksPerMessage} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			body := []byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"a"},`, n), ",") + `]}]}`)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			before := m.TotalAlloc
+			for b.Loop() {
+				if r, err := Decode(body, false); err == nil {
+					_, _ = r.Chat(ChatOptions{Protocol: translate.OpenAI})
+				}
+			}
+			runtime.ReadMemStats(&m)
+			b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
+		})
 	}
-	runtime.ReadMemStats(&m)
-	b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
 }

@@ -3,6 +3,8 @@ package responses
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -245,5 +247,29 @@ func TestPartsBounded(t *testing.T) {
 	_, err = Decode([]byte(`{"model":"m","input":[` + items + `]}`))
 	if !errors.As(err, &pe) || pe.Param != "input" || !strings.Contains(pe.Msg, "at most 20000") {
 		t.Errorf("in all: %v", err)
+	}
+}
+
+// BenchmarkManyParts is a request of tiny text parts through Decode and,
+// when it decodes, the translation: past the bounds (100,000 parts,
+// refused) and at them (1,024, translated). It reports the memory
+// allocated per body byte.
+func BenchmarkManyParts(b *testing.B) {
+	for _, n := range []int{100000, MaxPartsPerItem} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			body := []byte(`{"model":"m","input":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"input_text","text":"a"},`, n), ",") + `]}]}`)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			before := m.TotalAlloc
+			for b.Loop() {
+				if r, err := Decode(body); err == nil {
+					_, _ = r.Chat(r.Input, ChatOptions{})
+				}
+			}
+			runtime.ReadMemStats(&m)
+			b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
+		})
 	}
 }
