@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -56,33 +57,11 @@ func TestClientAPIsOwnTypes(t *testing.T) {
 				name := fmt.Sprintf("%s/stream=%v", model, stream)
 				t.Run("messages/"+name, func(t *testing.T) {
 					resp, body := e.Do(t, "POST", "/messages", fmt.Sprintf(`{"model":%q,"max_tokens":4096,"stream":%v,"tools":[{"name":"get_weather","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"weather?"}]}`, model, stream), "x-api-key", "k")
-					types := typesOf(t, body, stream, "content_block_start", "content_block", "content")
-					if resp.StatusCode != 200 || len(types) == 0 {
-						t.Fatalf("%d %s", resp.StatusCode, body)
-					}
-					for _, typ := range types {
-						if !slices.Contains(messagesBlockTypes, typ) {
-							t.Errorf("a content block of type %q (not a Messages API block): %v\n%s", typ, types, body)
-						}
-					}
-					if strings.Contains(body, "toolgate_") {
-						t.Errorf("the gateway's own member reached the client: %s", body)
-					}
+					ownTypes(t, resp, body, messagesBlockTypes, typesOf(t, body, stream, "content_block_start", "content_block", "content"))
 				})
 				t.Run("responses/"+name, func(t *testing.T) {
 					resp, body := e.Do(t, "POST", "/responses", fmt.Sprintf(`{"model":%q,"stream":%v,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"input":"weather?"}`, model, stream), "Authorization", "Bearer k")
-					types := typesOf(t, body, stream, "response.output_item.done", "item", "output")
-					if resp.StatusCode != 200 || len(types) == 0 {
-						t.Fatalf("%d %s", resp.StatusCode, body)
-					}
-					for _, typ := range types {
-						if !slices.Contains(responsesItemTypes, typ) {
-							t.Errorf("an output item of type %q (not a Responses API item): %v\n%s", typ, types, body)
-						}
-					}
-					if strings.Contains(body, "toolgate_") {
-						t.Errorf("the gateway's own member reached the client: %s", body)
-					}
+					ownTypes(t, resp, body, responsesItemTypes, typesOf(t, body, stream, "response.output_item.done", "item", "output"))
 				})
 				t.Run("chat/"+name, func(t *testing.T) {
 					resp, body := e.Do(t, "POST", "/chat/completions", fmt.Sprintf(`{"model":%q,"stream":%v,"tools":[%s],"messages":[{"role":"user","content":"weather?"}]}`, model, stream, sim.WeatherTool), "Authorization", "Bearer k")
@@ -92,6 +71,23 @@ func TestClientAPIsOwnTypes(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// ownTypes checks an answer of 200 whose blocks or items (types) are all
+// of its API's (allowed), with none of the gateway's own members.
+func ownTypes(t *testing.T, resp *http.Response, body string, allowed, types []string) {
+	t.Helper()
+	if resp.StatusCode != 200 || len(types) == 0 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	for _, typ := range types {
+		if !slices.Contains(allowed, typ) {
+			t.Errorf("a block or item of type %q, not one of the client API's: %v\n%s", typ, types, body)
+		}
+	}
+	if strings.Contains(body, "toolgate_") {
+		t.Errorf("the gateway's own member reached the client: %s", body)
 	}
 }
 
