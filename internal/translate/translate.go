@@ -18,7 +18,6 @@
 package translate
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 
@@ -307,40 +306,4 @@ func KeptTools(declared json.RawMessage, translated []string, client func(typ st
 		names = append(names, t.Name)
 	}
 	return slices.Equal(names, translated), others
-}
-
-// ArrayLen counts the elements of a JSON array (0 for anything else),
-// in one pass over its bytes, decoding nothing.
-func ArrayLen(raw json.RawMessage) int {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '[' || len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0 {
-		return 0
-	}
-	n, depth, inString, escaped := 1, 0, false, false
-	for _, c := range raw {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-		case ']', '}':
-			depth--
-		case ',':
-			if depth == 1 {
-				n++
-			}
-		}
-	}
-	return n
 }

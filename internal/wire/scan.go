@@ -567,6 +567,32 @@ func stringOf(raw []byte) (string, bool) {
 	return stringValue(raw, 0, end, escaped), true
 }
 
+// ArrayLen counts a JSON array's elements without decoding or copying
+// them (0 when raw is not a valid array): the bound on a request's
+// content blocks is checked with it before any is decoded.
+func ArrayLen(raw []byte) int {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return 0
+	}
+	r := readArray(raw, i)
+	n := 0
+	for {
+		ok, err := r.more()
+		if err != nil {
+			return 0
+		}
+		if !ok {
+			return n
+		}
+		end, err := skipValue(raw, r.i, 1)
+		if err != nil {
+			return 0
+		}
+		n, r.i = n+1, end
+	}
+}
+
 // Elements splits a JSON array into its elements' bytes (no copy); false
 // when raw is not a valid array.
 func Elements(raw []byte) ([]json.RawMessage, bool) { return elements(raw, nil) }

@@ -339,20 +339,6 @@ func TestStreamInterleavedCalls(t *testing.T) {
 	}
 }
 
-// translate.ArrayLen counts a JSON array's elements without decoding them: nested
-// arrays and objects, commas and brackets inside strings (escaped quotes
-// too) are not elements.
-func TestArrayLen(t *testing.T) {
-	for raw, want := range map[string]int{
-		`[]`: 0, ` [ ] `: 0, `"text"`: 0, `null`: 0, `[1]`: 1, `[{"a":[1,2,3]},{"b":{"c":","}}]`: 2,
-		`["a,b","c\",d]"]`: 2, `[{"type":"text","text":"x"},{"type":"text","text":"y"},{"type":"text","text":"z"}]`: 3,
-	} {
-		if got := translate.ArrayLen(json.RawMessage(raw)); got != want {
-			t.Errorf("%s: %d, want %d", raw, got, want)
-		}
-	}
-}
-
 // Many small blocks are refused before any is translated, naming the
 // bound: per message, and in all.
 func TestBlocksBounded(t *testing.T) {

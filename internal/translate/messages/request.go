@@ -80,9 +80,9 @@ const (
 // checkBlocks applies the bounds on content blocks, counting each
 // content array's elements without decoding them.
 func (r *Request) checkBlocks() error {
-	total := translate.ArrayLen(r.System)
+	total := wire.ArrayLen(r.System)
 	for i, m := range r.Messages {
-		n := translate.ArrayLen(m.Content)
+		n := wire.ArrayLen(m.Content)
 		if n > MaxBlocksPerMessage {
 			return &wire.ParamError{Param: fmt.Sprintf("messages.%d.content", i), Msg: fmt.Sprintf("has %d content blocks; a message may carry at most %d", n, MaxBlocksPerMessage)}
 		}

@@ -121,7 +121,7 @@ func checkParts(items []json.RawMessage) error {
 		if json.Unmarshal(raw, &it) != nil {
 			continue // the translation says what is wrong with it
 		}
-		n := translate.ArrayLen(it.Content)
+		n := wire.ArrayLen(it.Content)
 		if n > MaxPartsPerItem {
 			return &wire.ParamError{Param: fmt.Sprintf("input[%d].content", i), Msg: fmt.Sprintf("has %d content parts; an item may carry at most %d", n, MaxPartsPerItem)}
 		}
