@@ -54,16 +54,16 @@ var agentRoutes = []struct{ route, model, back string }{
 }
 
 // agentBin is the path of an agent's command installed in
-// clients/agents (npm ci --prefix clients/agents); without it the test
+// clients/agents (npm install --no-save --prefix clients/agents); without it the test
 // is skipped, except where TOOLGATE_REQUIRE_NODE is set.
 func agentBin(t *testing.T, name string) string {
 	t.Helper()
 	bin, _ := filepath.Abs(filepath.Join("../../clients/agents/node_modules/.bin", name))
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv("TOOLGATE_REQUIRE_NODE") != "" {
-			t.Fatalf("the agent tests need `npm ci --prefix clients/agents`: %v", err)
+			t.Fatalf("the agent tests need `npm install --no-save --prefix clients/agents`: %v", err)
 		}
-		t.Skip("the agents are not installed (npm ci --prefix clients/agents)")
+		t.Skip("the agents are not installed (npm install --no-save --prefix clients/agents)")
 	}
 	return bin
 }
