@@ -279,6 +279,20 @@ func Trim(msgs []wire.Message, maxChars int, trim bool) ([]wire.Message, TrimRep
 
 func keep(m *wire.Message) bool { return m.Role == "system" || m.Role == "developer" }
 
+// EnsureOutput sets field to n when the request has no output limit
+// (neither max_completion_tokens nor max_tokens, or both null), so that
+// the limit a spend reservation counts is the one sent. It reports
+// whether it changed the request.
+func EnsureOutput(req *wire.ChatRequest, n int, field string) bool {
+	for _, f := range []string{"max_completion_tokens", "max_tokens"} {
+		if raw, ok := req.Get(f); ok && string(raw) != "null" {
+			return false
+		}
+	}
+	req.Set(field, json.RawMessage(strconv.Itoa(n)))
+	return true
+}
+
 // ClampOutput limits the request's output tokens to max: the
 // max_completion_tokens and max_tokens it has are lowered to max; when it
 // has neither, field (the upstream's) is set to max. It reports whether it

@@ -34,7 +34,7 @@ func (g *Gateway) admitWith(x *exchange, maxCalls, bodyBytes int, outputTokens i
 	if x.key != nil {
 		a.Key, a.RequestsPerMinute, a.TokensPerMinute = x.key.Name, x.key.RateLimit.RequestsPerMinute, x.key.RateLimit.TokensPerMinute
 		a.Spend, a.Now = g.keyPlans[x.key.Name].spend, g.clock.now()
-		if a.Spend.Max > 0 {
+		if g.priced(x) {
 			a.Reserve = g.worstCost(x.rec.Model, bodyBytes, outputTokens)
 		}
 	}
@@ -83,9 +83,9 @@ func (g *Gateway) worstCost(model string, bodyBytes int, outputTokens int64) int
 
 // sentOutputLimit is the output limit a prepared request is sent with:
 // its max_completion_tokens or max_tokens (the budget's clamp wrote one
-// when it has a limit), else the upstream's default (an anthropic
-// upstream's default_max_tokens; config.DefaultMaxTokens for others,
-// which have their own, unknown here).
+// when it has a limit, and prepare defaultOutput for a priced key), else
+// defaultOutput (an anthropic upstream's own; for others, which have
+// their own default, unknown here, the request is not priced).
 func sentOutputLimit(pr *prepared) int64 {
 	for _, f := range []string{pr.plan.upstream.outputLimitField, "max_completion_tokens", "max_tokens"} {
 		if raw, ok := pr.req.Get(f); ok {
@@ -94,10 +94,24 @@ func sentOutputLimit(pr *prepared) int64 {
 			}
 		}
 	}
-	if pr.plan.upstream.protocol == translate.Anthropic {
-		return int64(pr.plan.upstream.defaultMaxTokens)
+	return defaultOutput(pr.plan)
+}
+
+// defaultOutput is the output limit a request without one is sent with
+// on route p when it must have one: an anthropic upstream's
+// default_max_tokens (sent always), config.DefaultMaxTokens elsewhere
+// (sent for a priced key's request).
+func defaultOutput(p *plan) int64 {
+	if p.upstream.protocol == translate.Anthropic && p.upstream.defaultMaxTokens > 0 {
+		return int64(p.upstream.defaultMaxTokens)
 	}
 	return config.DefaultMaxTokens
+}
+
+// priced says whether the request's key has a spend limit, which every
+// request it makes reserves its worst cost against.
+func (g *Gateway) priced(x *exchange) bool {
+	return x.key != nil && g.keyPlans[x.key.Name].spend.Max > 0
 }
 
 // stateFailed logs and records a failed state-store operation and reports

@@ -66,6 +66,10 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, rec *obser
 	}
 	defer g.metrics.KeyStarted(rec.Key)()
 	defer g.settle(x)
+	if err := g.statedOutput(x, body); err != nil {
+		g.fail(w, r, rec, err)
+		return
+	}
 	if err := g.admitWith(x, budget.Unlimited, len(body), x.outputLimit); err != nil {
 		g.fail(w, r, rec, err)
 		return
@@ -124,6 +128,24 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 	}
 	rec.Route, rec.Upstream, rec.Model = route.Name, x.plan.upstream.name, wire.Clip(model)
 	return x, body, nil
+}
+
+// statedOutput refuses a priced key's JSON request, on a path whose
+// answer is written in output tokens, that states no output limit: the
+// body is forwarded as it is, so without max_tokens (or
+// max_completion_tokens) as a positive integer the upstream's own
+// default, unknown here, would bound what it costs, not the reservation.
+// Embeddings and moderations write no output tokens.
+func (g *Gateway) statedOutput(x *exchange, body []byte) error {
+	if !g.priced(x) || x.outputLimit > 0 || !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		return nil
+	}
+	switch x.r.URL.Path {
+	case "/v1/embeddings", "/v1/moderations":
+		return nil
+	}
+	return &wire.DecodeError{Kind: wire.KindMissing, Param: "max_tokens", Offset: -1,
+		Msg: "must be given, as an integer from 1: this key has a spend limit (max_cost_usd), and a request forwarded as it is is reserved for the output limit it states"}
 }
 
 // bodyModel is a JSON object body's model ("" for any other body) and

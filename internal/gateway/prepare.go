@@ -69,6 +69,11 @@ func (g *Gateway) prepare(x *exchange, p *plan, base translation) (*prepared, er
 	// The output limit is clamped before reasoning checks its budget
 	// against it.
 	budget.ClampOutput(pr.req, pr.limits.MaxOutputTokens, p.upstream.outputLimitField)
+	if g.priced(x) {
+		// What admission reserves for is what is sent: an upstream left
+		// without a limit may write far more than the reservation counts.
+		budget.EnsureOutput(pr.req, int(defaultOutput(p)), p.upstream.outputLimitField)
+	}
 	if err := g.reason(x, pr); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -187,5 +188,131 @@ func TestSpendSharedAcrossReplicas(t *testing.T) {
 	resp, body := spendCall(t, b, "sk-team", false)
 	if r := dollarsHeader(t, resp.Header, "X-Ratelimit-Remaining-Cost"); resp.StatusCode != 200 || r > 0.0066-0.0008 || r < 0.0066-0.0011 {
 		t.Fatalf("a new day: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+}
+
+// longUpstream answers a whole request in each upstream protocol (chat
+// completions, legacy completions, Messages, Responses, Gemini) with 100
+// prompt tokens and as many output tokens as the request's own output
+// limit allows, 20,000 when it states none: what a model asked for a long
+// answer writes.
+func longUpstream(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			MaxTokens           int64 `json:"max_tokens"`
+			MaxCompletionTokens int64 `json:"max_completion_tokens"`
+			MaxOutputTokens     int64 `json:"max_output_tokens"`
+			GenerationConfig    struct {
+				MaxOutputTokens int64 `json:"maxOutputTokens"`
+			} `json:"generationConfig"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		out := int64(20000)
+		for _, n := range []int64{req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens, req.GenerationConfig.MaxOutputTokens} {
+			if n > 0 && n < out {
+				out = n
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch p := r.URL.Path; {
+		case strings.HasSuffix(p, "/chat/completions"):
+			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":%d,"total_tokens":%d}}`, out, out+100)
+		case strings.HasSuffix(p, "/completions"):
+			fmt.Fprintf(w, `{"id":"c1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"ok","finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":%d,"total_tokens":%d}}`, out, out+100)
+		case strings.HasSuffix(p, "/messages"):
+			fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":%d}}`, out)
+		case strings.HasSuffix(p, "/responses"):
+			fmt.Fprintf(w, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":100,"output_tokens":%d,"total_tokens":%d}}`, out, out+100)
+		case strings.HasSuffix(p, ":generateContent"):
+			fmt.Fprintf(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":%d,"totalTokenCount":%d}}`, out, out+100)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Spend is bounded by the cap plus one request on every endpoint a
+// priced key reaches: 50 requests at once on a $0.10 cap, each asking
+// for a long answer (20,000 output tokens, $0.16 at $8 per million, when
+// nothing bounds it). Chat and Responses requests that state no output
+// limit go with the one their reservation counts (4,096 tokens), so at
+// most three of about $0.033 are let in (before, each reserved that and
+// sent no limit: three spent $0.48); a Messages request states its own.
+// A passthrough completion is reserved for its max_tokens, and one that
+// states none (or not as an integer) is refused 400 naming max_tokens,
+// nothing sent; an embedding writes no output and needs none.
+func TestSpendBoundedEveryEndpoint(t *testing.T) {
+	up := longUpstream(t)
+	cfg := `
+pricing: {"m-*": {input: 2, output: 8}}
+keys: [{name: team, sha256: ` + gatewaytest.KeyHash("sk-team") + `, budget: {max_cost_usd: 0.10, max_output_tokens: unlimited}}]
+upstreams:
+  - {name: openai, url: "UPSTREAM_URL/v1"}
+  - {name: anthropic, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+  - {name: gemini, protocol: gemini, url: "UPSTREAM_URL/v1beta"}
+  - {name: responses, protocol: responses, url: "UPSTREAM_URL/v1"}
+routes:
+  - {model: "m-openai", upstream: openai, budget: {max_output_tokens: unlimited}}
+  - {model: "m-anthropic", upstream: anthropic, budget: {max_output_tokens: unlimited}}
+  - {model: "m-gemini", upstream: gemini, budget: {max_output_tokens: unlimited}}
+  - {model: "m-responses", upstream: responses, budget: {max_output_tokens: unlimited}}
+`
+	const cap, worst = 0.10, 0.0335 // a request's worst case: 4,096 output tokens and its body
+	for _, tc := range []struct {
+		name, path, body string
+		refused          bool // 400, nothing sent
+	}{
+		{"chat", "/chat/completions", `{"model":"MODEL","messages":[{"role":"user","content":"write at length"}]}`, false},
+		{"responses", "/responses", `{"model":"MODEL","input":"write at length"}`, false},
+		{"messages", "/messages", `{"model":"MODEL","max_tokens":4096,"messages":[{"role":"user","content":"write at length"}]}`, false},
+	} {
+		for _, upstream := range []string{"openai", "anthropic", "gemini", "responses"} {
+			t.Run(tc.name+"/"+upstream, func(t *testing.T) {
+				spendRush(t, gatewaytest.Start(t, up.URL, cfg), tc.path, strings.ReplaceAll(tc.body, "MODEL", "m-"+upstream), cap+worst, false)
+			})
+		}
+	}
+	for _, tc := range []struct {
+		name, path, body string
+		refused          bool
+	}{
+		{"completions", "/completions", `{"model":"m-openai","max_tokens":4096,"prompt":"write at length"}`, false},
+		{"completions without max_tokens", "/completions", `{"model":"m-openai","prompt":"write at length"}`, true},
+		{"completions with max_tokens 4e3", "/completions", `{"model":"m-openai","max_tokens":4e3,"prompt":"write at length"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spendRush(t, gatewaytest.Start(t, up.URL, cfg), tc.path, tc.body, cap+worst, tc.refused)
+		})
+	}
+}
+
+// spendRush sends 50 requests at once with the priced key and checks
+// what they spent: at most most, and nothing when each is to be refused
+// 400 naming max_tokens.
+func spendRush(t *testing.T, e *gatewaytest.Env, path, body string, most float64, refused bool) {
+	t.Helper()
+	var admitted, over atomic.Int64
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			resp, b := e.Do(t, "POST", path, body, "Authorization", "Bearer sk-team", "x-api-key", "sk-team", "anthropic-version", "2023-06-01")
+			switch {
+			case refused && resp.StatusCode == 400 && strings.Contains(b, `"param":"max_tokens"`) && strings.Contains(b, "max_cost_usd"):
+			case !refused && resp.StatusCode == 200:
+				admitted.Add(1)
+			case !refused && resp.StatusCode == 429:
+				over.Add(1)
+			default:
+				t.Errorf("%d %s", resp.StatusCode, b)
+			}
+		})
+	}
+	wg.Wait()
+	spent := e.Metric(t, "toolgate_cost_usd_total", map[string]string{"key": "team"})
+	t.Logf("%d admitted, %d over the cap: spent $%.4f", admitted.Load(), over.Load(), spent)
+	if spent > most+1e-9 || (!refused && admitted.Load() < 1) || (refused && spent != 0) {
+		t.Errorf("spent $%.4f on a $0.10 cap (at most $%.4f): %d admitted, %d over the cap", spent, most, admitted.Load(), over.Load())
 	}
 }
