@@ -29,6 +29,10 @@ type Admission struct {
 	// past the limit. The request then settles to its real cost
 	// (Settle). 0 reserves nothing: the limit is only checked.
 	Reserve int64
+	// Check only checks that every counter has room, counting nothing:
+	// a request refused cheaply before its costly work, admitted (and
+	// counted) later.
+	Check bool
 }
 
 // Rate is one of the key's rate limits as admission left it, for the
@@ -80,6 +84,11 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 	var out Admitted
 	if len(checks) == 0 {
 		return out, nil
+	}
+	if a.Check {
+		for i := range checks {
+			checks[i].Cost = 0
+		}
 	}
 	// The store takes the checks and counts on the heap: copied there only
 	// for a request that has any, so buf stays on the stack.

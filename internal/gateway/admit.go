@@ -42,6 +42,35 @@ func (g *Gateway) admitWith(x *exchange, maxCalls, bodyBytes int, outputTokens i
 		a.Session = g.session(x)
 	}
 	admitted, err := budget.Admit(x.r.Context(), g.counters, a)
+	if err = g.admitted(x, admitted, err, "admit"); err == nil {
+		x.reserved, x.admittedAt = a.Reserve, a.Now
+	}
+	return err
+}
+
+// precheck refuses a request whose key is already at one of its rate or
+// spend limits, before the request is translated, repaired or priced:
+// the key's counters are checked, nothing counted (the counted admission
+// runs once the request to send is known). A key without such limits
+// costs nothing here.
+func (g *Gateway) precheck(x *exchange) error {
+	if x.key == nil {
+		return nil
+	}
+	a := budget.Admission{Key: x.key.Name, MaxCalls: budget.Unlimited, RequestsPerMinute: x.key.RateLimit.RequestsPerMinute,
+		TokensPerMinute: x.key.RateLimit.TokensPerMinute, Spend: g.keyPlans[x.key.Name].spend, Now: g.clock.now(), Check: true}
+	if a.RequestsPerMinute <= 0 && a.TokensPerMinute <= 0 && a.Spend.Max <= 0 {
+		return nil
+	}
+	admitted, err := budget.Admit(x.r.Context(), g.counters, a)
+	return g.admitted(x, admitted, err, "precheck")
+}
+
+// admitted sets the x-ratelimit-* headers of the key's limits as an
+// admission (op) left them and returns its refusal: a
+// *budget.LimitError with Retry-After, or a *budget.StateError when the
+// store failed and state.on_error is fail_closed (fail_open admits).
+func (g *Gateway) admitted(x *exchange, admitted budget.Admitted, err error, op string) error {
 	h := x.w.Header()
 	for _, r := range admitted.Rates() {
 		unit, limit, remaining := "requests", strconv.FormatInt(r.Max, 10), strconv.FormatInt(max(r.Max-r.Used, 0), 10)
@@ -59,11 +88,8 @@ func (g *Gateway) admitWith(x *exchange, maxCalls, bodyBytes int, outputTokens i
 		h.Set("Retry-After", strconv.Itoa(retrySeconds(le.RetryAfter)))
 		return err
 	}
-	if err != nil && g.stateFailed(x, "admit", err) {
+	if err != nil && g.stateFailed(x, op, err) {
 		return &budget.StateError{Err: err}
-	}
-	if err == nil {
-		x.reserved, x.admittedAt = a.Reserve, a.Now
 	}
 	return nil
 }

@@ -117,8 +117,8 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 }
 
 // planFor is the plan of the route model matches, once the request's
-// key may use that model: decided from the model member before anything
-// costly. The request is filed under that route from then on, so that a
+// key may use that model and is not at one of its rate or spend limits:
+// decided from the model member before anything costly. The request is filed under that route from then on, so that a
 // refusal's record names it.
 func (g *Gateway) planFor(x *exchange, model string) (*plan, error) {
 	route, ok := g.cfg.Match(model)
@@ -127,7 +127,10 @@ func (g *Gateway) planFor(x *exchange, model string) (*plan, error) {
 	}
 	p := g.plans[route.Name]
 	x.filed(p, model)
-	return p, auth.Allow(x.key, model)
+	if err := auth.Allow(x.key, model); err != nil {
+		return p, err
+	}
+	return p, g.precheck(x)
 }
 
 // filed files the request under route p, before anything is sent: a

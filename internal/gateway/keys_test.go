@@ -68,7 +68,8 @@ routes: [{model: "*", upstream: sim, budget: {max_calls: 5}}]
 // before its body is translated (a body whose translation would be
 // refused still gets the 403) or a stored response is read; count_tokens
 // is admitted like /v1/messages — the model list, the request rate — and
-// its access line names the key, the route and the bytes read.
+// its access line names the key, the route and the bytes read. A key at
+// its rate is refused before any translation, stored response or repair.
 func TestAdmissionBeforeTranslation(t *testing.T) {
 	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:
@@ -112,8 +113,22 @@ keys:
 			t.Errorf("count_tokens %d: %d %s, want %d", i, resp.StatusCode, body, want)
 		}
 	}
+	// The key is at its request rate: a request is refused 429 before it
+	// is translated (one whose translation would be refused), a stored
+	// response read (one that names none) or its transcript repaired (one
+	// that repair would leave empty).
+	for _, c := range [][2]string{
+		{"/messages", untranslatable},
+		{"/responses", `{"model":"sim-text","previous_response_id":"resp_unknown","input":"hi"}`},
+		{"/chat/completions", `{"model":"sim-text","messages":[{"role":"tool","tool_call_id":"call_1","content":"orphan"}]}`},
+	} {
+		body := strings.Replace(c[1], "gpt-forbidden", "sim-text", 1)
+		if resp, b := e.Do(t, "POST", c[0], body, "x-api-key", "sk-narrow", "Authorization", "Bearer sk-narrow"); resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s at the key's rate: %d %s", c[0], resp.StatusCode, b)
+		}
+	}
 	counted := 0
-	for _, l := range e.WaitAccess(t, 8) {
+	for _, l := range e.WaitAccess(t, 11) {
 		if l["path"] != "/v1/messages/count_tokens" {
 			continue
 		}
