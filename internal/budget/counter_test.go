@@ -83,6 +83,28 @@ func TestMemoryStore(t *testing.T) {
 	storeContract(t, s, func(w time.Duration) { now = now.Add(w) })
 }
 
+// An admission that only checks counts nothing: a key below its rate
+// passes as often as it is checked, and one at it is refused with the
+// rate that refused it.
+func TestAdmitCheckOnly(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemory(0, nil)
+	a := Admission{Key: "k", MaxCalls: Unlimited, RequestsPerMinute: 1, Check: true}
+	for range 3 {
+		if _, err := Admit(ctx, s, a); err != nil {
+			t.Fatalf("a check below the rate: %v", err)
+		}
+	}
+	a.Check = false
+	if _, err := Admit(ctx, s, a); err != nil {
+		t.Fatalf("the counted admission after the checks: %v", err)
+	}
+	a.Check = true
+	if got, err := Admit(ctx, s, a); err == nil || len(got.Rates()) != 1 || got.Rates()[0].Used != 1 {
+		t.Fatalf("a check at the rate: %v %+v", err, got.Rates())
+	}
+}
+
 // The memory store stays bounded whatever the number of session ids.
 func TestMemoryStoreBounded(t *testing.T) {
 	now := time.Unix(0, 0)
