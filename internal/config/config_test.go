@@ -491,6 +491,35 @@ routes: [{model: m, upstream: a, passthrough: ["/v1/audio/*", {path: "/v1/files/
 	if got := r.MethodsFor("/v1/files/f1/content"); len(got) != 1 || got[0] != "GET" {
 		t.Errorf("methods for a GET-only path: %v", got)
 	}
+	// passthrough: true forwards every /v1 path but those of objects the
+	// upstream keeps for its whole organization, unless listed by name.
+	c, err = Parse([]byte(`
+upstreams: [{name: a, url: "http://127.0.0.1:1/v1"}]
+routes: [{model: m, upstream: a, passthrough: true, paths: ["/v1/batches*"]}]
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = &c.Routes[0]
+	for _, tc := range []struct {
+		method, path string
+		want         Forwarding
+	}{
+		{"POST", "/v1/audio/speech", Forwarded},
+		{"GET", "/v1/models/x", Forwarded},
+		{"GET", "/v1/files", NotForwarded},
+		{"GET", "/v1/files/f1/content", NotForwarded},
+		{"GET", "/v1/chat/completions/chatcmpl-1", NotForwarded},
+		{"GET", "/v1/conversations/c1/items", NotForwarded},
+		{"POST", "/v1/vector_stores", NotForwarded},
+		{"POST", "/v1/fine_tuning/jobs", NotForwarded},
+		{"GET", "/v1/filesystem", Forwarded}, // a path only beginning like one
+		{"GET", "/v1/batches/b1", Forwarded}, // listed by name
+	} {
+		if got := r.Forwards(tc.method, tc.path); got != tc.want {
+			t.Errorf("passthrough: true, %s %s: %v, want %v", tc.method, tc.path, got, tc.want)
+		}
+	}
 	_, err = Parse([]byte(`
 server: {max_pending_requests: 10, max_pending_keyless: 11, pending_ipv6_prefix: 129}
 responses: {store: memory, max_bytes: 100, max_bytes_per_key: 200}

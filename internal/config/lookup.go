@@ -91,7 +91,7 @@ func (r *Route) MethodsFor(path string) []string {
 			}
 		}
 	}
-	if r.Passthrough.All {
+	if r.Passthrough.All && !storedObjectPath(path) {
 		for _, m := range DefaultPathMethods {
 			if !slices.Contains(out, m) {
 				out = append(out, m)
@@ -131,7 +131,7 @@ func (r *Route) Forwards(method, path string) Forwarding {
 		return false
 	}
 	all := []PathRule(nil)
-	if r.Passthrough.All {
+	if r.Passthrough.All && !storedObjectPath(path) {
 		all = []PathRule{{Path: "/v1/*"}}
 	}
 	for _, rules := range [][]PathRule{defaultPassthrough, r.Passthrough.Paths, r.Paths, all} {
@@ -140,6 +140,27 @@ func (r *Route) Forwards(method, path string) Forwarding {
 		}
 	}
 	return out
+}
+
+// storedObjects are the /v1 paths of objects an upstream keeps for its
+// whole organization — files, vector stores, batches, stored chat
+// completions, conversations, containers, fine-tuning jobs, assistants
+// and threads, evals, uploads — which every client key of a route would
+// share through the gateway's upstream key. passthrough: true does not
+// forward them; a route lists them by name (passthrough or paths) to.
+var storedObjects = []string{"/v1/files", "/v1/uploads", "/v1/vector_stores", "/v1/batches", "/v1/chat/completions",
+	"/v1/conversations", "/v1/containers", "/v1/fine_tuning", "/v1/assistants", "/v1/threads", "/v1/evals",
+	"/v1/responses", "/v1/messages", "/v1/organization", "/v1/projects"}
+
+// storedObjectPath reports whether path is, or is under, one of
+// storedObjects.
+func storedObjectPath(path string) bool {
+	for _, p := range storedObjects {
+		if rest, ok := strings.CutPrefix(path, p); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
 }
 
 // Has reports whether the normalization name is switched on.
