@@ -68,6 +68,13 @@ type Key struct {
 	Budget *Budget `yaml:"budget"`
 	// RateLimit caps the key's requests and tokens per minute (429 beyond).
 	RateLimit RateLimit `yaml:"rate_limit"`
+	// OrgWide narrows the org_wide kinds of the routes this key uses to
+	// those it lists too (absent: the route's).
+	OrgWide []string `yaml:"org_wide"`
+	// HostedTools narrows the hosted_tools of the routes this key uses to
+	// those it lists too (absent: the route's). A key with max_cost_usd
+	// gets none: hosted tools are billed per use, and have no price here.
+	HostedTools []string `yaml:"hosted_tools"`
 }
 
 // RateLimit is a key's per-minute limits; 0 (the default) is no limit.
@@ -400,6 +407,23 @@ type Route struct {
 	// X-Toolgate-Dropped header and counted, so that a client declaring
 	// one by default (Codex's web_search) works on every route.
 	RefuseHostedTools bool `yaml:"refuse_hosted_tools"`
+	// OrgWide are the kinds of objects the upstream keeps for its whole
+	// organization that a request on this route may name, and the billed
+	// service tiers: files, items, vector_stores, containers, mcp_servers,
+	// service_tier. By default none: a request naming one (an
+	// item_reference, a file_id, file_search's vector stores, an MCP
+	// server, a container, service_tier: priority) is refused with a 400
+	// naming the member, since every client key of the route would reach
+	// them with the upstream's key.
+	OrgWide []string `yaml:"org_wide"`
+	// HostedTools are the hosted tools the upstream may run at the
+	// gateway's cost on this route, by type (web_search, file_search,
+	// code_interpreter, image_generation, mcp, web_fetch, code_execution;
+	// a type also allows its variants: web_search allows
+	// web_search_preview and web_search_20250305). By default none: a
+	// request's hosted tool is left out, named in X-Toolgate-Dropped and
+	// counted, and the request served without it.
+	HostedTools []string `yaml:"hosted_tools"`
 	// Repair is what the route does with a transcript whose tool calls and
 	// replies are not paired: fix (the default), reject (400) or off.
 	Repair Enum[repair.Mode] `yaml:"repair"`

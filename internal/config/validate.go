@@ -198,6 +198,16 @@ func (k *Key) check(p *problems, path string, names map[string]bool, priced bool
 	if k.RateLimit.RequestsPerMinute < 0 || k.RateLimit.TokensPerMinute < 0 {
 		p.add(path+".rate_limit", "values must be positive (0 is no limit)")
 	}
+	checkOrgWide(p, path+".org_wide", k.OrgWide)
+}
+
+// checkOrgWide checks an org_wide list: each one of translate.OrgWideKinds.
+func checkOrgWide(p *problems, path string, kinds []string) {
+	for i, k := range kinds {
+		if !slices.Contains(translate.OrgWideKinds, k) {
+			p.add(fmt.Sprintf("%s[%d]", path, i), "%q is not a kind of organization-wide object; use one of %s", k, strings.Join(translate.OrgWideKinds, ", "))
+		}
+	}
 }
 
 // check checks an upstream (names: those of the upstreams before it).
@@ -276,6 +286,7 @@ func (u *Upstream) checkURL(p *problems, path string) {
 // check checks a route's settings (upstreams: the upstreams' names).
 func (r *Route) check(p *problems, path string, upstreams map[string]bool) {
 	r.checkDeployments(p, path, upstreams)
+	checkOrgWide(p, path+".org_wide", r.OrgWide)
 	if strings.Contains(r.UpstreamModel, "*") {
 		p.add(path+".upstream_model", "must be a model name, not a pattern")
 	}

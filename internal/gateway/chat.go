@@ -157,7 +157,7 @@ func (g *Gateway) decode(x *exchange, body []byte, in inbound) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := x.requestFor(p)
+	t, err := g.requestFor(x, p)
 	x.req = t.req
 	return p, err
 }
@@ -216,7 +216,7 @@ func (g *Gateway) serve(x *exchange) error {
 // unwritten, for the next route to try.
 func (g *Gateway) route(x *exchange, p *plan, hasFallback bool) error {
 	x.filed(p, x.req.Model)
-	base, err := x.requestFor(p)
+	base, err := g.requestFor(x, p)
 	if err != nil {
 		return &RefusedError{Route: p.name, Upstream: p.upstream.name, Protocol: p.upstream.protocol, Err: err}
 	}

@@ -177,22 +177,27 @@ const codexTools = `[{"type":"namespace","name":"multi_agent_v1","description":"
 // and its calls come back as the function and its namespace, the
 // history's namespaced calls flattened too; web_search, which such an
 // upstream cannot run, is left out, named in X-Toolgate-Dropped and
-// counted — or refused on a route with refuse_hosted_tools. A Responses
-// upstream gets the tools as declared.
+// counted — or, allowed (hosted_tools), refused on a route with
+// refuse_hosted_tools. A Responses upstream gets the tools as declared
+// but web_search, which runs at the gateway's cost, left out the same
+// way unless the route allows it (hosted_tools: [web_search]).
 func TestCodexToolsEveryRoute(t *testing.T) {
-	e, s := gatewaytest.StartSim(t, sim.Options{}, clientAPIsConfig+`  - {name: strict, model: "refuse/*", upstream: compat, refuse_hosted_tools: true}
+	e, s := gatewaytest.StartSim(t, sim.Options{}, clientAPIsConfig+`  - {name: strict, model: "refuse/*", upstream: compat, refuse_hosted_tools: true, hosted_tools: [web_search]}
+  - {name: hosted, model: "hosted/*", upstream: oai, hosted_tools: [web_search]}
 `)
 	history := `[{"type":"message","role":"user","content":"go"},{"type":"function_call","call_id":"c0","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"},{"type":"function_call_output","call_id":"c0","output":"spawned"},{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"q"}}]`
-	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses"} {
+	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses", "hosted"} {
 		for _, stream := range []bool{false, true} {
 			resp, body := e.Do(t, "POST", "/responses", fmt.Sprintf(`{"model":"%s/sim-tool","stream":%v,"tools":%s,"input":%s}`, upstream, stream, codexTools, history), "Authorization", "Bearer k")
 			sent := string(s.LastRequest())
 			if resp.StatusCode != 200 {
 				t.Fatalf("%s: %d %s\nsent %s", upstream, resp.StatusCode, body, sent)
 			}
-			if upstream == "responses" {
-				if !strings.Contains(sent, `"type":"namespace"`) || !strings.Contains(sent, `"type":"web_search"`) || resp.Header.Get("X-Toolgate-Dropped") != "" {
-					t.Errorf("responses: the tools as declared: %s %q", sent, resp.Header.Get("X-Toolgate-Dropped"))
+			if upstream == "responses" || upstream == "hosted" {
+				allowed := upstream == "hosted"
+				dropped := resp.Header.Get("X-Toolgate-Dropped")
+				if !strings.Contains(sent, `"type":"namespace"`) || strings.Contains(sent, `"type":"web_search"`) != allowed || (dropped == "") != allowed {
+					t.Errorf("%s: the tools as declared, web_search only where allowed: %s %q", upstream, sent, dropped)
 				}
 				continue
 			}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/policy"
@@ -20,8 +21,9 @@ import (
 type edge interface {
 	// shape is what the translation for route p depends on.
 	shape(p *plan) edgeShape
-	// chat translates the client's request for route p's upstream.
-	chat(p *plan) (edgeChat, error)
+	// chat translates the client's request for route p's upstream, in
+	// shape s (its reach included).
+	chat(p *plan, s edgeShape) (edgeChat, error)
 }
 
 // edgeShape is what an edge's translation depends on: the upstream's
@@ -34,6 +36,54 @@ type edgeShape struct {
 	field, limitField string
 	previous, effort  bool
 	refuseHosted      bool
+	reach             reach
+}
+
+// reach is what a request may reach past itself at a route's upstream,
+// its route's lists as its key narrows them: the kinds of
+// organization-wide objects (translate.OrgWideKinds) and the hosted tools
+// the upstream may run at the gateway's cost, each comma-joined (so that
+// a shape stays comparable).
+type reach struct{ orgWide, hostedTools string }
+
+func (r reach) orgWideKinds() []string { return splitList(r.orgWide) }
+func (r reach) hosted() []string       { return splitList(r.hostedTools) }
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// reach is what the request may reach past itself on route p: the
+// route's org_wide and hosted_tools, narrowed by the key's lists; a key
+// with a spend limit no hosted tool (billed per use, they have no price
+// here).
+func (g *Gateway) reachOn(x *exchange, p *plan) reach {
+	org, hosted := p.orgWide, p.hostedTools
+	if x.key != nil {
+		org, hosted = narrow(org, x.key.OrgWide), narrow(hosted, x.key.HostedTools)
+		if g.priced(x) {
+			hosted = nil
+		}
+	}
+	return reach{orgWide: strings.Join(org, ","), hostedTools: strings.Join(hosted, ",")}
+}
+
+// narrow is route's list less what key (when it has a list) does not
+// list.
+func narrow(route, key []string) []string {
+	if key == nil {
+		return route
+	}
+	var out []string
+	for _, v := range route {
+		if slices.Contains(key, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // edgeChat is a client's request translated for one shape.
@@ -62,19 +112,27 @@ type translation struct {
 }
 
 // requestFor is the client's request as route p takes it: a chat
-// client's as it came, an edge request's translation for p's upstream
-// (made once per shape, then kept for the request's other attempts).
-func (x *exchange) requestFor(p *plan) (translation, error) {
+// client's as it came (what it reaches past itself checked against the
+// route's reach), an edge request's translation for p's upstream (made
+// once per shape, then kept for the request's other attempts).
+func (g *Gateway) requestFor(x *exchange, p *plan) (translation, error) {
+	r := g.reachOn(x, p)
 	if x.edge == nil {
-		return translation{req: x.req}, nil
+		for _, rc := range translate.ChatReaches(x.req) {
+			if !slices.Contains(r.orgWideKinds(), rc.Kind) {
+				return translation{}, rc.Error()
+			}
+		}
+		return translation{req: x.req, shape: edgeShape{reach: r}}, nil
 	}
 	s := x.edge.shape(p)
+	s.reach = r
 	for _, t := range x.translations {
 		if t.shape == s {
 			return t, nil
 		}
 	}
-	c, err := x.edge.chat(p)
+	c, err := x.edge.chat(p, s)
 	if err != nil {
 		return translation{}, err
 	}

@@ -76,12 +76,13 @@ func (m *messagesCall) shape(p *plan) edgeShape {
 // upstream block for block, to another protocol what the chat model
 // says (thinking as a reasoning level, cache_control dropped, server
 // tools and Anthropic-only betas refused).
-func (m *messagesCall) chat(p *plan) (edgeChat, error) {
+func (m *messagesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	dropped, err := checkBetas(m.betas, p.upstream)
 	if err != nil {
 		return edgeChat{}, err
 	}
-	t, err := m.req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember, Effort: takesEffort(p)})
+	t, err := m.req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember, Effort: takesEffort(p),
+		OrgWide: s.reach.orgWideKinds(), HostedTools: s.reach.hosted()})
 	if err != nil {
 		return edgeChat{}, err
 	}
@@ -90,7 +91,7 @@ func (m *messagesCall) chat(p *plan) (edgeChat, error) {
 	for k, b := range dropped {
 		dropped[k] = "anthropic-beta:" + b
 	}
-	return edgeChat{body: t.Chat, keepOwn: true, droppedCache: t.DroppedCacheControl, dropped: dropped}, nil
+	return edgeChat{body: t.Chat, keepOwn: true, droppedCache: t.DroppedCacheControl, dropped: append(dropped, t.Dropped...)}, nil
 }
 
 // checkBetas refuses a beta only Anthropic honours on an upstream of

@@ -38,7 +38,7 @@ upstreams:
   - {name: sim, url: "UPSTREAM_URL/v1"}
 routes:
   - {name: think, model: "think-*", upstream: claude, reasoning: {format: thinking-budget, level: low}}
-  - {name: claude, model: "claude-*", upstream: claude, retries: 1, retry_backoff: 1ms}
+  - {name: claude, model: "claude-*", upstream: claude, retries: 1, retry_backoff: 1ms, hosted_tools: [web_search]}
   - {name: other, model: "*", upstream: sim}
 `
 
@@ -487,7 +487,9 @@ func TestNodeMessagesErrors(t *testing.T) {
 // upstream's failure (an overload stays overloaded_error, 529), its
 // message naming the member that stopped the fallback. A Responses request
 // with a hosted tool falling back from a Responses upstream likewise. The
-// scope guard: with no fallback, the server tool goes to Anthropic.
+// scope guard: with no fallback, the server tool goes to Anthropic. (Each
+// route allows these hosted tools, hosted_tools; one that does not leaves
+// them out.)
 func TestTranslatedPerAttempt(t *testing.T) {
 	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:
@@ -496,11 +498,11 @@ upstreams:
   - {name: sim, url: "UPSTREAM_URL/v1"}
   - {name: gone, protocol: anthropic, url: "http://127.0.0.1:1/v1"}
 routes:
-  - {name: claude, model: "claude-error-529", upstream: claude, fallbacks: [chat]}
+  - {name: claude, model: "claude-error-529", upstream: claude, fallbacks: [chat], hosted_tools: [web_search]}
   - {name: mixed, model: "mixed", upstream_model: "sim-text", upstreams: [{name: gone, weight: 1}, {name: sim, weight: 0}]}
-  - {name: oai, model: "oai-error-500", upstream: oai, fallbacks: [chat]}
-  - {name: chat, model: "fallback-chat", upstream: sim, upstream_model: "sim-text", refuse_hosted_tools: true}
-  - {name: direct, model: "claude-search", upstream: claude}
+  - {name: oai, model: "oai-error-500", upstream: oai, fallbacks: [chat], hosted_tools: [file_search], org_wide: [vector_stores]}
+  - {name: chat, model: "fallback-chat", upstream: sim, upstream_model: "sim-text", refuse_hosted_tools: true, hosted_tools: [web_search, file_search], org_wide: [vector_stores]}
+  - {name: direct, model: "claude-search", upstream: claude, hosted_tools: [web_search]}
 `)
 	c := anthropic.NewClient(aoption.WithBaseURL("http://"+e.Addr+"/"), aoption.WithAPIKey("k"), aoption.WithMaxRetries(0))
 	rich := func(model, tools string) string {

@@ -32,6 +32,10 @@ type plan struct {
 	// refuseHosted: a hosted tool the upstream cannot run is refused, not
 	// left out (refuse_hosted_tools).
 	refuseHosted bool
+	// orgWide and hostedTools are what the route lets a request reach past
+	// itself at the upstream (routes[].org_wide, routes[].hosted_tools),
+	// before a key narrows them (exchange.reach).
+	orgWide, hostedTools []string
 	name         string
 	model        string // upstream_model; "" sends the client's
 	upstream     *upstreamPlan
@@ -217,6 +221,7 @@ func resolveRoute(r *config.Route, up *upstreamPlan, maxTools int, schemas *poli
 	p.upstreamStore = r.UpstreamStore
 	p.upstreamPrevious = r.UpstreamStore && r.UpstreamPrevious
 	p.refuseHosted = r.RefuseHostedTools
+	p.orgWide, p.hostedTools = r.OrgWide, r.HostedTools
 	p.trim = r.Budget != nil && r.Budget.OnInputOver.Value == budget.InputTrim
 	return p
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/budget"
@@ -61,6 +62,11 @@ func (g *Gateway) prepare(x *exchange, p *plan, base translation) (*prepared, er
 	}
 	if err := pr.transcript(); err != nil {
 		return nil, err
+	}
+	// Chat's hosted web search, unless the route lets the upstream run it.
+	if _, ok := pr.req.Get("web_search_options"); ok && !translate.HostedAllowed(base.shape.reach.hosted(), "web_search") {
+		pr.req.Delete("web_search_options")
+		pr.dropped = append(slices.Clip(pr.dropped), "tool:web_search_options")
 	}
 	var err error
 	if pr.judge, err = policy.Prepare(pr.req, p.policy); err != nil {
@@ -285,7 +291,8 @@ const (
 	// left out because that protocol has no such thing and its absence
 	// changes nothing the client relies on: "anthropic-beta:NAME" (a beta
 	// only Anthropic honours), "tool:NAME" (a hosted tool the upstream
-	// cannot run), comma-separated.
+	// cannot run, or the route does not let it run: hosted_tools),
+	// comma-separated.
 	DroppedHeader = "X-Toolgate-Dropped"
 	// ThinkingHeader is set when the route's thinking budget did not fit
 	// the request's output limit: "budget_tokens=N; lowered from M …"

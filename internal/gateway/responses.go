@@ -141,13 +141,14 @@ func (c *responsesCall) shape(p *plan) edgeShape {
 // upstream item for item (its hosted tools and items carried, a previous
 // response it keeps standing for the items it holds); to another
 // protocol what the chat model says, refusing what it has no slot for.
-func (c *responsesCall) chat(p *plan) (edgeChat, error) {
+func (c *responsesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	// Reasoning items' summaries go back in the upstream's own reasoning
 	// field; on an upstream whose field is the gateway's own (Anthropic's
 	// signed thinking blocks) they are dropped: only the store restores
 	// those.
 	o := responses.ChatOptions{OutputLimitField: p.upstream.outputLimitField, ReasoningField: backField(p),
-		Effort: p.upstream.protocol == translate.Responses || takesEffort(p), DropHosted: !p.refuseHosted}
+		Effort: p.upstream.protocol == translate.Responses || takesEffort(p), DropHosted: !p.refuseHosted,
+		OrgWide: s.reach.orgWideKinds(), HostedTools: s.reach.hosted()}
 	keep := p.upstream.protocol == translate.Responses
 	if keep {
 		// The items the client sends go to the upstream as they are, each
@@ -161,11 +162,16 @@ func (c *responsesCall) chat(p *plan) (edgeChat, error) {
 		}
 	}
 	body, err := c.req.Chat(c.items, o)
-	var dropped []string
+	// Hosted tools the route does not let the upstream run are left out
+	// on every route; on one to another protocol, which runs none, all
+	// are (but with refuse_hosted_tools, which refuses those allowed).
+	left := c.req.Unallowed(o.HostedTools)
 	if !keep && o.DropHosted {
-		for _, t := range c.req.HostedTools() {
-			dropped = append(dropped, "tool:"+t)
-		}
+		left = c.req.HostedTools()
+	}
+	var dropped []string
+	for _, t := range left {
+		dropped = append(dropped, "tool:"+t)
 	}
 	return edgeChat{body: body, keepOwn: keep, dropped: dropped}, err
 }

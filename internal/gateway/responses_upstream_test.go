@@ -25,7 +25,7 @@ func openaiResponsesEnv(t *testing.T) (*gatewaytest.Env, *sim.Sim) {
 responses: {store: memory}
 upstreams: [{name: oai, protocol: responses, url: "UPSTREAM_URL/v1", api_key: "${UPSTREAM_KEY}"}]
 routes:
-  - {name: think, model: "think-*", upstream: oai, reasoning: {format: reasoning-effort, level: high}}
+  - {name: think, model: "think-*", upstream: oai, reasoning: {format: reasoning-effort, level: high}, hosted_tools: [web_search], org_wide: [files]}
   - {name: plain, model: "*", upstream: oai}
 `)
 }
@@ -326,7 +326,8 @@ routes:
 // as the client keeps it reaches the simulator as the client sent it,
 // which checks the call's action and that the reasoning item is followed
 // by the item it preceded. Parts and members the chat model has no slot
-// for (an input_file, truncation, include) go as sent.
+// for (an input_file, truncation, include) go as sent. (The route allows
+// web_search and stored files: hosted_tools, org_wide.)
 func TestResponsesItemForItem(t *testing.T) {
 	e, s := openaiResponsesEnv(t)
 	tools := append([]responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: "web_search"}}}, weatherFunction...)

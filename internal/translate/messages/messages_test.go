@@ -95,7 +95,9 @@ func TestChat(t *testing.T) {
 	}
 }
 
-// What cannot be translated is refused, naming the parameter.
+// What cannot be translated is refused, naming the parameter (on a
+// route that allows every organization-wide object and hosted tool: see
+// TestReaches for those that do not).
 func TestChatRefused(t *testing.T) {
 	for body, param := range map[string]string{
 		`{"max_tokens":1,"messages":[{"role":"user","content":"x"}]}`:                                                                             "model",
@@ -108,12 +110,69 @@ func TestChatRefused(t *testing.T) {
 	} {
 		r, err := Decode([]byte(body), false)
 		if err == nil {
-			_, err = r.Chat(ChatOptions{Protocol: translate.OpenAI})
+			_, err = r.Chat(ChatOptions{Protocol: translate.OpenAI, OrgWide: translate.OrgWideKinds, HostedTools: billedTools})
 		}
 		var pe *wire.ParamError
 		if !errors.As(err, &pe) || pe.Param != param {
 			t.Errorf("%s: %v, want an error about %s", body, err, param)
 		}
+	}
+}
+
+// What a request reaches past itself at the upstream is refused, naming
+// the member, unless the route allows its kind (OrgWide): a file source,
+// a container upload (also in a tool result), a container, MCP servers,
+// a service tier but the default ones. A billed server tool the route
+// does not allow is left out (Dropped), on an Anthropic upstream too,
+// and a free one (tool search) kept.
+func TestReaches(t *testing.T) {
+	const head = `{"model":"c","max_tokens":1,`
+	for body, param := range map[string]string{
+		head + `"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"f"}}]}]}`:                                                  "messages.0.content.0",
+		head + `"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"container_upload","file_id":"f"}]}]}`:                                       "messages.0.content.1",
+		head + `"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}]}`: "messages.0.content.0.content.0",
+		head + `"messages":[{"role":"user","content":"x"}],"container":"cntr_1"}`:                                                                                     "container",
+		head + `"messages":[{"role":"user","content":"x"}],"mcp_servers":[{"type":"url","url":"https://mcp.example","name":"m"}]}`:                                    "mcp_servers",
+		head + `"messages":[{"role":"user","content":"x"}],"service_tier":"priority"}`:                                                                                "service_tier",
+	} {
+		r, err := Decode([]byte(body), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Chat(ChatOptions{Protocol: translate.Anthropic})
+		var pe *wire.ParamError
+		if !errors.As(err, &pe) || pe.Param != param || !strings.Contains(pe.Msg, "routes[].org_wide") {
+			t.Errorf("%s: %v, want a refusal naming %s", body, err, param)
+		}
+		if _, err := r.Chat(ChatOptions{Protocol: translate.Anthropic, OrgWide: translate.OrgWideKinds}); err != nil {
+			t.Errorf("%s, allowed: %v", body, err)
+		}
+	}
+	for _, tier := range []string{`"auto"`, `"standard_only"`, `null`} {
+		r, _ := Decode([]byte(head+`"messages":[{"role":"user","content":"x"}],"service_tier":`+tier+`}`), false)
+		if _, err := r.Chat(ChatOptions{Protocol: translate.Anthropic}); err != nil {
+			t.Errorf("service_tier %s: %v", tier, err)
+		}
+	}
+	tools := `{"type":"web_search_20250305","name":"web_search"},{"name":"f","input_schema":{"type":"object"}}`
+	for _, p := range []translate.Protocol{translate.Anthropic, translate.OpenAI} {
+		all := tools
+		if p == translate.Anthropic { // a free server tool, which only Anthropic runs
+			all += `,{"type":"tool_search_tool_regex_20251119","name":"tool_search"}`
+		}
+		r, _ := Decode([]byte(head+`"messages":[{"role":"user","content":"x"}],"tools":[`+all+`]}`), false)
+		got, err := r.Chat(ChatOptions{Protocol: p, CarriedMember: "carried"})
+		if err != nil || len(got.Dropped) != 1 || got.Dropped[0] != "tool:web_search_20250305" || strings.Contains(string(got.Chat), "web_search_20250305") {
+			t.Errorf("%s: an unallowed billed server tool: %v %v %s", p, err, got.Dropped, got.Chat)
+		}
+		if p == translate.Anthropic && !strings.Contains(string(got.Chat), "tool_search_tool_regex") {
+			t.Errorf("a free server tool was left out: %s", got.Chat)
+		}
+	}
+	r, _ := Decode([]byte(head+`"messages":[{"role":"user","content":"x"}],"tools":[`+tools+`]}`), false)
+	got, err := r.Chat(ChatOptions{Protocol: translate.Anthropic, HostedTools: []string{"web_search"}})
+	if err != nil || len(got.Dropped) != 0 || !strings.Contains(string(got.Chat), "web_search_20250305") {
+		t.Errorf("an allowed server tool: %v %v %s", err, got.Dropped, got.Chat)
 	}
 }
 

@@ -3,6 +3,7 @@ package messages
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/translate"
@@ -143,6 +144,14 @@ type ChatOptions struct {
 	// becomes reasoning_effort; without it the thinking setting is left
 	// out, so that a model that takes no reasoning setting is sent none.
 	Effort bool
+	// OrgWide are the kinds of translate.Reach the route allows (a file
+	// source, a container, MCP servers, a service tier); any other is
+	// refused, naming the member.
+	OrgWide []string
+	// HostedTools are the billed server tools (web_search, web_fetch,
+	// code_execution) the route lets the upstream run
+	// (translate.HostedAllowed); the others are left out (Translated.Dropped).
+	HostedTools []string
 }
 
 // Translated is a Messages request as the chat path takes it.
@@ -151,12 +160,19 @@ type Translated struct {
 	// DroppedCacheControl counts cache_control marks left out (an
 	// upstream of another protocol has no such thing).
 	DroppedCacheControl int
+	// Dropped names the server tools left out, as "tool:TYPE": billed
+	// tools the route does not let the upstream run (HostedTools).
+	Dropped []string
 }
 
 // Chat translates the request into a chat completions request (see the
 // package doc for what maps to what).
 func (r *Request) Chat(o ChatOptions) (Translated, error) {
 	t := translator{o: o}
+	if err := r.reaches(o); err != nil {
+		return Translated{}, err
+	}
+	tools, dropped := r.allowedTools(o.HostedTools)
 	chat := map[string]any{"model": r.Model}
 	var msgs []json.RawMessage
 	if len(r.System) > 0 && string(r.System) != "null" {
@@ -181,29 +197,119 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 	if r.MaxTokens != nil {
 		chat["max_tokens"] = *r.MaxTokens
 	}
-	if err := r.tools(chat, t.keep()); err != nil {
+	if err := r.tools(chat, tools, t.keep()); err != nil {
 		return Translated{}, err
 	}
 	if err := r.settings(chat, o); err != nil {
 		return Translated{}, err
 	}
 	if t.keep() {
-		r.keep(chat)
+		r.keep(chat, tools)
 	}
 	b, err := json.Marshal(chat)
-	return Translated{Chat: b, DroppedCacheControl: t.droppedCache}, err
+	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped}, err
+}
+
+// billedTools are the server tools (by type, before its version) that
+// Anthropic runs and bills per use.
+var billedTools = []string{"web_search", "web_fetch", "code_execution"}
+
+// allowedTools are the request's tools but the billed server tools the
+// route does not allow, and the types of those left out ("tool:TYPE").
+func (r *Request) allowedTools(allowed []string) ([]json.RawMessage, []string) {
+	var dropped []string
+	tools := r.Tools
+	for i, raw := range r.Tools {
+		var t struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(raw, &t)
+		if !translate.HostedAllowed(billedTools, t.Type) || translate.HostedAllowed(allowed, t.Type) {
+			if dropped != nil {
+				tools = append(tools, raw)
+			}
+			continue
+		}
+		if dropped == nil {
+			tools = slices.Clone(r.Tools[:i])
+		}
+		dropped = append(dropped, "tool:"+wire.Clip(t.Type))
+	}
+	return tools, dropped
+}
+
+// reaches refuses what the request reaches past itself that the route
+// does not allow (o.OrgWide): a container, MCP servers, a service tier
+// other than the default, a file the upstream keeps (a document or image
+// whose source is a file, a container upload).
+func (r *Request) reaches(o ChatOptions) error {
+	allow := func(x translate.Reach) error {
+		if slices.Contains(o.OrgWide, x.Kind) {
+			return nil
+		}
+		return x.Error()
+	}
+	for member, kind := range map[string]string{"container": translate.ReachContainers, "mcp_servers": translate.ReachMCPServers} {
+		if v, ok := r.extra[member]; ok && string(v) != "null" {
+			if err := allow(translate.Reach{Kind: kind, Param: member}); err != nil {
+				return err
+			}
+		}
+	}
+	if x, ok := translate.ServiceTier(r.extra["service_tier"], "auto", "standard_only"); ok {
+		if err := allow(x); err != nil {
+			return err
+		}
+	}
+	for i, m := range r.Messages {
+		if err := fileBlocks(m.Content, fmt.Sprintf("messages.%d.content", i), allow, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileBlocks checks the blocks of a content array (and of the tool
+// results in it) that name a file the upstream keeps.
+func fileBlocks(content json.RawMessage, param string, allow func(translate.Reach) error, depth int) error {
+	if len(content) == 0 || content[0] != '[' || depth > 1 {
+		return nil
+	}
+	var bs []struct {
+		Type   string `json:"type"`
+		Source *struct {
+			Type string `json:"type"`
+		} `json:"source"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(content, &bs) != nil {
+		return nil // the translation says what is wrong with it
+	}
+	for k, b := range bs {
+		switch {
+		case b.Type == "container_upload", b.Source != nil && b.Source.Type == "file":
+			if err := allow(translate.Reach{Kind: translate.ReachFiles, Param: fmt.Sprintf("%s.%d", param, k)}); err != nil {
+				return err
+			}
+		case b.Type == "tool_result":
+			if err := fileBlocks(b.Content, fmt.Sprintf("%s.%d.content", param, k), allow, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // keep puts what the chat model has no slot for in the request's own
 // member, for an Anthropic upstream: the tools as the client declared
 // them (server tools and cache_control included) and the extra members.
-func (r *Request) keep(chat map[string]any) {
+func (r *Request) keep(chat map[string]any, tools []json.RawMessage) {
 	kept := map[string]json.RawMessage{}
 	for k, v := range r.extra {
 		kept[k] = v
 	}
-	if len(r.Tools) > 0 {
-		kept["tools"], _ = json.Marshal(r.Tools)
+	if len(tools) > 0 {
+		kept["tools"], _ = json.Marshal(tools)
 	}
 	if len(kept) > 0 {
 		chat[translate.RequestMember] = kept
@@ -266,10 +372,10 @@ func (r *Request) settings(chat map[string]any, o ChatOptions) error {
 // tools maps the client tools and tool_choice; server tools are refused,
 // but for an Anthropic upstream (keep), which gets them from the
 // request's own member.
-func (r *Request) tools(chat map[string]any, keep bool) error {
+func (r *Request) tools(chat map[string]any, declared []json.RawMessage, keep bool) error {
 	names := map[string]bool{}
 	var tools []map[string]any
-	for i, raw := range r.Tools {
+	for i, raw := range declared {
 		var t struct {
 			Type        string          `json:"type"`
 			Name        string          `json:"name"`

@@ -186,6 +186,14 @@ type ChatOptions struct {
 	// client's effort (client_effort); elsewhere it is left out, so that
 	// a model that takes no reasoning setting is sent none.
 	Effort bool
+	// OrgWide are the kinds of translate.Reach the route allows (an item
+	// reference, a file, vector stores, MCP servers, a container, a
+	// service tier); any other is refused, naming the member.
+	OrgWide []string
+	// HostedTools are the hosted tools the route lets the upstream run
+	// at the gateway's cost (translate.HostedAllowed); the others are left
+	// out on every route (Unallowed names them), their past calls kept.
+	HostedTools []string
 	// DropHosted: for an upstream of another protocol, hosted tools
 	// (web_search, file_search, …), which it cannot run, are left out
 	// (HostedTools names them) instead of refused, and their calls in
@@ -214,6 +222,9 @@ var translatedMembers = []string{"model", "input", "instructions", "stream", "st
 // Chat returns the chat completions request for the conversation items
 // (the previous response's, then this request's).
 func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
+	if err := r.reaches(items, o); err != nil {
+		return nil, err
+	}
 	chat := map[string]any{"model": r.Model}
 	var msgs []json.RawMessage
 	if v := r.members["instructions"]; v != nil && string(v) != "null" {
@@ -234,7 +245,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 	}
 	chat["messages"] = append(msgs, conv...)
 	if o.Keep {
-		r.keep(chat)
+		r.keep(chat, o.HostedTools)
 		if o.Previous != nil && o.Previous.Items > 0 {
 			chat[translate.PreviousMember] = map[string]string{"id": o.Previous.ID, "upstream": o.Previous.Upstream}
 		}
@@ -265,7 +276,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 // keep puts what the chat model has no slot for in the request's own
 // member, for a Responses upstream: the tools as the client declared them
 // (hosted tools included) and the members it does not translate.
-func (r *Request) keep(chat map[string]any) {
+func (r *Request) keep(chat map[string]any, hostedTools []string) {
 	kept := map[string]json.RawMessage{}
 	for k, v := range r.members {
 		if !slices.Contains(translatedMembers, k) && !strings.HasPrefix(k, wire.OwnPrefix) {
@@ -274,6 +285,16 @@ func (r *Request) keep(chat map[string]any) {
 	}
 	if v := r.members["tools"]; v != nil && string(v) != "null" {
 		kept["tools"] = v
+		if len(r.Unallowed(hostedTools)) > 0 {
+			var tools []json.RawMessage
+			_ = json.Unmarshal(v, &tools)
+			tools = slices.DeleteFunc(tools, func(raw json.RawMessage) bool {
+				var t tool
+				_ = json.Unmarshal(raw, &t)
+				return unallowed(t.Type, hostedTools)
+			})
+			kept["tools"], _ = json.Marshal(tools)
+		}
 	}
 	if len(kept) > 0 {
 		chat[translate.ResponsesRequestMember] = kept
@@ -322,6 +343,100 @@ func (r *Request) HostedTools() []string {
 		}
 	}
 	return out
+}
+
+// Unallowed names the hosted tools the request declares that allowed
+// (routes[].hosted_tools) does not let the upstream run at the gateway's
+// cost: left out on every route.
+func (r *Request) Unallowed(allowed []string) []string {
+	tools, _ := r.declared()
+	var out []string
+	for _, t := range tools {
+		if unallowed(t.Type, allowed) {
+			out = append(out, wire.Clip(t.Type))
+		}
+	}
+	return out
+}
+
+// unallowed reports a hosted tool type allowed does not list.
+func unallowed(typ string, allowed []string) bool {
+	return hosted(typ) && !translate.HostedAllowed(allowed, typ)
+}
+
+// reaches refuses what the request reaches past itself that the route
+// does not allow (o.OrgWide): an item reference, a file part naming a
+// file the upstream keeps (or a URL it fetches), file_search's vector
+// stores, an MCP server, a container named by id, a service tier other
+// than the default.
+func (r *Request) reaches(items []json.RawMessage, o ChatOptions) error {
+	allow := func(kind, param string) error {
+		if slices.Contains(o.OrgWide, kind) {
+			return nil
+		}
+		return translate.Reach{Kind: kind, Param: param}.Error()
+	}
+	if x, ok := translate.ServiceTier(r.members["service_tier"], "auto", "default"); ok {
+		if err := allow(x.Kind, x.Param); err != nil {
+			return err
+		}
+	}
+	if v := r.members["tools"]; v != nil && string(v) != "null" {
+		var tools []struct {
+			Type           string          `json:"type"`
+			VectorStoreIDs json.RawMessage `json:"vector_store_ids"`
+			Container      json.RawMessage `json:"container"`
+		}
+		_ = json.Unmarshal(v, &tools)
+		for i, t := range tools {
+			var err error
+			switch {
+			case unallowed(t.Type, o.HostedTools): // left out
+			case t.Type == "file_search":
+				err = allow(translate.ReachVectorStores, fmt.Sprintf("tools[%d].vector_store_ids", i))
+			case t.Type == "mcp":
+				err = allow(translate.ReachMCPServers, fmt.Sprintf("tools[%d]", i))
+			case len(t.Container) > 0 && t.Container[0] == '"':
+				err = allow(translate.ReachContainers, fmt.Sprintf("tools[%d].container", i))
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for i, raw := range items {
+		var it struct {
+			Type    string          `json:"type"`
+			Role    string          `json:"role"`
+			ID      string          `json:"id"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(raw, &it) != nil {
+			continue // the translation says what is wrong with it
+		}
+		if it.Type == "item_reference" || it.Type == "" && it.Role == "" && it.ID != "" {
+			if err := allow(translate.ReachItems, fmt.Sprintf("input[%d]", i)); err != nil {
+				return err
+			}
+		}
+		if len(it.Content) == 0 || it.Content[0] != '[' {
+			continue
+		}
+		var parts []struct {
+			Type    string `json:"type"`
+			FileID  string `json:"file_id"`
+			FileURL string `json:"file_url"`
+		}
+		_ = json.Unmarshal(it.Content, &parts)
+		for k, p := range parts {
+			if p.FileID != "" || p.Type == "input_file" && p.FileURL != "" {
+				if err := allow(translate.ReachFiles, fmt.Sprintf("input[%d].content[%d]", i, k)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // clientRun are the tool types the client runs, by the name of the tool
@@ -384,7 +499,7 @@ func (r *Request) tools(chat map[string]any, o ChatOptions) error {
 					}
 				}
 				continue
-			case t.Type != "function" && (o.Keep || o.DropHosted && hosted(t.Type)):
+			case t.Type != "function" && (o.Keep || o.DropHosted && hosted(t.Type) || unallowed(t.Type, o.HostedTools)):
 				continue
 			case t.Type != "function":
 				return &wire.ParamError{Param: fmt.Sprintf("tools[%d].type", i), Msg: fmt.Sprintf("%q tools are not supported by this route's upstream; declare function tools", wire.Clip(t.Type)), Unsupported: true}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,7 +76,9 @@ func TestChat(t *testing.T) {
 	}
 }
 
-// What the gateway does not translate is refused, naming the parameter.
+// What the gateway does not translate is refused, naming the parameter
+// (on a route that allows every organization-wide object and hosted
+// tool: see TestReaches for those that do not).
 func TestRefused(t *testing.T) {
 	for _, tc := range []struct{ body, param string }{
 		{`{"model":"m","input":"x","tools":[{"type":"file_search"}]}`, "tools[0].type"},
@@ -89,11 +92,64 @@ func TestRefused(t *testing.T) {
 	} {
 		r, err := Decode([]byte(tc.body))
 		if err == nil {
-			_, err = r.Chat(r.Input, ChatOptions{})
+			_, err = r.Chat(r.Input, ChatOptions{OrgWide: translate.OrgWideKinds, HostedTools: []string{"file_search"}})
 		}
 		var re *wire.ParamError
 		if !errors.As(err, &re) || re.Param != tc.param {
 			t.Errorf("%s: err %v", tc.body, err)
+		}
+	}
+}
+
+// What a request reaches past itself at the upstream is refused, naming
+// the member, unless the route allows its kind (OrgWide), on a Responses
+// upstream too: an item reference (typed or by its id alone), a file
+// part naming a stored file or a URL to fetch, file_search's vector
+// stores and an MCP server (when the route runs those tools), a
+// container by id, a service tier but the default ones. A hosted tool
+// the route does not allow is left out (Unallowed), kept when allowed.
+func TestReaches(t *testing.T) {
+	for body, param := range map[string]string{
+		`{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`:                                                                 "input[0]",
+		`{"model":"m","input":[{"role":"user","content":"x"},{"id":"msg_1"}]}`:                                                           "input[1]",
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_id":"file-1"}]}]}`:                                   "input[0].content[0]",
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"x"},{"type":"input_image","file_id":"file-1"}]}]}`: "input[0].content[1]",
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://example.com/a.pdf"}]}]}`:               "input[0].content[0]",
+		`{"model":"m","input":"x","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`:                                         "tools[0].vector_store_ids",
+		`{"model":"m","input":"x","tools":[{"type":"mcp","server_label":"s","server_url":"https://mcp.example"}]}`:                       "tools[0]",
+		`{"model":"m","input":"x","tools":[{"type":"code_interpreter","container":"cntr_1"}]}`:                                           "tools[0].container",
+		`{"model":"m","input":"x","service_tier":"priority"}`:                                                                            "service_tier",
+	} {
+		r, err := Decode([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := []string{"file_search", "mcp", "code_interpreter"}
+		for _, keep := range []bool{true, false} {
+			_, err = r.Chat(r.Input, ChatOptions{Keep: keep, HostedTools: all})
+			var re *wire.ParamError
+			if !errors.As(err, &re) || re.Param != param || !strings.Contains(re.Msg, "routes[].org_wide") {
+				t.Errorf("%s (keep %v): %v, want a refusal naming %s", body, keep, err, param)
+			}
+		}
+		if _, err := r.Chat(r.Input, ChatOptions{Keep: true, HostedTools: all, OrgWide: translate.OrgWideKinds}); err != nil && param != "input[1]" { // an item by its id alone is not translated
+			t.Errorf("%s, allowed: %v", body, err)
+		}
+	}
+	for _, tier := range []string{`"auto"`, `"default"`, `null`} {
+		r, _ := Decode([]byte(`{"model":"m","input":"x","service_tier":` + tier + `}`))
+		if _, err := r.Chat(r.Input, ChatOptions{Keep: true}); err != nil {
+			t.Errorf("service_tier %s: %v", tier, err)
+		}
+	}
+	r, _ := Decode([]byte(`{"model":"m","input":"x","tools":[{"type":"web_search"},{"type":"function","name":"f"},{"type":"file_search","vector_store_ids":["vs_1"]}]}`))
+	if got := r.Unallowed(nil); !slices.Equal(got, []string{"web_search", "file_search"}) {
+		t.Errorf("unallowed: %v", got)
+	}
+	for _, allowed := range [][]string{nil, {"web_search"}} {
+		got, err := r.Chat(r.Input, ChatOptions{Keep: true, CarriedMember: "carried", HostedTools: allowed})
+		if err != nil || strings.Contains(string(got), "file_search") || strings.Contains(string(got), `"web_search"`) != (allowed != nil) {
+			t.Errorf("allowed %v: %v %s", allowed, err, got)
 		}
 	}
 }
