@@ -36,9 +36,9 @@ type plan struct {
 	// itself at the upstream (routes[].org_wide, routes[].hosted_tools),
 	// before a key narrows them (exchange.reach).
 	orgWide, hostedTools []string
-	name         string
-	model        string // upstream_model; "" sends the client's
-	upstream     *upstreamPlan
+	name                 string
+	model                string // upstream_model; "" sends the client's
+	upstream             *upstreamPlan
 
 	repair repair.Mode
 	steps  repair.ToolCallSteps

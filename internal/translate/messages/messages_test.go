@@ -128,12 +128,12 @@ func TestChatRefused(t *testing.T) {
 func TestReaches(t *testing.T) {
 	const head = `{"model":"c","max_tokens":1,`
 	for body, param := range map[string]string{
-		head + `"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"f"}}]}]}`:                                                  "messages.0.content.0",
-		head + `"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"container_upload","file_id":"f"}]}]}`:                                       "messages.0.content.1",
+		head + `"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"f"}}]}]}`:                                                   "messages.0.content.0",
+		head + `"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"container_upload","file_id":"f"}]}]}`:                                         "messages.0.content.1",
 		head + `"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}]}`: "messages.0.content.0.content.0",
-		head + `"messages":[{"role":"user","content":"x"}],"container":"cntr_1"}`:                                                                                     "container",
-		head + `"messages":[{"role":"user","content":"x"}],"mcp_servers":[{"type":"url","url":"https://mcp.example","name":"m"}]}`:                                    "mcp_servers",
-		head + `"messages":[{"role":"user","content":"x"}],"service_tier":"priority"}`:                                                                                "service_tier",
+		head + `"messages":[{"role":"user","content":"x"}],"container":"cntr_1"}`:                                                                                       "container",
+		head + `"messages":[{"role":"user","content":"x"}],"mcp_servers":[{"type":"url","url":"https://mcp.example","name":"m"}]}`:                                      "mcp_servers",
+		head + `"messages":[{"role":"user","content":"x"}],"service_tier":"priority"}`:                                                                                  "service_tier",
 	} {
 		r, err := Decode([]byte(body), false)
 		if err != nil {
