@@ -1,14 +1,17 @@
 package budget
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -193,7 +196,8 @@ type StateError struct{ Err error }
 func (e *StateError) Error() string { return "state store unavailable: " + e.Err.Error() }
 func (e *StateError) Unwrap() error { return e.Err }
 
-// InputChars counts the characters of a transcript's text (see the package doc).
+// InputChars counts the characters of a transcript's text: every string
+// a message holds that the model reads as text (see TextChars).
 func InputChars(msgs []wire.Message) int {
 	n := 0
 	for i := range msgs {
@@ -202,25 +206,102 @@ func InputChars(msgs []wire.Message) int {
 	return n
 }
 
+// notText are the member keys whose values a model does not read as
+// text, or which hold binary data: roles, types, ids, statuses, opaque
+// signatures and encrypted reasoning, base64 data, media types, image and
+// file URLs (a binary part is bounded by the body's size and the bounds
+// on parts, not by characters).
+var notText = map[string]bool{
+	"role": true, "type": true, "id": true, "tool_call_id": true, "call_id": true, "tool_use_id": true, "status": true,
+	"signature": true, "encrypted_content": true, "thought_signature": true, "thoughtSignature": true,
+	"file_data": true, "media_type": true, "mime_type": true, "mimeType": true, "url": true, "image_url": true,
+	"file_id": true, "file_url": true, "detail": true, "cache_control": true, "index": true,
+}
+
+// textRule is how TextChars counts a member: notText's are skipped, and
+// "data" is counted only as a text source's (Anthropic's document
+// {"type":"text","data":…}), never as base64.
+func textRule(k string) wire.TextRule {
+	switch {
+	case notText[k]:
+		return wire.TextSkip
+	case k == "data":
+		return wire.TextIfText
+	}
+	return wire.TextCount
+}
+
+// TextChars counts what a model reads as text in a JSON value: the
+// characters of its strings, but for the members notText names (and
+// binary data).
+func TextChars(raw []byte) int { return wire.TextChars(raw, textRule) }
+
+// messageChars counts a message's text: every string of the message as
+// received (its content in any shape — parts, documents, search results,
+// tool results —, the calls' names and arguments, past thinking), but
+// notText's. A message a client API's translation made for a route of
+// its own protocol carries the client's blocks or items as they were
+// sent beside their chat form: those are counted, once.
 func messageChars(m *wire.Message) int {
+	if m.Raw != nil {
+		if bytes.Contains(m.Raw, []byte(wire.OwnPrefix)) { // a translator's own members are never escaped
+			if o, err := wire.ParseObject(m.Raw); err == nil {
+				n, found := 0, false
+				for _, k := range []string{translate.BlocksMember, translate.ItemsMember} {
+					if v, ok := o.Get(k); ok {
+						n, found = n+TextChars(v), true
+					}
+				}
+				if found {
+					return n
+				}
+			}
+		}
+		return TextChars(m.Raw)
+	}
 	n := 0
-	if len(m.Content) > 0 && m.Content[0] == '"' {
-		var s string
-		if json.Unmarshal(m.Content, &s) == nil {
-			n += utf8.RuneCountInString(s)
-		}
-	} else if len(m.Content) > 0 && m.Content[0] == '[' {
-		var parts []struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(m.Content, &parts) == nil {
-			for _, p := range parts {
-				n += utf8.RuneCountInString(p.Text)
+	if len(m.Content) > 0 {
+		n += TextChars(m.Content)
+	}
+	for _, c := range m.ToolCalls {
+		n += utf8.RuneCountInString(c.Function.Name) + utf8.RuneCountInString(c.Function.ArgumentsText())
+	}
+	return n
+}
+
+// settings are the top-level members of a chat request that are no text
+// a model reads: the model, numbers, switches, ids and labels.
+var settings = map[string]bool{
+	"model": true, "messages": true, "stream": true, "stream_options": true, "user": true, "metadata": true, "store": true,
+	"service_tier": true, "reasoning_effort": true, "max_tokens": true, "max_completion_tokens": true, "temperature": true,
+	"top_p": true, "top_k": true, "n": true, "seed": true, "logprobs": true, "top_logprobs": true, "parallel_tool_calls": true,
+	"tool_choice": true, "modalities": true, "audio": true, "safety_identifier": true, "prompt_cache_key": true,
+	"thinking": true, "frequency_penalty": true, "presence_penalty": true, "logit_bias": true, "verbosity": true,
+	"web_search_options": true, "stop": true,
+}
+
+// RequestChars counts what the model reads as text outside the
+// messages: tools' names, descriptions and schemas, a response format's
+// schema, a prediction, members no protocol here knows, and what a
+// client API's translation carries for its own protocol (a Responses or
+// Messages client's tools as declared, counted once); settings are not.
+func RequestChars(req *wire.ChatRequest) int {
+	kept := false // the client's tools, as declared, are in a carried member
+	for k, v := range req.Members() {
+		if strings.HasPrefix(k, wire.OwnPrefix) {
+			if o, err := wire.ParseObject(v); err == nil {
+				if _, ok := o.Get("tools"); ok {
+					kept = true
+				}
 			}
 		}
 	}
-	for _, c := range m.ToolCalls {
-		n += utf8.RuneCountInString(c.Function.ArgumentsText())
+	n := 0
+	for k, v := range req.Members() {
+		if settings[k] || k == "tools" && kept {
+			continue
+		}
+		n += TextChars(v)
 	}
 	return n
 }
@@ -231,11 +312,13 @@ type TrimReport struct {
 }
 
 // Trim fits a transcript into maxChars by removing whole turns, oldest
-// first, keeping system and developer messages and the latest user turn.
-// With trim false, a transcript over the limit is refused. Either way, a
-// transcript that cannot fit is a *LimitError. The input is not modified.
-func Trim(msgs []wire.Message, maxChars int, trim bool) ([]wire.Message, TrimReport, error) {
-	total := InputChars(msgs)
+// first, keeping system and developer messages and the latest user turn;
+// fixed is the text of the rest of the request (RequestChars), which
+// counts and stays. With trim false, a transcript over the limit is
+// refused. Either way, a transcript that cannot fit is a *LimitError.
+// The input is not modified.
+func Trim(msgs []wire.Message, fixed, maxChars int, trim bool) ([]wire.Message, TrimReport, error) {
+	total := fixed + InputChars(msgs)
 	if maxChars == Unlimited || total <= maxChars {
 		return msgs, TrimReport{}, nil
 	}

@@ -177,3 +177,44 @@ func sseText(body string) (text, finish string) {
 	}
 	return text, finish
 }
+
+// max_input_chars counts what the model reads as text, wherever the
+// client's protocol puts it: 200,000 characters in a document's text
+// source, a search result, a tool's description or schema, past
+// thinking, a hosted tool's item, a member no protocol here knows — each
+// is over an 8,000-character budget, refused 400 budget_exceeded with
+// nothing sent, on each client API and a route of its own protocol. A
+// binary part (a base64 image of as many bytes) is not text: it passes.
+func TestInputCharsCountEveryText(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: compat, url: "UPSTREAM_URL/v1"}
+  - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+  - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
+routes:
+  - {model: "sim-*", upstream: compat, budget: {max_input_chars: 8000}}
+  - {model: "claude-*", upstream: claude, budget: {max_input_chars: 8000}}
+  - {model: "oai/*", upstream: oai, upstream_model: sim-text, budget: {max_input_chars: 8000}}
+`)
+	big := strings.Repeat("a", 200000)
+	for _, tc := range []struct{ name, path, body string }{
+		{"a document's text", "/messages", `{"model":"claude-text","max_tokens":16,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"BIG"}},{"type":"text","text":"summarize"}]}]}`},
+		{"a search result", "/messages", `{"model":"claude-text","max_tokens":16,"messages":[{"role":"user","content":[{"type":"search_result","source":"https://example.com","title":"t","content":[{"type":"text","text":"BIG"}]},{"type":"text","text":"cite it"}]}]}`},
+		{"a Messages tool's description", "/messages", `{"model":"claude-text","max_tokens":16,"tools":[{"name":"f","description":"BIG","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hi"}]}`},
+		{"past thinking", "/messages", `{"model":"claude-text","max_tokens":16,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"BIG","signature":"sig"},{"type":"text","text":"hello"}]},{"role":"user","content":"again"}]}`},
+		{"a chat tool's schema", "/chat/completions", `{"model":"sim-text","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"q":{"type":"string","description":"BIG"}}}}}],"messages":[{"role":"user","content":"hi"}]}`},
+		{"an unknown member", "/chat/completions", `{"model":"sim-text","prediction":{"type":"content","content":"BIG"},"messages":[{"role":"user","content":"hi"}]}`},
+		{"a Responses tool's description", "/responses", `{"model":"oai/x","tools":[{"type":"function","name":"f","description":"BIG","parameters":{"type":"object"}}],"input":"hi"}`},
+		{"a hosted tool's item", "/responses", `{"model":"oai/x","input":[{"role":"user","content":"hi"},{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"BIG"}},{"role":"user","content":"and?"}]}`},
+	} {
+		before := s.Requests()
+		resp, b := e.Do(t, "POST", tc.path, strings.Replace(tc.body, "BIG", big, 1), "Authorization", "Bearer k", "x-api-key", "k", "anthropic-version", "2023-06-01")
+		if resp.StatusCode != 400 || !strings.Contains(b, "maxInputChars") || s.Requests() != before {
+			t.Errorf("%s: %d %.300s, %d upstream requests", tc.name, resp.StatusCode, b, s.Requests()-before)
+		}
+	}
+	image := `{"model":"sim-text","messages":[{"role":"user","content":[{"type":"text","text":"what is it?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,` + strings.Repeat("A", 200000) + `"}}]}]}`
+	if resp, b := e.Do(t, "POST", "/chat/completions", image, "Authorization", "Bearer k"); resp.StatusCode != 200 {
+		t.Errorf("a base64 image: %d %.300s", resp.StatusCode, b)
+	}
+}

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 )
 
 // ChatRequest is a decoded POST /v1/chat/completions body. The typed fields
@@ -184,6 +185,18 @@ func (r *ChatRequest) SetMessages(msgs []Message) {
 	r.Messages = msgs
 	r.messagesChanged = true
 	r.changed = true
+}
+
+// Members yields the request's top-level members, model and messages
+// included, as received (or as set).
+func (r *ChatRequest) Members() iter.Seq2[string, json.RawMessage] {
+	return func(yield func(string, json.RawMessage) bool) {
+		for _, m := range r.obj.members {
+			if !yield(m.key, m.value) {
+				return
+			}
+		}
+	}
 }
 
 // Get returns the raw value of a top-level member (the last one when the key
