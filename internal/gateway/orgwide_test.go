@@ -107,3 +107,39 @@ func TestOrgWideOptIn(t *testing.T) {
 		}
 	}
 }
+
+// A member the gateway reads or writes, spelled in another case or as a
+// Unicode fold of it, is refused 400 (duplicate_key) on every client API
+// and the passthrough, alone or beside the canonical one, nothing sent:
+// an upstream that matches member names without regard to case (Go's
+// encoding/json, Ollama) would read it beside the limit the gateway
+// clamped or the model it checked.
+func TestCaseVariantsRefused(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: compat, url: "UPSTREAM_URL/v1"}
+  - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
+routes:
+  - {model: "claude-*", upstream: claude}
+  - {model: "*", upstream: compat}
+`)
+	for _, tc := range [][2]string{
+		{"/chat/completions", `{"model":"sim-text","MAX_TOKENS":100000,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/chat/completions", `{"model":"sim-text","max_output_token\u017f":100000,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/chat/completions", `{"model":"sim-text","messages":[{"role":"user","content":"hi","Content":"other"}]}`},
+		{"/responses", `{"model":"sim-text","Max_Output_Tokens":100000,"input":"hi"}`},
+		{"/messages", `{"model":"claude-text","max_tokens":16,"Max_Tokens":100000,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/completions", `{"model":"sim-text","MAX_TOKENS":100000,"prompt":"hi"}`},
+	} {
+		before := s.Requests()
+		resp, b := e.Do(t, "POST", tc[0], tc[1], "Authorization", "Bearer k", "x-api-key", "k", "anthropic-version", "2023-06-01")
+		if resp.StatusCode != 400 || !strings.Contains(b, "in another case") && !strings.Contains(b, "differ only in case") || s.Requests() != before {
+			t.Errorf("%s %s: %d %s, %d upstream requests", tc[0], tc[1], resp.StatusCode, b, s.Requests()-before)
+		}
+	}
+	// A vendor's own camelCase member is no variant of one the gateway
+	// knows: it goes on.
+	if resp, b := e.Do(t, "POST", "/chat/completions", `{"model":"sim-text","topK":5,"messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer k"); resp.StatusCode != 200 {
+		t.Errorf("a camelCase member of a vendor's: %d %s", resp.StatusCode, b)
+	}
+}

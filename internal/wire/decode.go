@@ -154,6 +154,9 @@ func (d *decoder) members(r *ChatRequest, i int) (haveMessages bool, err error) 
 		if err := folds.check(k, &keys); err != nil {
 			return false, err
 		}
+		if err := knownVariant(k, TopMembers, func() string { return k }); err != nil {
+			return false, err
+		}
 		var end int
 		switch k {
 		case "messages":
@@ -217,6 +220,9 @@ func ParseTop(b []byte) (Object, error) {
 			return Object{}, err
 		}
 		if err := folds.check(k, &keys); err != nil {
+			return Object{}, err
+		}
+		if err := knownVariant(k, TopMembers, func() string { return k }); err != nil {
 			return Object{}, err
 		}
 		end, err := skipValue(b, at, 1)
@@ -341,7 +347,7 @@ func (d *decoder) messageList(at int) ([]Message, int, error) {
 
 // message reads messages[n] at b[at] into m.
 func (d *decoder) message(at, n int, m *Message) (int, error) {
-	o := objectAt{keys: &d.messages.object, param: func(f string) string { return msgParam(n, f) }, what: "a message object", depth: 2}
+	o := objectAt{keys: &d.messages.object, param: func(f string) string { return msgParam(n, f) }, what: "a message object", depth: 2, known: messageMembers}
 	end, err := d.object(o, at, func(k string, v int) (int, error) { return d.messageMember(k, v, n, m) })
 	if err != nil {
 		return 0, err
@@ -449,7 +455,7 @@ func (c callAt) param(field string) string { return callParam(c.msg, c.call, fie
 
 func (d *decoder) toolCall(at int, pos callAt, c *ToolCall) (int, error) {
 	b := d.b
-	o := objectAt{keys: &d.messages.call, param: pos.param, what: "a tool call object", depth: 4}
+	o := objectAt{keys: &d.messages.call, param: pos.param, what: "a tool call object", depth: 4, known: callMembers}
 	end, err := d.object(o, at, func(k string, v int) (end int, err error) {
 		switch k {
 		case "id":
@@ -479,7 +485,7 @@ func (d *decoder) toolCall(at int, pos callAt, c *ToolCall) (int, error) {
 
 func (d *decoder) function(at int, pos callAt, f *FunctionCall) (int, error) {
 	b := d.b
-	o := objectAt{keys: &d.messages.function, param: func(s string) string { return pos.param(".function" + s) }, what: "an object", depth: 5, null: true}
+	o := objectAt{keys: &d.messages.function, param: func(s string) string { return pos.param(".function" + s) }, what: "an object", depth: 5, null: true, known: functionMembers}
 	return d.object(o, at, func(k string, v int) (end int, err error) {
 		switch k {
 		case "name":
@@ -507,6 +513,7 @@ type objectAt struct {
 	what  string
 	depth int
 	null  bool
+	known []string // the names the gateway reads or writes at this level (knownVariant)
 }
 
 // object walks the object at b[at]: each key is checked (a repeat, too
@@ -540,6 +547,9 @@ func (d *decoder) object(o objectAt, at int, member func(key string, v int) (int
 		}
 		k := keyString(key, escaped) // shares b's bytes: no allocation
 		if err := o.keys.member(k, func() string { return o.param("." + k) }); err != nil {
+			return 0, err
+		}
+		if err := knownVariant(k, o.known, func() string { return o.param("." + k) }); err != nil {
 			return 0, err
 		}
 		if r.i, err = member(k, v); err != nil {
@@ -697,7 +707,7 @@ func toolParam(k int, field string) string { return "tools[" + strconv.Itoa(k) +
 
 func (d *decoder) tool(at, k int, t *Tool) (int, error) {
 	b := d.b
-	o := objectAt{keys: &d.tools.object, param: func(f string) string { return toolParam(k, f) }, what: "a tool object", depth: 2}
+	o := objectAt{keys: &d.tools.object, param: func(f string) string { return toolParam(k, f) }, what: "a tool object", depth: 2, known: toolMembers}
 	end, err := d.object(o, at, func(name string, v int) (end int, err error) {
 		switch name {
 		case "type":
@@ -719,7 +729,7 @@ func (d *decoder) tool(at, k int, t *Tool) (int, error) {
 
 func (d *decoder) toolFunction(at, k int, t *Tool) (int, error) {
 	b := d.b
-	o := objectAt{keys: &d.tools.function, param: func(f string) string { return toolParam(k, ".function"+f) }, what: "an object", depth: 3, null: true}
+	o := objectAt{keys: &d.tools.function, param: func(f string) string { return toolParam(k, ".function"+f) }, what: "an object", depth: 3, null: true, known: toolFunction}
 	return d.object(o, at, func(name string, v int) (end int, err error) {
 		switch name {
 		case "name":

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -40,6 +41,41 @@ func (f *foldedNames) check(name string, seen *Names) error {
 	}
 	f.others[folded] = name
 	return nil
+}
+
+// The member names the gateway reads or writes, by level: a member
+// spelled as one of them in another case ("MAX_TOKENS", "Content",
+// "max_output_tokenſ") is refused even alone, since an upstream that
+// matches names without regard to case would read it as that member,
+// beside (or instead of) the one the gateway checked or wrote.
+var (
+	// TopMembers are a request's top-level members, in any client API.
+	TopMembers = []string{"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+		"max_output_tokens", "tools", "functions", "tool_choice", "function_call", "parallel_tool_calls", "reasoning_effort",
+		"reasoning", "thinking", "temperature", "top_p", "top_k", "n", "user", "metadata", "response_format", "service_tier",
+		"web_search_options", "store", "stop", "stop_sequences", "input", "instructions", "previous_response_id", "system",
+		"include", "text", "output_config", "container", "mcp_servers", "context_management", "prediction", "background",
+		"conversation", "prompt", "truncation", "safety_identifier", "prompt_cache_key", "verbosity", "modalities", "audio",
+		"seed", "logprobs", "top_logprobs", "logit_bias", "frequency_penalty", "presence_penalty"}
+	messageMembers  = []string{"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "reasoning_content", "reasoning", "refusal", "audio"}
+	callMembers     = []string{"id", "type", "function", "index", "extra_content"}
+	functionMembers = []string{"name", "arguments"}
+	toolMembers     = []string{"type", "function"}
+	toolFunction    = []string{"name", "description", "parameters", "strict"}
+)
+
+// knownVariant refuses name when it is a member of known spelled in
+// another case (see TopMembers); param names where.
+func knownVariant(name string, known []string, param func() string) error {
+	if plain(name) {
+		return nil
+	}
+	f := fold(name)
+	if f == name || !slices.Contains(known, f) {
+		return nil
+	}
+	return &DecodeError{Kind: KindDuplicate, Param: Clip(param()), Offset: -1,
+		Msg: fmt.Sprintf("the member %q is %q in another case; upstreams that match member names without regard to case would read it as %q: send it spelled %q", Clip(name), f, f, f)}
 }
 
 func caseError(a, b string) error {

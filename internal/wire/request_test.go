@@ -181,6 +181,18 @@ func TestDecodeErrors(t *testing.T) {
 		{"duplicate tool member", `{"model":"m","messages":[{"role":"user"}],"tools":[{"type":"function","type":"x"}]}`, "tools[0].type", "more than once"},
 		{"duplicate tool function member", `{"model":"m","messages":[{"role":"user"}],"tools":[{"function":{"name":"a","parameters":{},"name":"b"}}]}`, "tools[0].function.name", "more than once"},
 		{"duplicate in a large object", `{"model":"m","messages":[{"role":"user"}],"a1":1,"a2":1,"a3":1,"a4":1,"a5":1,"a6":1,"a7":1,"a8":1,"a9":1,"a3":2}`, "a3", "more than once"},
+		// A member the gateway reads or writes spelled in another case (or
+		// a Unicode fold of it) is refused even alone: an upstream that
+		// matches names without regard to case would read it beside the
+		// one the gateway checked or wrote.
+		{"duplicate by case, alone", `{"model":"m","messages":[{"role":"user"}],"MAX_TOKENS":100000}`, "MAX_TOKENS", `"max_tokens" in another case`},
+		{"duplicate by case, mixed", `{"model":"m","messages":[{"role":"user"}],"Max_completion_tokens":100000}`, "Max_completion_tokens", "in another case"},
+		{"duplicate by Unicode fold", `{"model":"m","messages":[{"role":"user"}],"max_output_token\u017f":100000}`, "max_output_tokenſ", `"max_output_tokens" in another case`},
+		{"duplicate by fold, Kelvin", `{"model":"m","messages":[{"role":"user"}],"top_\u212a":5}`, "top_\u212a", "in another case"},
+		{"duplicate by case in a message", `{"model":"m","messages":[{"role":"user","Content":"x"}]}`, "messages[0].Content", `"content" in another case`},
+		{"duplicate by case beside", `{"model":"m","messages":[{"role":"user","content":"a","CONTENT":"b"}]}`, "messages[0].CONTENT", "in another case"},
+		{"duplicate by case in a call", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","Function":{"name":"f"}}]}]}`, "messages[0].tool_calls[0].Function", "in another case"},
+		{"duplicate by case in a tool", `{"model":"m","messages":[{"role":"user"}],"tools":[{"type":"function","function":{"name":"f","Parameters":{}}}]}`, "tools[0].function.Parameters", "in another case"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(tc.in))
