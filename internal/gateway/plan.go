@@ -310,3 +310,18 @@ func (p prices) lookup(model string) (budget.Price, string, bool) {
 	}
 	return pr, name, ok
 }
+
+// scrubbed is an error the upstream reported in its answer with the
+// upstream's key, wherever its message echoes it, replaced by
+// "[redacted]": the message reaches the client and the log.
+func (u *upstreamPlan) scrubbed(ie *wire.IncompleteError) *wire.IncompleteError {
+	if u.client == nil {
+		return ie
+	}
+	if msg := u.client.Scrub(ie.Message); msg != ie.Message {
+		c := *ie
+		c.Message = msg
+		return &c
+	}
+	return ie
+}

@@ -51,13 +51,27 @@ func TestMain(m *testing.M) {
 // do in a 401's "Incorrect API key provided: …") never shows it: the key
 // is scrubbed from every error body and message the gateway relays or
 // logs, and a passthrough route answers an upstream 401 or 403 as every
-// endpoint does (502 upstream_auth_failed), its body not relayed.
+// endpoint does (502 upstream_auth_failed), its body not relayed. An
+// error the upstream reports in its answer — an error event in the middle
+// of a stream, an error object in a whole answer — is scrubbed the same
+// way, in the client's error and the log.
 func TestUpstreamKeyNeverEchoed(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		status := map[string]int{"/v1/chat/completions": 400, "/v1/embeddings": 401, "/v1/moderations": 403}[r.URL.Path]
-		if b, _ := io.ReadAll(r.Body); strings.Contains(string(b), "m-500") {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), "m-500") {
 			status = 500
+		}
+		if strings.Contains(string(b), "m-midstream") && !strings.Contains(string(b), `"stream":true`) {
+			fmt.Fprintf(w, `{"error":{"message":"quota exceeded for key %s","type":"server_error"}}`, key)
+			return
+		}
+		if strings.Contains(string(b), "m-midstream") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}`+"\n\n")
+			fmt.Fprintf(w, `data: {"error":{"message":"quota exceeded for key %s","type":"server_error"}}`+"\n\n", key)
+			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -82,7 +96,13 @@ routes: [{model: "*", upstream: echo}]
 	if resp.StatusCode != 502 || !strings.Contains(body, "[redacted]") {
 		t.Errorf("a 500: %d %s", resp.StatusCode, body)
 	}
-	for _, l := range e.WaitAccess(t, 4) {
+	for _, stream := range []bool{true, false} {
+		resp, body := e.Do(t, "POST", "/chat/completions", fmt.Sprintf(`{"model":"m-midstream","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream))
+		if strings.Contains(body, gatewaytest.UpstreamKey) || !strings.Contains(body, "[redacted]") {
+			t.Errorf("an error in the answer, stream %v: %d %s", stream, resp.StatusCode, body)
+		}
+	}
+	for _, l := range e.WaitAccess(t, 6) {
 		if strings.Contains(fmt.Sprint(l), gatewaytest.UpstreamKey) {
 			t.Errorf("the access log holds the key: %v", l)
 		}

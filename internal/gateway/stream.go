@@ -222,7 +222,7 @@ func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) err
 	case readErr != nil:
 		chunkErr = &wire.IncompleteError{Upstream: t.plan.upstream.name, Err: readErr}
 	case isIncomplete:
-		chunkErr = ie
+		chunkErr = t.plan.upstream.scrubbed(ie)
 	case chunkErr != nil:
 		protocol = chunkErr // a malformed response: a violation, whatever else
 	default:

@@ -38,6 +38,9 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	default:
 		b, err = n.Whole(b)
 	}
+	if ie, ok := errors.AsType[*wire.IncompleteError](err); ok {
+		err = up.scrubbed(ie)
+	}
 	res := n.Result(nil)
 	t.record.Fixes = fixesOf(res.Fixes)
 	t.record.Fixes = append(t.record.Fixes, kindsOf(answer.Kinds)...)

@@ -211,6 +211,16 @@ func (c *Client) scrub(b []byte) []byte {
 	return b
 }
 
+// Scrub is scrub for a message the upstream sent in its answer (an error
+// event in the middle of a stream, an error object in a whole answer),
+// which the gateway relays and logs.
+func (c *Client) Scrub(msg string) string {
+	if key := c.target.APIKey; len(key) >= 8 && strings.Contains(msg, key) {
+		return strings.ReplaceAll(msg, key, "[redacted]")
+	}
+	return msg
+}
+
 // retryInfo reads the wait a Google API error body asks for
 // (google.rpc.RetryInfo in error.details: "retryDelay": "30s"); 0 when it
 // has none.
