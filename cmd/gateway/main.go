@@ -117,10 +117,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer stopLog()
 
-	// The runtime's soft memory limit at 90% of the container's, unless
-	// GOMEMLIMIT is set.
-	if soft := memlimit.FromEnv(getenv, memlimit.Root); soft > 0 {
-		log.Info("memory limit from the container", zap.Int64("gomemlimit_bytes", soft))
+	// The memory the gateway may use: server.memory_limit, else the
+	// container's. The runtime's soft memory limit is 90% of it, unless
+	// GOMEMLIMIT is set, and the in-memory stores' default bounds shares
+	// of it.
+	if cfg.Server.MemoryLimit == 0 {
+		if limit, ok := memlimit.Limit(memlimit.Root); ok {
+			cfg.FitMemory(limit)
+		}
+	}
+	if soft := memlimit.Apply(getenv, cfg.Server.MemoryLimit); soft > 0 {
+		log.Info("memory limit", zap.Int64("memory_limit_bytes", cfg.Server.MemoryLimit), zap.Int64("gomemlimit_bytes", soft),
+			zap.Int64("responses_max_bytes", cfg.Responses.MaxBytes), zap.Int64("reasoning_max_bytes", cfg.ReasoningMaxBytes()))
 	}
 	// The collector's goal stays at 8 MB at the least, unless GOGC is set.
 	defer heapfloor.FromEnv(getenv, heapfloor.Default)()
@@ -308,6 +316,9 @@ func reload(path string, getenv func(string) string, running *config.Config, liv
 	log := proc.log
 	cfg, err := config.Load(path, getenv)
 	if err == nil {
+		if cfg.Server.MemoryLimit == 0 {
+			cfg.FitMemory(running.Server.MemoryLimit) // the container's, read at start
+		}
 		err = startSims(cfg)
 	}
 	if err != nil {

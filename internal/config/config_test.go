@@ -583,3 +583,40 @@ func TestAnthropicURL(t *testing.T) {
 		}
 	}
 }
+
+// The in-memory stores' default bounds are shares of the memory limit
+// (server.memory_limit, or the container's the binary reads): a fifth for
+// responses (each key a quarter of that), a tenth for remembered
+// reasoning, each at most its default; a bound the config sets is kept.
+func TestFitMemory(t *testing.T) {
+	load := func(yaml string) *Config {
+		c, err := Parse([]byte(yaml+`
+upstreams: [{name: a, url: "http://127.0.0.1:1/v1"}]
+routes: [{model: m, upstream: a}]
+`), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := load(`server: {memory_limit: 536870912}`)
+	if c.Responses.MaxBytes != 107374182 || c.Responses.MaxBytesPerKey != 107374182/4 || c.ReasoningMaxBytes() != 53687091 {
+		t.Errorf("512Mi: responses %d (per key %d), reasoning %d", c.Responses.MaxBytes, c.Responses.MaxBytesPerKey, c.ReasoningMaxBytes())
+	}
+	c = load(``)
+	if c.Responses.MaxBytes != DefaultResponsesMaxBytes || c.ReasoningMaxBytes() != DefaultReasoningMaxBytes {
+		t.Errorf("no limit: responses %d, reasoning %d", c.Responses.MaxBytes, c.ReasoningMaxBytes())
+	}
+	c.FitMemory(268435456) // the sidecar's 256Mi, read from the cgroup
+	if c.Responses.MaxBytes != 53687091 || c.ReasoningMaxBytes() != 26843545 {
+		t.Errorf("256Mi: responses %d, reasoning %d", c.Responses.MaxBytes, c.ReasoningMaxBytes())
+	}
+	c = load(`responses: {max_bytes: 300000000, max_bytes_per_key: 1000000}`)
+	c.FitMemory(536870912)
+	if c.Responses.MaxBytes != 300000000 || c.Responses.MaxBytesPerKey != 1000000 {
+		t.Errorf("configured bounds changed: %d %d", c.Responses.MaxBytes, c.Responses.MaxBytesPerKey)
+	}
+	if _, err := Parse([]byte("server: {memory_limit: 1000}\nupstreams: [{name: a, url: \"http://127.0.0.1:1/v1\"}]\nroutes: [{model: m, upstream: a}]\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "server.memory_limit") {
+		t.Errorf("a limit of 1000 bytes: %v", err)
+	}
+}

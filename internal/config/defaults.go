@@ -50,6 +50,7 @@ func (c *Config) applyDefaults() {
 	setDur(&c.Sessions.Window, time.Hour)
 	c.Responses.Store.orDefault("none")
 	setDur(&c.Responses.TTL, 24*time.Hour)
+	c.Responses.maxBytesSet, c.Responses.perKeySet = c.Responses.MaxBytes != 0, c.Responses.MaxBytesPerKey != 0
 	setNum(&c.Responses.MaxBytes, DefaultResponsesMaxBytes)
 	setNum(&c.Responses.MaxBytesPerKey, c.Responses.MaxBytes/4)
 	c.State.Store.orDefault("memory")
@@ -57,6 +58,7 @@ func (c *Config) applyDefaults() {
 	setDur(&c.State.Timeout, 250*time.Millisecond)
 	c.State.OnError.orDefault("fail_open")
 	c.Server.defaults()
+	c.FitMemory(c.Server.MemoryLimit)
 	for i := range c.Keys {
 		c.Keys[i].Budget.defaults()
 	}
@@ -170,4 +172,41 @@ func setBool(b **bool, def bool) {
 	if *b == nil {
 		*b = &def
 	}
+}
+
+// DefaultReasoningMaxBytes bounds the in-memory store of remembered
+// reasoning.
+const DefaultReasoningMaxBytes = 256 << 20
+
+// FitMemory makes the default bounds of the in-memory stores shares of
+// limit, the memory the gateway may use (server.memory_limit, or the
+// container's): responses.max_bytes a fifth (and each key's share a
+// quarter of that), the remembered reasoning a tenth — each at most its
+// default, and only where the config does not set it. So that a gateway
+// whose stores are full still fits its container: the live heap the
+// stores hold is at most three tenths of the limit, which leaves the
+// collector's goal (twice the live heap) under the runtime's soft limit,
+// 90% of it (docs/operations.md).
+func (c *Config) FitMemory(limit int64) {
+	if limit <= 0 {
+		return
+	}
+	c.Server.MemoryLimit = limit
+	if !c.Responses.maxBytesSet {
+		c.Responses.MaxBytes = min(DefaultResponsesMaxBytes, limit/5)
+	}
+	if !c.Responses.perKeySet {
+		c.Responses.MaxBytesPerKey = c.Responses.MaxBytes / 4
+	}
+	c.Responses.MaxBytesPerKey = min(c.Responses.MaxBytesPerKey, c.Responses.MaxBytes)
+}
+
+// ReasoningMaxBytes is the bound of the in-memory store of remembered
+// reasoning: a tenth of server.memory_limit, at most
+// DefaultReasoningMaxBytes.
+func (c *Config) ReasoningMaxBytes() int64 {
+	if c.Server.MemoryLimit > 0 {
+		return min(DefaultReasoningMaxBytes, c.Server.MemoryLimit/10)
+	}
+	return DefaultReasoningMaxBytes
 }

@@ -116,12 +116,16 @@ type Responses struct {
 	Store Enum[state.Kind] `yaml:"store"`
 	// TTL is how long a stored response is kept. Default 24h.
 	TTL time.Duration `yaml:"ttl"`
-	// MaxBytes bounds the memory store's bytes. Default 256 MiB.
+	// MaxBytes bounds the memory store's bytes. Default 256 MiB, or a
+	// fifth of server.memory_limit when that is less.
 	MaxBytes int64 `yaml:"max_bytes"`
 	// MaxBytesPerKey is each client key's share of MaxBytes: a key over
 	// it loses its own oldest responses first. Default a quarter of
 	// MaxBytes.
 	MaxBytesPerKey int64 `yaml:"max_bytes_per_key"`
+	// maxBytesSet and perKeySet: the config sets them (FitMemory leaves
+	// them as they are).
+	maxBytesSet, perKeySet bool
 	// SealKey is the secret the tags of the encrypted reasoning handed to
 	// Responses clients are made with (an HMAC of the client key, the
 	// upstream and the content), at least 16 characters, e.g.
@@ -188,6 +192,13 @@ type Server struct {
 	// MaxBodyBytes caps a request body, measured after decoding a
 	// Content-Encoding (413 beyond). Default 10 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MemoryLimit is the memory the gateway may use, in bytes. Default
+	// the container's (its cgroup's memory limit, read at start; none
+	// outside a container). With one, the runtime's soft limit
+	// (GOMEMLIMIT, unless set) is 90% of it, and the in-memory stores'
+	// default bounds are shares of it: responses.max_bytes a fifth, the
+	// remembered reasoning a tenth (at most their defaults).
+	MemoryLimit int64 `yaml:"memory_limit"`
 	// ReadBodyTimeout bounds reading a request's body once its headers
 	// are in (408 beyond). Default 30s.
 	ReadBodyTimeout time.Duration `yaml:"read_body_timeout"`

@@ -123,6 +123,9 @@ func (c *Config) checkState(p *problems) {
 	if r.Store.Value == state.Redis && s.Store.Value != state.Redis {
 		p.add("responses.store", "redis keeps responses in the state store's Redis: set state.store: redis (and state.redis_url)")
 	}
+	if c.Server.MemoryLimit != 0 && c.Server.MemoryLimit < 64<<20 {
+		p.add("server.memory_limit", "must be at least 64 MiB (67108864), got %d", c.Server.MemoryLimit)
+	}
 	if r.MaxBytes < 0 || r.MaxBytesPerKey < 0 || r.MaxBytesPerKey > r.MaxBytes {
 		p.add("responses.max_bytes_per_key", "max_bytes and max_bytes_per_key must be positive, max_bytes_per_key at most max_bytes (%d), got %d", r.MaxBytes, r.MaxBytesPerKey)
 	}

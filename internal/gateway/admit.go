@@ -208,7 +208,7 @@ func openResponses(cfg *config.Config, r *budget.Redis) policy.TenantStore {
 // openState returns the configured counter store and reasoning store.
 func openState(cfg *config.Config, log *zap.Logger) (budget.Store, policy.TenantStore, func(), error) {
 	if cfg.State.Store.Value != state.Redis {
-		return budget.NewMemory(0, nil), state.NewQuotaStore(state.QuotaOptions{}), func() {}, nil
+		return budget.NewMemory(0, nil), state.NewQuotaStore(state.QuotaOptions{MaxBytes: cfg.ReasoningMaxBytes()}), func() {}, nil
 	}
 	r, err := budget.NewRedis(cfg.State.RedisURL, cfg.State.Prefix, cfg.State.Timeout, cfg.State.Cluster)
 	if err != nil {

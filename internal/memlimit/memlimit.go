@@ -59,11 +59,18 @@ func Limit(root string) (bytes int64, ok bool) {
 // under root unless GOMEMLIMIT is set, and returns the limit set (0 when
 // none was).
 func FromEnv(getenv func(string) string, root string) int64 {
-	if getenv("GOMEMLIMIT") != "" {
-		return 0
-	}
 	limit, ok := Limit(root)
 	if !ok {
+		return 0
+	}
+	return Apply(getenv, limit)
+}
+
+// Apply sets the runtime's soft memory limit to Share of limit (the
+// memory the process may use: a configured one, or the container's),
+// unless GOMEMLIMIT is set, and returns the limit set (0 when none was).
+func Apply(getenv func(string) string, limit int64) int64 {
+	if getenv("GOMEMLIMIT") != "" || limit <= 0 {
 		return 0
 	}
 	soft := int64(math.Floor(float64(limit) * Share))
