@@ -1,0 +1,150 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/observe"
+)
+
+// agentTurns is an agent's transcript of n turns, each a user step, an
+// assistant call and its result, as each client API writes it: the shape
+// of the requests the gateway translates most.
+func agentTurns(api string, n int) []byte {
+	step := func(i int) string { return fmt.Sprintf("Step %d: %s", i, strings.Repeat("check the next city and report. ", 8)) }
+	result := func(i int) string { return fmt.Sprintf(`{"city":"City %d","temp":%d,"sky":"%s"}`, i, 10+i%15, strings.Repeat("clear ", 10)) }
+	args := func(i int) string { return fmt.Sprintf(`{"city":"City %d","unit":"c"}`, i) }
+	var msgs []any
+	switch api {
+	case "messages":
+		for i := range n {
+			id := fmt.Sprintf("toolu_%d", i)
+			msgs = append(msgs, map[string]any{"role": "user", "content": step(i)},
+				map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "get_weather", "input": json.RawMessage(args(i))}}},
+				map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": result(i)}}})
+		}
+		msgs = append(msgs, map[string]any{"role": "user", "content": "Summarize."})
+		b, _ := json.Marshal(map[string]any{"model": "MODEL", "max_tokens": 1024, "system": "You are a careful agent.", "messages": msgs,
+			"tools": []any{map[string]any{"name": "get_weather", "description": "Weather for a city.", "input_schema": json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}},"required":["city"]}`)}}})
+		return b
+	case "responses":
+		for i := range n {
+			id := fmt.Sprintf("call_%d", i)
+			msgs = append(msgs, map[string]any{"role": "user", "content": step(i)},
+				map[string]any{"type": "function_call", "call_id": id, "name": "get_weather", "arguments": args(i)},
+				map[string]any{"type": "function_call_output", "call_id": id, "output": result(i)})
+		}
+		msgs = append(msgs, map[string]any{"role": "user", "content": "Summarize."})
+		b, _ := json.Marshal(map[string]any{"model": "MODEL", "instructions": "You are a careful agent.", "input": msgs, "store": false,
+			"tools": []any{map[string]any{"type": "function", "name": "get_weather", "description": "Weather for a city.", "parameters": json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}},"required":["city"]}`)}}})
+		return b
+	}
+	msgs = append(msgs, map[string]any{"role": "system", "content": "You are a careful agent."})
+	for i := range n {
+		id := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs, map[string]any{"role": "user", "content": step(i)},
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "get_weather", "arguments": args(i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": result(i)})
+	}
+	msgs = append(msgs, map[string]any{"role": "user", "content": "Summarize."})
+	b, _ := json.Marshal(map[string]any{"model": "MODEL", "messages": msgs,
+		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "description": "Weather for a city.", "parameters": json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}},"required":["city"]}`)}}}})
+	return b
+}
+
+// quietUpstream reads each request whole and answers it with a short
+// text in its protocol, allocating next to nothing: what a benchmark of
+// the gateway's memory counts is the gateway's.
+func quietUpstream(b *testing.B) string {
+	answers := map[string][]byte{
+		"/chat/completions": []byte(`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`),
+		"/messages":         []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`),
+		"/responses":        []byte(`{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`),
+		":generateContent":  []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1,"totalTokenCount":2}}`),
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		for suffix, a := range answers {
+			if strings.HasSuffix(r.URL.Path, suffix) {
+				_, _ = w.Write(a)
+				return
+			}
+		}
+		http.NotFound(w, r)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// BenchmarkTranslationMemory is what a request costs the gateway in
+// memory, per byte of its body, on each client API × upstream protocol:
+// a 100-turn agent transcript (about 60 KB) decoded, translated for the
+// route's upstream, repaired and encoded, served in process against an
+// upstream that answers in a few bytes. alloc-per-body-byte is every byte
+// the process allocated for the request over the body's length (reading
+// the body and writing the upstream's request included).
+func BenchmarkTranslationMemory(b *testing.B) {
+	up := quietUpstream(b)
+	cfg, err := config.Parse([]byte(`
+upstreams:
+  - {name: openai, url: "`+up+`/v1"}
+  - {name: anthropic, protocol: anthropic, url: "`+up+`/v1"}
+  - {name: gemini, protocol: gemini, url: "`+up+`/v1beta"}
+  - {name: responses, protocol: responses, url: "`+up+`/v1"}
+routes:
+  - {model: "openai", upstream: openai}
+  - {model: "anthropic", upstream: anthropic}
+  - {model: "gemini", upstream: gemini}
+  - {model: "responses", upstream: responses}
+`), func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	log, _, _ := observe.NewLogger(io.Discard, observe.Info, 0)
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(g.Close)
+	paths := map[string]string{"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
+	for _, api := range []string{"chat", "messages", "responses"} {
+		for _, protocol := range []string{"openai", "anthropic", "gemini", "responses"} {
+			body := bytes.Replace(agentTurns(api, 100), []byte(`"MODEL"`), []byte(`"`+protocol+`"`), 1)
+			b.Run(api+"/"+protocol, func(b *testing.B) {
+				serve := func() {
+					r := httptest.NewRequest("POST", paths[api], bytes.NewReader(body))
+					r.Header.Set("Content-Type", "application/json")
+					r.Header.Set("Anthropic-Version", "2023-06-01")
+					w := httptest.NewRecorder()
+					g.ServeHTTP(w, r)
+					if w.Code != 200 {
+						b.Fatalf("%d %s", w.Code, w.Body.String())
+					}
+				}
+				serve()
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				before := m.TotalAlloc
+				for b.Loop() {
+					serve()
+				}
+				runtime.ReadMemStats(&m)
+				b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
+			})
+		}
+	}
+}
