@@ -22,8 +22,12 @@ import (
 // assistant call and its result, as each client API writes it: the shape
 // of the requests the gateway translates most.
 func agentTurns(api string, n int) []byte {
-	step := func(i int) string { return fmt.Sprintf("Step %d: %s", i, strings.Repeat("check the next city and report. ", 8)) }
-	result := func(i int) string { return fmt.Sprintf(`{"city":"City %d","temp":%d,"sky":"%s"}`, i, 10+i%15, strings.Repeat("clear ", 10)) }
+	step := func(i int) string {
+		return fmt.Sprintf("Step %d: %s", i, strings.Repeat("check the next city and report. ", 8))
+	}
+	result := func(i int) string {
+		return fmt.Sprintf(`{"city":"City %d","temp":%d,"sky":"%s"}`, i, 10+i%15, strings.Repeat("clear ", 10))
+	}
 	args := func(i int) string { return fmt.Sprintf(`{"city":"City %d","unit":"c"}`, i) }
 	var msgs []any
 	switch api {
