@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"iter"
 )
 
 // Object is a JSON object kept as its members' raw bytes, in their order.
@@ -41,6 +42,17 @@ func ParseObject(b []byte) (Object, error) {
 // objects of the wire (a message, a choice, usage, a response's top level)
 // fit, in one allocation.
 const smallObject = 8
+
+// Members yields the object's members in order, as received (or set).
+func (o *Object) Members() iter.Seq2[string, json.RawMessage] {
+	return func(yield func(string, json.RawMessage) bool) {
+		for _, m := range o.members {
+			if !yield(m.key, m.value) {
+				return
+			}
+		}
+	}
+}
 
 // Get returns the raw value of a member (the last one when the key repeats)
 // and whether it is present.

@@ -189,15 +189,7 @@ func (r *ChatRequest) SetMessages(msgs []Message) {
 
 // Members yields the request's top-level members, model and messages
 // included, as received (or as set).
-func (r *ChatRequest) Members() iter.Seq2[string, json.RawMessage] {
-	return func(yield func(string, json.RawMessage) bool) {
-		for _, m := range r.obj.members {
-			if !yield(m.key, m.value) {
-				return
-			}
-		}
-	}
-}
+func (r *ChatRequest) Members() iter.Seq2[string, json.RawMessage] { return r.obj.Members() }
 
 // Get returns the raw value of a top-level member (the last one when the key
 // repeats) and whether it is present.

@@ -78,12 +78,22 @@ const (
 	MaxBlocks           = 20000
 )
 
-// checkBlocks applies the bounds on content blocks, counting each
-// content array's elements without decoding them.
-func (r *Request) checkBlocks() error {
-	total := wire.ArrayLen(r.System)
-	for i, m := range r.Messages {
-		n := wire.ArrayLen(m.Content)
+// checkBlocks applies the bounds on content blocks to the request's top
+// level (as wire.ParseTop reads it), counting each content array's
+// elements with the wire scanner before anything is decoded: a request
+// past them costs a scan of its bytes, no more.
+func checkBlocks(top *wire.Object) error {
+	system, _ := top.Get("system")
+	total := wire.ArrayLen(system)
+	raw, _ := top.Get("messages")
+	msgs, _ := wire.Elements(raw)
+	for i, m := range msgs {
+		o, err := wire.ParseObject(m)
+		if err != nil {
+			continue // decoding says what is wrong with it
+		}
+		content, _ := o.Get("content")
+		n := wire.ArrayLen(content)
 		if n > MaxBlocksPerMessage {
 			return &wire.ParamError{Param: fmt.Sprintf("messages.%d.content", i), Msg: fmt.Sprintf("has %d content blocks; a message may carry at most %d", n, MaxBlocksPerMessage)}
 		}
@@ -97,8 +107,12 @@ func (r *Request) checkBlocks() error {
 // Decode reads a Messages request. A member repeated in its top level
 // (or two whose names differ only in case) is refused, as for chat.
 func Decode(body []byte, countTokens bool) (*Request, error) {
-	if _, err := wire.ParseTop(body); err != nil {
-		if de, ok := err.(*wire.DecodeError); ok && de.Kind == wire.KindDuplicate {
+	top, err := wire.ParseTop(body)
+	if de, ok := err.(*wire.DecodeError); ok && de.Kind == wire.KindDuplicate {
+		return nil, err
+	}
+	if err == nil {
+		if err := checkBlocks(&top); err != nil {
 			return nil, err
 		}
 	}
@@ -106,14 +120,16 @@ func Decode(body []byte, countTokens bool) (*Request, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, &wire.ParamError{Param: "body", Msg: "must be a Messages API request (a JSON object): " + wire.Clip(err.Error())}
 	}
-	_ = json.Unmarshal(body, &r.extra)
-	for _, k := range translatedMembers {
-		delete(r.extra, k)
-	}
-	for k := range r.extra {
-		if strings.HasPrefix(k, wire.OwnPrefix) {
-			delete(r.extra, k) // the gateway's own members, which a client never sends
+	// The members the chat model has no slot for, as sent (views of the
+	// body, which is never changed).
+	for k, v := range top.Members() {
+		if slices.Contains(translatedMembers, k) || strings.HasPrefix(k, wire.OwnPrefix) { // the gateway's own members, which a client never sends
+			continue
 		}
+		if r.extra == nil {
+			r.extra = map[string]json.RawMessage{}
+		}
+		r.extra[k] = v
 	}
 	switch {
 	case r.Model == "":
@@ -123,7 +139,7 @@ func Decode(body []byte, countTokens bool) (*Request, error) {
 	case r.MaxTokens == nil && !countTokens:
 		return nil, &wire.ParamError{Param: "max_tokens", Msg: "Field required"}
 	}
-	return &r, r.checkBlocks()
+	return &r, nil
 }
 
 // ChatOptions are what Chat needs besides the request.
