@@ -37,14 +37,18 @@ func (r *Request) Echo(key string) json.RawMessage { return r.members[key] }
 func Decode(body []byte) (*Request, error) {
 	// The top level is scanned as chat's is first: a repeated member, or
 	// two whose names differ only in case, is refused.
-	if _, err := wire.ParseTop(body); err != nil {
-		if de, ok := errors.AsType[*wire.DecodeError](err); ok && de.Kind == wire.KindDuplicate {
-			return nil, err
-		}
+	top, err := wire.ParseTop(body)
+	if de, ok := errors.AsType[*wire.DecodeError](err); ok && de.Kind == wire.KindDuplicate {
+		return nil, err
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(body, &members); err != nil || members == nil {
+	if err != nil {
 		return nil, &wire.ParamError{Param: "body", Msg: "must be a JSON object (a Responses API request)"}
+	}
+	// The members as sent: views of the body, which is never changed, so
+	// that a request refused by a bound below costs no copy of it.
+	members := map[string]json.RawMessage{}
+	for k, v := range top.Members() {
+		members[k] = v
 	}
 	r := &Request{members: members, Store: true}
 	if err := str(members, "model", &r.Model); err != nil || r.Model == "" {
@@ -91,9 +95,11 @@ func Decode(body []byte) (*Request, error) {
 		item, _ := json.Marshal(map[string]string{"type": "message", "role": "user", "content": s})
 		r.Input = []json.RawMessage{item}
 	default:
-		if err := json.Unmarshal(input, &r.Input); err != nil {
+		items, ok := wire.Elements(input)
+		if !ok || input[0] != '[' {
 			return nil, &wire.ParamError{Param: "input", Msg: "must be a string or an array of input items"}
 		}
+		r.Input = items
 	}
 	r.namespaced = namespaced(r.declared())
 	return r, checkParts(r.Input)
