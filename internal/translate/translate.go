@@ -18,6 +18,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 
@@ -238,7 +239,10 @@ func (f Functions) Whole(body []byte, upstream string) (Answer, error) {
 // Own is the member key of a chat message, one the gateway put there (a
 // member named with wire.OwnPrefix, or Options.CarriedMember), or nil.
 func Own(m wire.Message, key string) json.RawMessage {
-	if m.Raw == nil || key == "" {
+	// The gateway writes its members' keys as they are, never escaped
+	// (a client's are stripped at the door): a message whose bytes hold
+	// no such key has no such member, and costs no parse.
+	if m.Raw == nil || key == "" || !bytes.Contains(m.Raw, []byte(key)) {
 		return nil
 	}
 	o, err := wire.ParseObject(m.Raw)
