@@ -56,7 +56,7 @@ func splitList(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// reach is what the request may reach past itself on route p: the
+// reachOn is what the request may reach past itself on route p: the
 // route's org_wide and hosted_tools, narrowed by the key's lists; a key
 // with a spend limit no hosted tool (billed per use, they have no price
 // here).

@@ -265,9 +265,9 @@ func (r *Request) reaches(o ChatOptions) error {
 		}
 		return x.Error()
 	}
-	for member, kind := range map[string]string{"container": translate.ReachContainers, "mcp_servers": translate.ReachMCPServers} {
-		if v, ok := r.extra[member]; ok && string(v) != "null" {
-			if err := allow(translate.Reach{Kind: kind, Param: member}); err != nil {
+	for _, m := range [...]struct{ member, kind string }{{"container", translate.ReachContainers}, {"mcp_servers", translate.ReachMCPServers}} {
+		if v, ok := r.extra[m.member]; ok && string(v) != "null" {
+			if err := allow(translate.Reach{Kind: m.kind, Param: m.member}); err != nil {
 				return err
 			}
 		}
