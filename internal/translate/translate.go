@@ -245,11 +245,7 @@ func Own(m wire.Message, key string) json.RawMessage {
 	if m.Raw == nil || key == "" || !bytes.Contains(m.Raw, []byte(key)) {
 		return nil
 	}
-	o, err := wire.ParseObject(m.Raw)
-	if err != nil {
-		return nil
-	}
-	v, _ := o.Get(key)
+	v, _ := wire.Member(m.Raw, key)
 	return v
 }
 

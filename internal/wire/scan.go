@@ -593,6 +593,72 @@ func ArrayLen(raw []byte) int {
 	}
 }
 
+// EachElement calls fn with each element of the JSON array raw, in order
+// (views of raw, nothing copied or allocated), until fn returns false; it
+// reports false when raw is not a valid array (fn may have seen the
+// elements before the fault).
+func EachElement(raw []byte, fn func(i int, elem []byte) bool) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return false
+	}
+	r := readArray(raw, i)
+	for n := 0; ; n++ {
+		ok, err := r.more()
+		if err != nil {
+			return false
+		}
+		if !ok {
+			return skipSpace(raw, r.i) == len(raw)
+		}
+		end, err := skipValue(raw, r.i, 1)
+		if err != nil {
+			return false
+		}
+		if !fn(n, raw[r.i:end]) {
+			return true
+		}
+		r.i = end
+	}
+}
+
+// Member returns the raw value of the member key of the JSON object raw
+// (the last one when the key repeats, as Object.Get), a view of raw,
+// without parsing the object into members: nothing is allocated but for a
+// key written with escapes. ok is false when raw is not a valid object or
+// has no such member.
+func Member(raw []byte, key string) (value json.RawMessage, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	r := readObject(raw, i)
+	for {
+		more, err := r.more()
+		if err != nil {
+			return nil, false
+		}
+		if !more {
+			if skipSpace(raw, r.i) != len(raw) {
+				return nil, false
+			}
+			return value, ok
+		}
+		k, escaped, at, err := r.key()
+		if err != nil {
+			return nil, false
+		}
+		end, err := skipValue(raw, at, 1)
+		if err != nil {
+			return nil, false
+		}
+		if len(k) == len(key) && string(k) == key && !escaped || escaped && keyString(k, true) == key {
+			value, ok = raw[at:end], true
+		}
+		r.i = end
+	}
+}
+
 // Elements splits a JSON array into its elements' bytes (no copy); false
 // when raw is not a valid array.
 func Elements(raw []byte) ([]json.RawMessage, bool) { return elements(raw, nil) }

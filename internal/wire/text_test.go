@@ -130,3 +130,43 @@ func FuzzTextChars(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMember holds Member to ParseObject and Get, and EachElement to
+// Elements, on any input: the same value (or none) for each key the
+// object has and one it has not, the same elements.
+func FuzzMember(f *testing.F) {
+	for _, s := range []string{`{"content":[1,2],"role":"user"}`, `{"a":1,"a":2}`, `{"c\u006fntent":"x"}`, `[{"a":1},2,"x"]`, `{"a":`, `[1,`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		o, err := ParseObject(raw)
+		keys := []string{"content", "missing", "a"}
+		if err == nil {
+			for k := range o.Members() {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			got, ok := Member(raw, k)
+			var want []byte
+			var wantOK bool
+			if err == nil {
+				want, wantOK = o.Get(k)
+			}
+			if ok != wantOK || !bytes.Equal(got, want) {
+				t.Fatalf("%q, member %q: %q %v, ParseObject %q %v", raw, k, got, ok, want, wantOK)
+			}
+		}
+		elems, ok := Elements(raw)
+		var seen [][]byte
+		eachOK := EachElement(raw, func(_ int, e []byte) bool { seen = append(seen, e); return true })
+		if ok != eachOK || ok && len(seen) != len(elems) {
+			t.Fatalf("%q: EachElement %v %d, Elements %v %d", raw, eachOK, len(seen), ok, len(elems))
+		}
+		for i := range elems {
+			if !bytes.Equal(seen[i], elems[i]) {
+				t.Fatalf("%q: element %d %q, Elements %q", raw, i, seen[i], elems[i])
+			}
+		}
+	})
+}

@@ -86,22 +86,21 @@ func checkBlocks(top *wire.Object) error {
 	system, _ := top.Get("system")
 	total := wire.ArrayLen(system)
 	raw, _ := top.Get("messages")
-	msgs, _ := wire.Elements(raw)
-	for i, m := range msgs {
-		o, err := wire.ParseObject(m)
-		if err != nil {
-			continue // decoding says what is wrong with it
-		}
-		content, _ := o.Get("content")
+	var err error
+	wire.EachElement(raw, func(i int, m []byte) bool {
+		content, _ := wire.Member(m, "content") // a view: nothing decoded or copied
 		n := wire.ArrayLen(content)
 		if n > MaxBlocksPerMessage {
-			return &wire.ParamError{Param: fmt.Sprintf("messages.%d.content", i), Msg: fmt.Sprintf("has %d content blocks; a message may carry at most %d", n, MaxBlocksPerMessage)}
+			err = &wire.ParamError{Param: fmt.Sprintf("messages.%d.content", i), Msg: fmt.Sprintf("has %d content blocks; a message may carry at most %d", n, MaxBlocksPerMessage)}
+			return false
 		}
 		if total += n; total > MaxBlocks {
-			return &wire.ParamError{Param: "messages", Msg: fmt.Sprintf("hold more than %d content blocks; a request may carry at most %d", MaxBlocks, MaxBlocks)}
+			err = &wire.ParamError{Param: "messages", Msg: fmt.Sprintf("hold more than %d content blocks; a request may carry at most %d", MaxBlocks, MaxBlocks)}
+			return false
 		}
-	}
-	return nil
+		return true
+	})
+	return err
 }
 
 // Decode reads a Messages request. A member repeated in its top level
