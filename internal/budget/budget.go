@@ -1,13 +1,11 @@
 package budget
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -244,18 +242,14 @@ func TextChars(raw []byte) int { return wire.TextChars(raw, textRule) }
 // sent beside their chat form: those are counted, once.
 func messageChars(m *wire.Message) int {
 	if m.Raw != nil {
-		if bytes.Contains(m.Raw, []byte(wire.OwnPrefix)) { // a translator's own members are never escaped
-			if o, err := wire.ParseObject(m.Raw); err == nil {
-				n, found := 0, false
-				for _, k := range []string{translate.BlocksMember, translate.ItemsMember} {
-					if v, ok := o.Get(k); ok {
-						n, found = n+TextChars(v), true
-					}
-				}
-				if found {
-					return n
-				}
+		n, found := 0, false
+		for _, k := range [...]string{translate.BlocksMember, translate.ItemsMember} {
+			if v := translate.Own(*m, k); v != nil {
+				n, found = n+TextChars(v), true
 			}
+		}
+		if found {
+			return n
 		}
 		return TextChars(m.Raw)
 	}
@@ -287,13 +281,10 @@ var settings = map[string]bool{
 // Messages client's tools as declared, counted once); settings are not.
 func RequestChars(req *wire.ChatRequest) int {
 	kept := false // the client's tools, as declared, are in a carried member
-	for k, v := range req.Members() {
-		if strings.HasPrefix(k, wire.OwnPrefix) {
-			if o, err := wire.ParseObject(v); err == nil {
-				if _, ok := o.Get("tools"); ok {
-					kept = true
-				}
-			}
+	for _, k := range [...]string{translate.RequestMember, translate.ResponsesRequestMember} {
+		if v, ok := req.Get(k); ok {
+			_, has := wire.Member(v, "tools")
+			kept = kept || has
 		}
 	}
 	n := 0
