@@ -83,25 +83,22 @@ func ChatReaches(req *wire.ChatRequest) []Reach {
 			out = append(out, r)
 		}
 	}
+	// Every request of a chat client comes this way: the parts are read
+	// in place (wire.Member), nothing decoded or copied.
 	for i := range req.Messages {
 		c := req.Messages[i].Content
 		if len(c) == 0 || c[0] != '[' {
 			continue
 		}
-		var parts []struct {
-			Type string `json:"type"`
-			File struct {
-				FileID string `json:"file_id"`
-			} `json:"file"`
-		}
-		if json.Unmarshal(c, &parts) != nil {
-			continue
-		}
-		for k, p := range parts {
-			if p.Type == "file" && p.File.FileID != "" {
+		wire.EachElement(c, func(k int, part []byte) bool {
+			typ, _ := wire.Member(part, "type")
+			file, _ := wire.Member(part, "file")
+			id, _ := wire.Member(file, "file_id")
+			if t, _ := wire.String(typ); t == "file" && len(id) > 0 && string(id) != "null" && string(id) != `""` {
 				out = append(out, Reach{Kind: ReachFiles, Param: fmt.Sprintf("messages[%d].content[%d].file.file_id", i, k)})
 			}
-		}
+			return true
+		})
 	}
 	return out
 }
