@@ -45,10 +45,19 @@ func benchGateway(b *testing.B, upstream string) string {
 // benchGatewayRoute is benchGateway with more settings for its one route
 // (YAML flow members, after a comma).
 func benchGatewayRoute(b *testing.B, upstream, route string) string {
-	cfg, err := config.Parse([]byte(`
+	g := newBenchGateway(b, `
 upstreams: [{name: sim, url: "`+upstream+`/v1"}]
 routes: [{model: "*", upstream: sim`+route+`}]
-`), func(string) string { return "" })
+`)
+	gw := httptest.NewServer(g)
+	b.Cleanup(gw.Close)
+	return gw.URL
+}
+
+// newBenchGateway is a gateway with the config yaml, logging nothing,
+// for a benchmark to serve in process; it is closed with b.
+func newBenchGateway(b *testing.B, yaml string) *gateway.Gateway {
+	cfg, err := config.Parse([]byte(yaml), func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,9 +66,8 @@ routes: [{model: "*", upstream: sim`+route+`}]
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := httptest.NewServer(g)
-	b.Cleanup(func() { gw.Close(); g.Close() })
-	return gw.URL
+	b.Cleanup(g.Close)
+	return g
 }
 
 // chatStreamBody is the streamed request of the end-to-end benchmarks.

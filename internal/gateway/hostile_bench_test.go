@@ -2,18 +2,12 @@ package gateway_test
 
 import (
 	"bytes"
-	"io"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 )
 
 // BenchmarkManyBlocksRequest is the hostile Messages request of many
@@ -25,34 +19,21 @@ import (
 // the second translated and sent). It reports the CPU and the bytes
 // allocated per request, and per byte of the body.
 func BenchmarkManyBlocksRequest(b *testing.B) {
-	cfg, err := config.Parse([]byte(`
+	g := newBenchGateway(b, `
 keys:
   - {name: narrow, sha256: `+gatewaytest.KeyHash("sk-narrow")+`, models: ["other-*"]}
   - {name: wide, sha256: `+gatewaytest.KeyHash("sk-wide")+`}
 upstreams: [{name: sim, url: "http://127.0.0.1:9/v1"}]
 routes: [{model: "*", upstream: sim}]
-`), func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
-	log, _, _ := observe.NewLogger(io.Discard, observe.Info, 0)
-	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(g.Close)
+`)
 	body := []byte(`{"model":"sim-text","max_tokens":10,"messages":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"a"},`, 388354), ",") + `]}]}`)
 	for _, c := range []struct {
 		name, key string
 		status    int
 	}{{"model-not-allowed", "sk-narrow", 400}, {"allowed", "sk-wide", 400}} {
 		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			before, cpu := m.TotalAlloc, gatewaytest.ProcessCPU()
-			for b.Loop() {
+			cpu := gatewaytest.ProcessCPU()
+			wiretest.AllocPerByte(b, len(body), func() {
 				r := httptest.NewRequest("POST", "/v1/messages", bytes.NewReader(body))
 				r.Header.Set("X-Api-Key", c.key)
 				r.Header.Set("Anthropic-Version", "2023-06-01")
@@ -61,10 +42,8 @@ routes: [{model: "*", upstream: sim}]
 				if w.Code != c.status {
 					b.Fatalf("%d %.300s", w.Code, w.Body.String())
 				}
-			}
-			runtime.ReadMemStats(&m)
+			})
 			b.ReportMetric(float64(gatewaytest.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
-			b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
 		})
 	}
 }

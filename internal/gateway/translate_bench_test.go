@@ -7,15 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/gateway"
-	"github.com/toolgate/toolgate/internal/observe"
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 )
 
 // agentTurns is an agent's transcript of n turns, each a user step, an
@@ -101,7 +96,7 @@ func quietUpstream(b *testing.B) string {
 // the body and writing the upstream's request included).
 func BenchmarkTranslationMemory(b *testing.B) {
 	up := quietUpstream(b)
-	cfg, err := config.Parse([]byte(`
+	g := newBenchGateway(b, `
 upstreams:
   - {name: openai, url: "`+up+`/v1"}
   - {name: anthropic, protocol: anthropic, url: "`+up+`/v1"}
@@ -112,16 +107,7 @@ routes:
   - {model: "anthropic", upstream: anthropic}
   - {model: "gemini", upstream: gemini}
   - {model: "responses", upstream: responses}
-`), func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
-	log, _, _ := observe.NewLogger(io.Discard, observe.Info, 0)
-	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(g.Close)
+`)
 	paths := map[string]string{"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
 	for _, api := range []string{"chat", "messages", "responses"} {
 		for _, protocol := range []string{"openai", "anthropic", "gemini", "responses"} {
@@ -138,16 +124,7 @@ routes:
 					}
 				}
 				serve()
-				b.SetBytes(int64(len(body)))
-				b.ReportAllocs()
-				var m runtime.MemStats
-				runtime.ReadMemStats(&m)
-				before := m.TotalAlloc
-				for b.Loop() {
-					serve()
-				}
-				runtime.ReadMemStats(&m)
-				b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
+				wiretest.AllocPerByte(b, len(body), serve)
 			})
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -427,18 +426,11 @@ func BenchmarkManyBlocks(b *testing.B) {
 	for _, n := range []int{388354, MaxBlocksPerMessage} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			body := []byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"a"},`, n), ",") + `]}]}`)
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			before := m.TotalAlloc
-			for b.Loop() {
+			wiretest.AllocPerByte(b, len(body), func() {
 				if r, err := Decode(body, false); err == nil {
 					_, _ = r.Chat(ChatOptions{Protocol: translate.OpenAI})
 				}
-			}
-			runtime.ReadMemStats(&m)
-			b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
+			})
 		})
 	}
 }

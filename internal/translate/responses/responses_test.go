@@ -3,7 +3,6 @@ package responses
 import (
 	"encoding/json"
 	"errors"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -314,18 +314,11 @@ func BenchmarkManyParts(b *testing.B) {
 	for _, n := range []int{100000, MaxPartsPerItem} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			body := []byte(`{"model":"m","input":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"input_text","text":"a"},`, n), ",") + `]}]}`)
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			before := m.TotalAlloc
-			for b.Loop() {
+			wiretest.AllocPerByte(b, len(body), func() {
 				if r, err := Decode(body); err == nil {
 					_, _ = r.Chat(r.Input, ChatOptions{})
 				}
-			}
-			runtime.ReadMemStats(&m)
-			b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(len(body)), "alloc-per-body-byte")
+			})
 		})
 	}
 }
