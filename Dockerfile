@@ -14,7 +14,6 @@ RUN go mod download
 COPY cmd ./cmd
 COPY configs ./configs
 COPY internal ./internal
-ARG VERSION=dev
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w" -o /out/toolgate ./cmd/gateway
 
 # distroless/static: CA certificates, /etc/passwd with a nonroot user, no shell.

@@ -85,7 +85,7 @@ bench-go:
 ## faults: the fault suite at full size (500 requests per fault, 2,000 streams for 60 s with 5% faulted, the hostile-input suite with 3,000 held connections and 10 MB bodies, each worst-case shape's CPU against a plain body's) and reloads under load
 faults:
 	$(GO) test -count=1 -timeout 15m -v -run 'TestFaults|TestClientsLeave|TestLoad|TestHostile' -bench 'BenchmarkHostileCPU$$' -benchtime 1x ./internal/testing/faults/ -faults.full
-	$(GO) test -count=1 -run 'TestReload' ./cmd/gateway/
+	$(GO) test -count=1 -run 'TestReload' ./internal/app/
 
 ## schema: rewrite configs/toolgate.schema.json (the config file's JSON Schema, for editors) from the config types; make test checks it is current
 schema:

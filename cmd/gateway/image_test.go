@@ -58,3 +58,24 @@ func TestImageParts(t *testing.T) {
 		t.Errorf("the binary needs shared libraries: %v", libs)
 	}
 }
+
+// The gateway binary links no provider SDK: the demo's clients live in
+// cmd/demo. go list names every package the binary is built from.
+func TestNoSDKLinked(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for pkg := range strings.Lines(string(out)) {
+		n++
+		for _, sdk := range []string{"github.com/openai/", "github.com/anthropics/", "google.golang.org/genai", "github.com/aws/aws-sdk-go-v2/service/"} {
+			if strings.HasPrefix(pkg, sdk) {
+				t.Errorf("the gateway binary links %s", strings.TrimSpace(pkg))
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("go list named %d packages: the gateway has far more", n)
+	}
+}

@@ -1,3 +1,10 @@
+// Command demo runs the gateway (internal/app) in process on its embedded
+// default config, every model routed to the built-in simulator, and a
+// scripted client through it: openai-go for the chat and Responses steps,
+// anthropic-sdk-go for the Messages step. It prints what the client
+// received and the gateway's access-log line for each request, and exits
+// 1 if a step did not behave as expected. `make demo` runs it. The SDKs
+// are linked here only, never into the gateway binary.
 package main
 
 import (
@@ -9,8 +16,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -19,7 +29,18 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/toolgate/toolgate/internal/app"
 )
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runDemo(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
 
 // runDemo starts the gateway on its embedded default config (every model
 // routed to the built-in simulator) on loopback ports, runs a scripted
@@ -33,8 +54,8 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	done := make(chan error, 1)
 	go func() {
 		noEnv := func(string) string { return "" }
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-flush-interval", "0s"}, noEnv,
-			&addrWriter{ch: addr}, logs)
+		done <- app.Run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-flush-interval", "0s"},
+			app.World{Getenv: noEnv, Stdout: &addrWriter{ch: addr}, Stderr: logs})
 	}()
 	var base string
 	select {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bufio"
@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// run is Run with its world's parts passed one by one.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return Run(ctx, args, World{Getenv: getenv, Stdout: stdout, Stderr: stderr})
 }
 
 // started runs run() in the background and returns the main and admin
@@ -155,33 +160,6 @@ func TestInvalidConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "upstreams[0].url: is required") ||
 		!strings.Contains(err.Error(), `routes[0].upstream: "b" is not the name`) {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-// `toolgate demo` runs the scripted client through the gateway and the
-// simulator and exits cleanly (what `make demo` runs).
-func TestDemo(t *testing.T) {
-	var out strings.Builder
-	if err := run(context.Background(), []string{"demo"}, func(string) string { return "" }, &out, io.Discard); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	for _, want := range []string{"a streamed tool call", "name=get_weather", "X-Toolgate-Repair: sealed=1; dropped=0; moved=1", "call id=call_b", "reasoning_restored=1", "outcome=incomplete", "demo finished",
-		"message (stop_reason end_turn)"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out.String())
-		}
-	}
-	// Each thinking upstream's second turn had its state restored: the
-	// reasoning (sim-deepseek), the thinking blocks (sim-claude), the
-	// thought signatures (sim-gemini).
-	for _, upstream := range []string{"upstream=sim-thinking ", "upstream=sim-anthropic ", "upstream=sim-gemini ", "upstream=sim-responses "} {
-		restored := false
-		for line := range strings.Lines(out.String()) {
-			restored = restored || strings.Contains(line, upstream) && strings.Contains(line, "status=200") && strings.Contains(line, "reasoning_restored=1")
-		}
-		if !restored {
-			t.Errorf("no turn restored on %s:\n%s", upstream, out.String())
-		}
 	}
 }
 
