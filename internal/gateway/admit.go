@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/state"
 	"github.com/toolgate/toolgate/internal/translate"
@@ -184,7 +185,7 @@ func (g *Gateway) spent(x *exchange) int64 {
 	}
 	for _, a := range x.rec.Attempts {
 		switch a.Outcome {
-		case "ok", "violation", "canceled", "incomplete", "timeout":
+		case observe.AttemptOK, observe.AttemptViolation, observe.AttemptCanceled, observe.AttemptIncomplete, observe.AttemptTimeout:
 			return x.reserved
 		}
 	}

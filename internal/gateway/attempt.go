@@ -85,7 +85,7 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	case err != nil:
 		t.record.Outcome = classify(err).attempt
 	case x.rec.ClientGone:
-		t.record.Outcome = "canceled"
+		t.record.Outcome = observe.AttemptCanceled
 	default:
 		t.record.Outcome = outcomeOf(x.rec)
 	}
@@ -103,7 +103,7 @@ const finishWait = 50 * time.Millisecond
 func (x *exchange) noteAttempt(a observe.Attempt, reconnected bool) *observe.Attempt {
 	if reconnected {
 		r := a
-		r.Outcome = "reconnected"
+		r.Outcome = observe.AttemptReconnected
 		x.rec.Attempts = append(x.rec.Attempts, r)
 	}
 	x.rec.Attempts = append(x.rec.Attempts, a)
@@ -154,20 +154,20 @@ func (g *Gateway) addUsage(rec *observe.Record, u wire.Usage) {
 
 // outcomeOf names an attempt that ended the request, from what its relay
 // recorded (stream and whole write their own failures).
-func outcomeOf(rec *observe.Record) string {
+func outcomeOf(rec *observe.Record) observe.AttemptOutcome {
 	switch rec.Outcome {
 	case observe.OutcomeOK:
-		return "ok"
+		return observe.AttemptOK
 	case observe.OutcomeViolation:
-		return "violation"
+		return observe.AttemptViolation
 	case observe.OutcomeClientGone:
-		return "canceled"
+		return observe.AttemptCanceled
 	case observe.OutcomeUpstream:
-		if rec.ErrorKind != "" {
-			return rec.ErrorKind
+		if a, ok := attemptOf[upstream.Kind(rec.ErrorKind)]; ok {
+			return a
 		}
 	}
-	return "incomplete"
+	return observe.AttemptIncomplete
 }
 
 // backoff waits before the next attempt: the route's retry_backoff doubled

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/upstream"
 )
 
@@ -170,7 +171,7 @@ func (g *Gateway) coolDown(x *exchange, p *plan, d *deployment, err error) {
 	}
 	d.health.cool(g.clock.now(), dur)
 	for i := len(x.rec.Attempts) - 1; i >= 0; i-- {
-		if a := &x.rec.Attempts[i]; a.Upstream == d.plan.upstream.name && a.Outcome != "reconnected" {
+		if a := &x.rec.Attempts[i]; a.Upstream == d.plan.upstream.name && a.Outcome != observe.AttemptReconnected {
 			a.Cooldown = f.cool
 			break
 		}

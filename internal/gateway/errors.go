@@ -36,7 +36,8 @@ type failure struct {
 	// outcome and kind name it in the record (outcome "" for a request
 	// refused: rejected); attempt names an upstream attempt that ended
 	// with it (toolgate_upstream_attempts_total{outcome}).
-	outcome, kind, attempt string
+	outcome, kind string
+	attempt       observe.AttemptOutcome
 	// limited names the budget or limit that refused or cut the request.
 	limited string
 	// retry: another attempt on the same upstream may succeed (no
@@ -62,7 +63,7 @@ func classify(err error) failure {
 		}
 	}
 	_, body := internalError()
-	return failure{status: http.StatusInternalServerError, body: body, attempt: "incomplete"}
+	return failure{status: http.StatusInternalServerError, body: body, attempt: observe.AttemptIncomplete}
 }
 
 // known classifies one error of err's chain, if its type is one the
@@ -122,7 +123,7 @@ func known(e, err error) (failure, bool) {
 	case *policy.ViolationError:
 		status, body := http.StatusBadGateway, wire.NewError("upstream_error", "completion_policy_violation", "",
 			fmt.Sprintf("The upstream %s answered, but its response does not satisfy the request: %s. Retry the request.", e.Upstream, e.Msg))
-		return failure{status: status, body: body, outcome: observe.OutcomeViolation, kind: "protocol", attempt: "violation", retry: true, fallback: true}, true
+		return failure{status: status, body: body, outcome: observe.OutcomeViolation, kind: "protocol", attempt: observe.AttemptViolation, retry: true, fallback: true}, true
 	case *wire.IncompleteError:
 		msg := fmt.Sprintf("The upstream %s broke off its response before it was complete; the answer is unusable, retry the request.", e.Upstream)
 		if e.Message != "" {
@@ -131,7 +132,7 @@ func known(e, err error) (failure, bool) {
 		body := wire.NewError("upstream_error", "upstream_stream_incomplete", "", msg)
 		body.Error.UpstreamType = e.Type
 		return failure{status: http.StatusBadGateway, body: body,
-			outcome: observe.OutcomeIncomplete, kind: "stream", attempt: "incomplete", retry: true, fallback: true}, true
+			outcome: observe.OutcomeIncomplete, kind: "stream", attempt: observe.AttemptIncomplete, retry: true, fallback: true}, true
 	}
 	return failure{}, false
 }
@@ -162,7 +163,7 @@ func client(status int, body wire.ErrorBody) failure { return failure{status: st
 // tried nowhere else).
 func upstreamFailure(e *upstream.Error, err error) failure {
 	status, body := upstreamError(e)
-	f := failure{status: status, body: body, outcome: observe.OutcomeUpstream, kind: string(e.Kind), attempt: string(e.Kind)}
+	f := failure{status: status, body: body, outcome: observe.OutcomeUpstream, kind: string(e.Kind), attempt: attemptOf[e.Kind]}
 	switch e.Kind {
 	case upstream.KindCanceled:
 		f.outcome, f.kind = "", ""
@@ -176,16 +177,21 @@ func upstreamFailure(e *upstream.Error, err error) failure {
 	case upstream.KindStatus:
 		switch {
 		case e.Status == http.StatusTooManyRequests:
-			f.attempt, f.retry, f.fallback, f.cool, f.retryAfter = "status_429", true, true, "rate_limited", e.RetryAfter
+			f.attempt, f.retry, f.fallback, f.cool, f.retryAfter = observe.AttemptStatus429, true, true, "rate_limited", e.RetryAfter
 		case e.Status >= 500:
-			f.attempt, f.retry, f.fallback, f.cool = "status_5xx", true, true, "status_5xx"
+			f.attempt, f.retry, f.fallback, f.cool = observe.AttemptStatus5xx, true, true, "status_5xx"
 		default:
-			f.attempt = "status_4xx"
+			f.attempt = observe.AttemptStatus4xx
 			f.fallback = e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 		}
 	}
 	return f
 }
+
+// attemptOf names an attempt that ended in an upstream failure of each
+// kind (a status is named by its class in upstreamFailure).
+var attemptOf = map[upstream.Kind]observe.AttemptOutcome{upstream.KindConnect: observe.AttemptConnect,
+	upstream.KindTimeout: observe.AttemptTimeout, upstream.KindCanceled: observe.AttemptCanceled}
 
 // fail answers a request that has not committed anything yet: 499 in the
 // record when the client is gone (nothing is written), otherwise the

@@ -31,7 +31,7 @@ func TestClassify(t *testing.T) {
 		status  int
 		code    string
 		outcome string
-		attempt string
+		attempt observe.AttemptOutcome
 		retry   bool
 		fall    bool
 		cool    string

@@ -261,7 +261,7 @@ func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, 
 			}
 			return resp, err
 		}
-		a.Outcome = "ok"
+		a.Outcome = observe.AttemptOK
 		return resp, nil
 	}
 }

@@ -248,7 +248,7 @@ func (m *Metrics) Observe(r *Record) {
 		}
 	}
 	for _, a := range r.Attempts {
-		m.attempts.WithLabelValues(routeLabel(a.Route), a.Upstream, a.Outcome).Inc()
+		m.attempts.WithLabelValues(routeLabel(a.Route), a.Upstream, string(a.Outcome)).Inc()
 		if a.Cooldown != "" {
 			m.cooldowns.WithLabelValues(routeLabel(a.Route), a.Upstream, a.Cooldown).Inc()
 		}

@@ -119,14 +119,12 @@ type Count struct {
 }
 
 // Attempt is one upstream attempt: where it went, what became of it
-// (ok, connect, timeout, status_429, status_5xx, status_4xx, incomplete,
-// violation, canceled; reconnected for a send repeated on a fresh
-// connection), the completion policy's verdict on its response when it
+// (one of the Attempt… outcomes), the completion policy's verdict on its response when it
 // was judged (ok, incomplete, violation), and the normalizations its
 // response needed.
 type Attempt struct {
 	Route, Upstream string
-	Outcome         string
+	Outcome         AttemptOutcome
 	Verdict         string
 	Fixes           []Count
 	// Cooldown is why the attempt put its deployment in cooldown
@@ -142,7 +140,7 @@ type Attempt struct {
 func (r *Record) Calls() int {
 	n := 0
 	for _, a := range r.Attempts {
-		if a.Outcome != "reconnected" {
+		if a.Outcome != AttemptReconnected {
 			n++
 		}
 	}
@@ -176,17 +174,36 @@ func (r *Record) Fixes() string {
 	return b.String()
 }
 
-// AttemptLog lists each attempt's outcome in order ("status_503,ok").
+// AttemptLog lists each attempt's outcome in order ("status_5xx,ok").
 func (r *Record) AttemptLog() string {
 	var b strings.Builder
 	for i, a := range r.Attempts {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(a.Outcome)
+		b.WriteString(string(a.Outcome))
 	}
 	return b.String()
 }
+
+// AttemptOutcome is how one upstream attempt ended: the access line's
+// attempts=, toolgate_upstream_attempts_total{outcome} and the attempt
+// span's toolgate.attempt.outcome.
+type AttemptOutcome string
+
+// Outcomes of an upstream attempt.
+const (
+	AttemptOK          AttemptOutcome = "ok"          // answered in full
+	AttemptConnect     AttemptOutcome = "connect"     // no response: dial, TLS, a reset before headers
+	AttemptTimeout     AttemptOutcome = "timeout"     // a deadline passed
+	AttemptStatus429   AttemptOutcome = "status_429"  // rate limited
+	AttemptStatus5xx   AttemptOutcome = "status_5xx"  // the upstream failed
+	AttemptStatus4xx   AttemptOutcome = "status_4xx"  // the upstream refused the request
+	AttemptIncomplete  AttemptOutcome = "incomplete"  // the answer broke off, or the gateway failed
+	AttemptViolation   AttemptOutcome = "violation"   // the answer does not satisfy the request
+	AttemptCanceled    AttemptOutcome = "canceled"    // the client left
+	AttemptReconnected AttemptOutcome = "reconnected" // the send was repeated on a fresh connection (not a call of its own)
+)
 
 // Outcomes of a request, for the access log and metrics.
 const (

@@ -109,14 +109,14 @@ func (a *Attempt) EndClientSpan(span trace.Span) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := appendNonEmpty([]attribute.KeyValue{attribute.String("toolgate.attempt.outcome", a.Outcome)},
+	attrs := appendNonEmpty([]attribute.KeyValue{attribute.String("toolgate.attempt.outcome", string(a.Outcome))},
 		"toolgate.policy.outcome", a.Verdict)
 	if fixes := total(a.Fixes); fixes > 0 {
 		attrs = append(attrs, attribute.Int("toolgate.normalizations", fixes))
 	}
 	span.SetAttributes(attrs...)
-	if a.Outcome != "ok" {
-		span.SetStatus(codes.Error, a.Outcome)
+	if a.Outcome != AttemptOK {
+		span.SetStatus(codes.Error, string(a.Outcome))
 	}
 	span.End()
 }
