@@ -43,10 +43,21 @@ func (g *Gateway) attempts(x *exchange, pr *prepared, hasFallback bool) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, pr.limits.CallTimeout, budget.ErrCallTimeout)
 		defer cancel()
 	}
+	return g.retrying(ctx, x, pr.plan, func(retry bool) error {
+		return g.attempt(ctx, x, &try{prepared: pr, deferFail: retry || hasFallback})
+	})
+}
+
+// retrying is the one loop of attempts on a deployment, for every
+// endpoint: it calls once (retry: another call may follow) until it
+// succeeds, or fails with an error classify says is not worth retrying,
+// or the route's retries are spent, or the backoff does not fit. It
+// returns the last failure.
+func (g *Gateway) retrying(ctx context.Context, x *exchange, p *plan, once func(retry bool) error) error {
 	for n := 0; ; n++ {
-		retry := n < pr.plan.retries
-		err := g.attempt(ctx, x, &try{prepared: pr, deferFail: retry || hasFallback})
-		if err == nil || !retry || x.released || !classify(err).retry || !g.backoff(ctx, pr.plan, n, err) {
+		retry := n < p.retries
+		err := once(retry)
+		if err == nil || !retry || x.released || !classify(err).retry || !g.backoff(ctx, p, n, err) {
 			return err
 		}
 		g.log.Debug("retrying the upstream", zap.String("request_id", x.rec.RequestID), zap.Int("attempt", n+1), zap.Error(err))
@@ -178,8 +189,8 @@ func outcomeOf(rec *observe.Record) observe.AttemptOutcome {
 func (g *Gateway) backoff(ctx context.Context, p *plan, attempt int, err error) bool {
 	wait := p.backoff.base << min(attempt, 3)
 	wait += time.Duration((g.clock.rand()*0.4 - 0.2) * float64(wait))
-	if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.RetryAfter > wait {
-		wait = ue.RetryAfter
+	if f := classify(err); f.retryAfter > wait {
+		wait = f.retryAfter
 	}
 	return g.wait(ctx, p, wait)
 }

@@ -196,7 +196,7 @@ func (g *Gateway) serve(x *exchange) error {
 	var failed error
 	for i := 0; ; i++ {
 		last := i == len(x.plan.fallbacks)
-		err := g.deploy(x, p, !last)
+		err := g.deploy(x, p, !last, g.route, nil)
 		if err == nil {
 			return nil
 		}

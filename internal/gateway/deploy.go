@@ -1,14 +1,12 @@
 package gateway
 
 import (
-	"errors"
 	"hash/fnv"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/observe"
-	"github.com/toolgate/toolgate/internal/upstream"
 )
 
 // deployment is one upstream of a route with several: the route's plan
@@ -48,19 +46,32 @@ func (e *CoolingError) Error() string {
 	return "every deployment of route " + e.Route + " is cooling down"
 }
 
-// deploy serves the request on one route. A route with several
-// deployments tries them one after the other, chosen by pick, before
-// anything reached the client: a deployment that fails with 429, 5xx or
-// no connection cools down and the next one is tried at once (each
-// deployment with the route's retries). hasFallback says a failure of the
-// upstream's is returned unwritten, for the next route.
-func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool) error {
+// sender sends a request to one deployment's plan, with its retries:
+// route for chat, Responses and Messages requests, a forwarding for the
+// rest of /v1. hasFallback says a failure of the upstream's is returned
+// unwritten, for the next deployment or route.
+type sender func(x *exchange, p *plan, hasFallback bool) error
+
+// deploy serves the request on one route, the one loop over deployments
+// of every endpoint. A route with several deployments tries those that
+// take the request (takes; nil: all) one after the other, chosen by pick,
+// before anything reached the client: a deployment that fails with 429,
+// 5xx or no connection cools down, and on a failure classify says another
+// may serve (fallback) the next one is tried at once. hasFallback says a
+// failure of the upstream's is returned unwritten, for the next route.
+func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool, send sender, takes func(*plan) bool) error {
 	if len(p.deployments) < 2 {
-		return g.route(x, p, hasFallback)
+		return send(x, p, hasFallback)
 	}
 	tried := make([]bool, len(p.deployments))
+	left := len(tried)
+	for i := range p.deployments {
+		if takes != nil && !takes(p.deployments[i].plan) {
+			tried[i], left = true, left-1
+		}
+	}
 	var last error
-	for n := range p.deployments {
+	for left > 0 {
 		i, wait := g.pick(x, p, tried)
 		if wait > 0 && !g.wait(x.r.Context(), p, wait) {
 			if last != nil {
@@ -68,9 +79,9 @@ func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool) error {
 			}
 			return &CoolingError{Route: p.name, RetryAfter: wait}
 		}
-		tried[i] = true
+		tried[i], left = true, left-1
 		d := &p.deployments[i]
-		err := g.route(x, d.plan, hasFallback || n+1 < len(p.deployments))
+		err := send(x, d.plan, hasFallback || left > 0)
 		if err == nil {
 			return nil
 		}
@@ -166,8 +177,8 @@ func (g *Gateway) coolDown(x *exchange, p *plan, d *deployment, err error) {
 		return
 	}
 	dur := p.cooldown
-	if ue, ok := errors.AsType[*upstream.Error](err); ok && ue.RetryAfter > 0 {
-		dur = ue.RetryAfter
+	if f.retryAfter > 0 {
+		dur = f.retryAfter
 	}
 	d.health.cool(g.clock.now(), dur)
 	for i := len(x.rec.Attempts) - 1; i >= 0; i-- {

@@ -47,7 +47,9 @@ type failure struct {
 	retry, fallback bool
 	// cool is why a deployment that failed so cools down ("" for none).
 	cool string
-	// retryAfter is the Retry-After the answer carries (0: none).
+	// retryAfter is how long the upstream asked to be left alone (its
+	// Retry-After), or the route's wait: the backoff and the cooldown
+	// take it, and a 429 or 503 answer carries it (0: none).
 	retryAfter time.Duration
 	// allow lists the methods a 405 names.
 	allow []string
@@ -163,7 +165,7 @@ func client(status int, body wire.ErrorBody) failure { return failure{status: st
 // tried nowhere else).
 func upstreamFailure(e *upstream.Error, err error) failure {
 	status, body := upstreamError(e)
-	f := failure{status: status, body: body, outcome: observe.OutcomeUpstream, kind: string(e.Kind), attempt: attemptOf[e.Kind]}
+	f := failure{status: status, body: body, outcome: observe.OutcomeUpstream, kind: string(e.Kind), attempt: attemptOf[e.Kind], retryAfter: e.RetryAfter}
 	switch e.Kind {
 	case upstream.KindCanceled:
 		f.outcome, f.kind = "", ""
@@ -177,7 +179,7 @@ func upstreamFailure(e *upstream.Error, err error) failure {
 	case upstream.KindStatus:
 		switch {
 		case e.Status == http.StatusTooManyRequests:
-			f.attempt, f.retry, f.fallback, f.cool, f.retryAfter = observe.AttemptStatus429, true, true, "rate_limited", e.RetryAfter
+			f.attempt, f.retry, f.fallback, f.cool = observe.AttemptStatus429, true, true, "rate_limited"
 		case e.Status >= 500:
 			f.attempt, f.retry, f.fallback, f.cool = observe.AttemptStatus5xx, true, true, "status_5xx"
 		default:
@@ -213,7 +215,7 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if len(f.allow) > 0 {
 		w.Header().Set("Allow", strings.Join(f.allow, ", "))
 	}
-	if f.retryAfter > 0 {
+	if f.retryAfter > 0 && (f.status == http.StatusTooManyRequests || f.status == http.StatusServiceUnavailable) {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(f.retryAfter)))
 	}
 	if isMessages(r) && messages.ErrorType(f.status, f.body) == "overloaded_error" {

@@ -184,57 +184,56 @@ func bodyModel(body []byte) (string, int64, error) {
 }
 
 // forward sends the request upstream and passes the answer on as it
-// came, counting the tokens its usage reports. A route with several
-// deployments spreads requests over them as chat requests are (openai
-// ones only: the others speak another protocol); a deployment that fails
-// before the first byte (no connection, 429, 5xx) after the route's
-// retries cools down and the next one is tried.
+// came, counting the tokens its usage reports. It goes through the same
+// loops as a chat request (deploy, retrying): the route's deployments
+// that speak OpenAI's protocol are tried as chat requests try theirs,
+// each with the route's retries, and an upstream failure is retried,
+// moves to another deployment and cools one down as it would there. When
+// no deployment serves it, the last upstream answer — an error the
+// upstream wrote — is passed on as it came.
 func (g *Gateway) forward(x *exchange, body []byte) error {
-	route, r := x.plan, x.r
+	r := x.r
 	if span := trace.SpanFromContext(r.Context()); span.IsRecording() { // the upstream continues the request's trace
 		propagation.TraceContext{}.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
 	}
-	tried := make([]bool, len(route.deployments))
-	left := len(tried)
-	for i := range route.deployments {
-		if route.deployments[i].plan.upstream.protocol != translate.OpenAI {
-			tried[i], left = true, left-1
+	var held *http.Response // the last failed answer, passed on if no deployment serves
+	send := func(x *exchange, p *plan, _ bool) error {
+		if held != nil {
+			held.Body.Close()
+			held = nil
 		}
-	}
-	for {
-		i, _ := g.pick(x, route, tried)
-		tried[i], left = true, left-1
-		d := &route.deployments[i]
-		up := d.plan.upstream
-		x.rec.Upstream = up.name
-		up.inFlight.Inc()
-		resp, err := g.forwardTo(x, d.plan, body)
-		if err != nil && len(route.deployments) > 1 {
-			g.coolDown(x, route, d, err)
-		}
-		moveOn := err != nil && left > 0 && classify(err).retry && r.Context().Err() == nil
-		switch {
-		case resp != nil && moveOn:
-			resp.Body.Close()
-		case resp != nil:
+		x.rec.Upstream = p.upstream.name
+		p.upstream.inFlight.Inc()
+		defer p.upstream.inFlight.Dec()
+		resp, err := g.forwardTo(x, p, body)
+		if err == nil {
 			g.relayAnswer(x, resp)
-			err = nil
+			return nil
 		}
-		up.inFlight.Dec()
-		if !moveOn {
-			return err
-		}
+		held = resp
+		return err
 	}
+	err := g.deploy(x, x.plan, false, send, func(p *plan) bool { return p.upstream.protocol == translate.OpenAI })
+	if held != nil {
+		g.relayAnswer(x, held)
+		return nil
+	}
+	return err
 }
 
 // forwardTo sends the request to one deployment, retried before the
 // first byte on a failure of the upstream's (no connection, 429, 5xx). It
-// returns the answer to relay, and the error of the last attempt if it
-// failed (with an answer when the upstream sent one).
+// returns the answer to relay, or the error of the last attempt (with
+// the answer when the upstream wrote one).
 func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, error) {
 	r := x.r
 	path := strings.TrimPrefix(r.URL.Path, "/v1")
-	for n := 0; ; n++ {
+	var last *http.Response
+	err := g.retrying(r.Context(), x, p, func(bool) error {
+		if last != nil {
+			last.Body.Close()
+			last = nil
+		}
 		sent := time.Now()
 		resp, reconnected, err := p.upstream.client.Forward(r.Context(), upstream.Forwarded{Method: r.Method, Path: path, Query: r.URL.RawQuery, Body: body, Header: r.Header})
 		x.rec.UpstreamDuration += time.Since(sent)
@@ -244,26 +243,23 @@ func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, 
 			// on every other endpoint (502 upstream_auth_failed), its body —
 			// which may echo the key — never relayed.
 			resp.Body.Close()
-			a.Outcome = classify(&upstream.Error{Kind: upstream.KindStatus, Status: resp.StatusCode}).attempt
-			return nil, &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode}
+			err = &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode}
+			a.Outcome = classify(err).attempt
+			return err
 		}
 		if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
+			last = resp
 			err = &upstream.Error{Upstream: p.upstream.name, Kind: upstream.KindStatus, Status: resp.StatusCode, RetryAfter: upstream.RetryAfter(resp.Header)}
-			if n < p.retries {
-				resp.Body.Close()
-			}
 		}
 		if err != nil {
-			f := classify(err)
-			a.Outcome = f.attempt
-			if n < p.retries && f.retry && g.backoff(r.Context(), p, n, err) {
-				continue
-			}
-			return resp, err
+			a.Outcome = classify(err).attempt
+			return err
 		}
 		a.Outcome = observe.AttemptOK
-		return resp, nil
-	}
+		last = resp
+		return nil
+	})
+	return last, err
 }
 
 // relayAnswer writes the upstream's answer as it came: its status, its
