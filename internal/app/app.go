@@ -149,6 +149,11 @@ func check(path string, w World) error {
 		return err
 	}
 	fmt.Fprintf(w.Stdout, "%s: valid (%d upstreams, %d routes, %d client keys)\n", configName(path), len(cfg.Upstreams), len(cfg.Routes), len(cfg.Keys))
+	for _, u := range cfg.Upstreams {
+		if !u.Simulator && u.APIKey == "" {
+			fmt.Fprintf(w.Stdout, "note: upstream %s has no api_key: its provider will refuse the requests routed to it (502 upstream_auth_failed), unless it needs none\n", u.Name)
+		}
+	}
 	if cfg.Responses.SealKey == "" && slices.ContainsFunc(cfg.Upstreams, func(u config.Upstream) bool { return u.Protocol.Value == translate.Responses }) {
 		fmt.Fprintln(w.Stdout, "note: responses.seal_key is not set: each process seals the encrypted reasoning it hands Responses clients with a secret made at start, so an item another replica handed out, or this one before a restart, goes back without its reasoning")
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,8 +132,8 @@ routes:
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want *Error", err)
 	}
-	// The missing variable is reported before decoding; fix it and look again.
-	if len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0], "upstreams[2].api_key: environment variable MISSING_KEY is not set") {
+	// The missing variable is reported with everything else.
+	if len(ce.Problems) != 11 || !strings.Contains(ce.Problems[0], "upstreams[2].api_key: environment variable MISSING_KEY is not set") {
 		t.Fatalf("problems = %q", ce.Problems)
 	}
 	_, err = Parse([]byte(`
@@ -618,5 +619,63 @@ routes: [{model: m, upstream: a}]
 	}
 	if _, err := Parse([]byte("server: {memory_limit: 1000}\nupstreams: [{name: a, url: \"http://127.0.0.1:1/v1\"}]\nroutes: [{model: m, upstream: a}]\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "server.memory_limit") {
 		t.Errorf("a limit of 1000 bytes: %v", err)
+	}
+}
+
+// One run reports every problem of the file, each with its field path and
+// line, in the config's words: a variable not set does not hide the rest,
+// an unknown key names the known one it resembles, a value of the wrong
+// kind says what the field takes, and what the start would refuse
+// (listen without a port) is refused here.
+func TestEveryProblemAtOnce(t *testing.T) {
+	_, err := Parse([]byte(`listen: 8080
+upstreams:
+  - name: a
+    url: "${UPSTREAM_URL}"
+    conect_timeout: 5s
+    header_timeout: soon
+routes:
+  - {model: m, upstream: nope, retries: many}
+  - {model: n, upstream: a, fallback: [m]}
+`), env(nil))
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want *Error", err)
+	}
+	want := []string{
+		"upstreams[0].url: environment variable UPSTREAM_URL is not set",
+		"upstreams[0].conect_timeout: unknown key; did you mean connect_timeout? (line 5)",
+		`upstreams[0].header_timeout: must be a duration such as 30s, 1m or 1h30m, not "soon" (line 6)`,
+		`routes[0].retries: must be a whole number, not "many" (line 8)`,
+		"routes[1].fallback: unknown key; did you mean fallbacks? (line 9)",
+		`listen: must be host:port, such as 127.0.0.1:8080 or :8080 (every interface), got "8080"`,
+		`routes[0].upstream: "nope" is not the name of any entry in upstreams`,
+	}
+	for _, w := range want {
+		if !slices.Contains(ce.Problems, w) {
+			t.Errorf("no problem %q in:\n  %s", w, strings.Join(ce.Problems, "\n  "))
+		}
+	}
+	if len(ce.Problems) != len(want) {
+		t.Errorf("%d problems, want %d (nothing said twice):\n  %s", len(ce.Problems), len(want), strings.Join(ce.Problems, "\n  "))
+	}
+	for _, s := range ce.Problems {
+		if strings.Contains(s, "config.") || strings.Contains(s, "!!str") || strings.Contains(s, "time.Duration") {
+			t.Errorf("a problem in Go's words: %q", s)
+		}
+	}
+}
+
+// ${NAME:-default} is the default when NAME is not set, NAME's value when
+// it is; ${NAME} unset is a problem.
+func TestEnvDefault(t *testing.T) {
+	cfg := "upstreams: [{name: a, url: \"http://x\", api_key: \"${KEY:-}\"}, {name: b, url: \"${URL:-http://y}\"}]\nroutes: [{model: m, upstream: a}]\n"
+	c, err := Parse([]byte(cfg), env(nil))
+	if err != nil || c.Upstreams[0].APIKey != "" || c.Upstreams[1].URL != "http://y" {
+		t.Fatalf("unset: %v %+v", err, c)
+	}
+	c, err = Parse([]byte(cfg), env(map[string]string{"KEY": "sk-1", "URL": "http://z"}))
+	if err != nil || c.Upstreams[0].APIKey != "sk-1" || c.Upstreams[1].URL != "http://z" {
+		t.Fatalf("set: %v %+v", err, c)
 	}
 }

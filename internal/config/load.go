@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -38,11 +39,17 @@ func Parse(data []byte, getenv func(string) string) (*Config, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	var problems []string
-	expandNode(&root, "", getenv, &problems)
-	if len(problems) > 0 {
-		return nil, &Error{Problems: problems}
+	// Every problem of the file in one run: the variables not set, the
+	// keys and values the types refuse (each taken out, so the rest
+	// decodes), then what the settings mean together — but not again
+	// about a field already reported.
+	var found []string
+	expandNode(&root, "", getenv, &found)
+	var shaped problems
+	if len(root.Content) > 0 {
+		shape(root.Content[0], reflect.TypeFor[Config](), "", &shaped)
 	}
+	found = append(found, shaped...)
 	expanded, err := yaml.Marshal(&root)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -51,13 +58,38 @@ func Parse(data []byte, getenv func(string) string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(expanded))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, &Error{Problems: append(found, strings.TrimPrefix(err.Error(), "yaml: "))}
 	}
 	c.applyDefaults()
 	if err := c.check(); err != nil {
-		return nil, err
+		var e *Error
+		if !errors.As(err, &e) {
+			return nil, err
+		}
+		shapeAndEnv := found
+		for _, s := range e.Problems {
+			if !reported(shapeAndEnv, s) {
+				found = append(found, s)
+			}
+		}
+	}
+	if len(found) > 0 {
+		return nil, &Error{Problems: found}
 	}
 	return &c, nil
+}
+
+// reported says whether a problem's field, or one that holds it, has a
+// problem in list already.
+func reported(list []string, problem string) bool {
+	path, _, _ := strings.Cut(problem, ": ")
+	for _, s := range list {
+		at, _, _ := strings.Cut(s, ": ")
+		if at == path || strings.HasPrefix(path, at+".") || strings.HasPrefix(path, at+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // expandNode replaces ${NAME} in every scalar value below n, recording a
@@ -87,7 +119,11 @@ func expandNode(n *yaml.Node, path string, getenv func(string) string, problems 
 		}
 		v, missing := expand(n.Value, getenv)
 		for _, name := range missing {
-			*problems = append(*problems, fmt.Sprintf("%s: environment variable %s is not set", path, name))
+			if name == "" {
+				*problems = append(*problems, orFile(path)+": ${} names no environment variable (write $${ for a literal ${)")
+				continue
+			}
+			*problems = append(*problems, fmt.Sprintf("%s: environment variable %s is not set", orFile(path), name))
 		}
 		n.Value = v
 		if n.Tag != "!!str" {
@@ -96,7 +132,8 @@ func expandNode(n *yaml.Node, path string, getenv func(string) string, problems 
 	}
 }
 
-// expand substitutes ${NAME} references; $${ is a literal ${.
+// expand substitutes ${NAME} references (${NAME:-default}: default when
+// NAME is not set); $${ is a literal ${.
 func expand(s string, getenv func(string) string) (string, []string) {
 	var b strings.Builder
 	var missing []string
@@ -119,8 +156,13 @@ func expand(s string, getenv func(string) string) (string, []string) {
 		}
 		name := s[i+2 : i+j]
 		b.WriteString(s[:i])
+		// ${NAME:-default}: the default when NAME is not set, as in sh.
+		name, def, optional := strings.Cut(name, ":-")
 		v := getenv(name)
-		if v == "" {
+		switch {
+		case v == "" && optional:
+			v = def
+		case v == "":
 			missing = append(missing, name)
 		}
 		b.WriteString(v)

@@ -3,9 +3,11 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,6 +81,13 @@ func (c *Config) check() error {
 
 // checkTop checks the log, telemetry and pricing blocks.
 func (c *Config) checkTop(p *problems) {
+	for _, l := range []struct{ path, addr string }{{"listen", c.Listen}, {"admin_listen", c.AdminListen}} {
+		if _, port, err := net.SplitHostPort(l.addr); err != nil || port == "" {
+			p.add(l.path, "must be host:port, such as 127.0.0.1:8080 or :8080 (every interface), got %q", l.addr)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			p.add(l.path, "must end with a port number (0 to 65535), got %q", l.addr)
+		}
+	}
 	c.Log.Level.parse(p, "log.level")
 	if *c.Log.FlushInterval < 0 {
 		p.add("log.flush_interval", "must be 0s (unbuffered) or a positive duration, got %s", *c.Log.FlushInterval)
