@@ -8,11 +8,13 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 ## demo: the gateway on its embedded default config, with a scripted client (no API key needed)
 demo:
-	$(GO) run -pgo=off ./cmd/gateway demo
+	$(GO) run -pgo=off ./cmd/demo
 
-## test: everything CI runs — formatting, vet, staticcheck and the race-enabled test suite (then the slowest packages)
-test: lint test-go
+## test: everything CI runs — the race-enabled test suite first (then the slowest packages), then formatting, vet and staticcheck
+test: test-go lint
+	@echo "== make test: the deploy manifests (deploy/validate)"
 	cd deploy/validate && $(GO) test -count=1 ./...
+	@echo "== make test: passed"
 
 # Each package's test timeout is about three times its longest run seen
 # on a busy 2-core machine with cold caches (make test-loaded COLD=1):
@@ -28,7 +30,9 @@ MODULE := github.com/toolgate/toolgate
 
 test-go:
 	@rm -f $(TEST_LOG)
+	@echo "== make test: 1/4 the race-enabled suite, every package but the slowest (a first run compiles everything: minutes)"
 	$(GO) test -race -pgo=off -count=1 -timeout $(TEST_TIMEOUT) $(filter-out $(addprefix $(MODULE)/,$(SLOW_PKGS)),$(shell $(GO) list ./...)) 2>&1 | tee -a $(TEST_LOG)
+	@echo "== make test: 2/4 the slowest packages: $(SLOW_PKGS)"
 	$(GO) test -race -pgo=off -count=1 -timeout $(SLOW_TIMEOUT) $(addprefix ./,$(SLOW_PKGS)) 2>&1 | tee -a $(TEST_LOG)
 	$(GO) test -pgo=off -count=1 -timeout $(TEST_TIMEOUT) -run 'Allocs$$' ./internal/wire 2>&1 | tee -a $(TEST_LOG)
 	@echo "slowest packages:"; grep '^ok' $(TEST_LOG) | sort -k3,3 -g -r | head -5 | awk '{print "  " $$3 "\t" $$2}'
@@ -43,12 +47,12 @@ test-loaded:
 
 ## run: the gateway with configs/gateway.yaml (real providers; keys from the environment)
 run:
-	$(GO) run ./cmd/gateway --config configs/gateway.yaml
+	$(GO) run -pgo=off ./cmd/gateway --config configs/gateway.yaml
 
 ## check: validate a config without starting anything (CONFIG, default configs/gateway.yaml): every problem with its field path
 CONFIG ?= configs/gateway.yaml
 check:
-	$(GO) run ./cmd/gateway check --config $(CONFIG)
+	$(GO) run -pgo=off ./cmd/gateway check --config $(CONFIG)
 
 ## build: static binaries in bin/
 build:
@@ -93,6 +97,7 @@ schema:
 
 ## lint: gofmt, vet and staticcheck
 lint:
+	@echo "== make test: 3/4 gofmt, go vet, staticcheck (a first run builds staticcheck and deploy/validate's Kubernetes dependencies)"
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...

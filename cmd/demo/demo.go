@@ -427,7 +427,7 @@ func (l *lineBuffer) waitAccess(want int, timeout time.Duration) []string {
 
 func summarize(m map[string]any) string {
 	var b strings.Builder
-	for _, k := range []string{"status", "outcome", "route", "upstream", "model", "ttfb", "duration", "bytes_out", "repair", "normalize", "fixes", "reasoning_restored", "error_kind", "error"} {
+	for _, k := range []string{"status", "outcome", "route", "upstream", "model", "ttfb_ms", "duration_ms", "bytes_out", "repair", "normalize", "fixes", "reasoning_restored", "error_kind", "error"} {
 		if v, ok := m[k]; ok {
 			fmt.Fprintf(&b, "%s=%v ", k, v)
 		}

@@ -57,8 +57,8 @@ func TestStreamText(t *testing.T) {
 	if a["route"] != "default" || a["upstream"] != "sim" || a["status"] != int64(200) || a["outcome"] != "ok" || a["stream"] != true {
 		t.Errorf("access line %v", a)
 	}
-	if ttfb, _ := a["ttfb"].(time.Duration); ttfb <= 0 {
-		t.Errorf("ttfb = %v", a["ttfb"])
+	if ttfb, _ := a["ttfb_ms"].(time.Duration); ttfb <= 0 {
+		t.Errorf("ttfb = %v", a["ttfb_ms"])
 	}
 }
 

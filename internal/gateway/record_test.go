@@ -79,10 +79,10 @@ func expected(a map[string]any) map[string]float64 {
 	want[key("toolgate_requests_total", "route", route, "code", fmt.Sprint(a["status"]))]++
 	stream := a["stream"] == true
 	want[key("toolgate_request_duration_seconds", "route", route, "stream", fmt.Sprint(stream))]++
-	if up != "" && a["upstream_duration"] != nil && fmt.Sprint(a["upstream_duration"]) != "0s" {
+	if up != "" && a["upstream_duration_ms"] != nil && fmt.Sprint(a["upstream_duration_ms"]) != "0s" {
 		want[key("toolgate_upstream_duration_seconds", "upstream", up)]++
 	}
-	if stream && fmt.Sprint(a["ttfb"]) != "0s" {
+	if stream && fmt.Sprint(a["ttfb_ms"]) != "0s" {
 		want[key("toolgate_time_to_first_token_seconds", "route", route)]++
 	}
 	if up != "" && str("error_kind") != "" {

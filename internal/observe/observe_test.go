@@ -32,7 +32,7 @@ func TestRecordLog(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("%v: %s", err, buf.String())
 	}
-	if line["msg"] != "access" || line["request_id"] != "r1" || line["duration"] != 1.5 || line["ttfb"] != 0.25 ||
+	if line["msg"] != "access" || line["request_id"] != "r1" || line["duration_ms"] != 1.5 || line["ttfb_ms"] != 0.25 ||
 		line["repair"] != "sealed=1; dropped=0; moved=0" || line["route"] != "default" {
 		t.Errorf("%v", line)
 	}

@@ -228,17 +228,17 @@ func (r *Record) Log(l *zap.Logger) {
 		zap.String("path", r.Path),
 		zap.Int("status", r.Status),
 		zap.String("outcome", r.Outcome),
-		zap.Duration("duration", r.Duration),
+		zap.Duration("duration_ms", r.Duration),
 		zap.Int64("bytes_in", r.BytesIn),
 		zap.Int64("bytes_out", r.BytesOut),
 	)
 	fields = nonEmpty(fields, "route", r.Route, "key", r.Key)
 	if r.Upstream != "" {
 		fields = append(fields, zap.String("upstream", r.Upstream), zap.String("model", r.Model),
-			zap.Duration("upstream_duration", r.UpstreamDuration))
+			zap.Duration("upstream_duration_ms", r.UpstreamDuration))
 	}
 	if r.Stream {
-		fields = append(fields, zap.Bool("stream", true), zap.Duration("ttfb", r.TTFB))
+		fields = append(fields, zap.Bool("stream", true), zap.Duration("ttfb_ms", r.TTFB))
 	}
 	if r.ClientGone {
 		fields = append(fields, zap.Bool("client_gone", true))
