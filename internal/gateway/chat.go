@@ -37,14 +37,12 @@ type exchange struct {
 	// outputLimit is a forwarded body's max_tokens (0: none), for its
 	// reservation.
 	outputLimit int64
-	// resp is the Responses API call this exchange serves, msg the
-	// Messages API one; both nil for chat completions (the client's API:
-	// only the edges read them).
-	resp *responsesCall
-	msg  *messagesCall
-	// edge is the client API the request is translated from (resp or
-	// msg), nil for chat completions; translations are its request as
-	// each shape of route takes it, req the first's.
+	// api is the client's API: it writes the answer and failures.
+	api clientAPI
+	// edge is the request of a client API other than chat completions
+	// (a *responsesCall, a *messagesCall), nil for chat completions;
+	// translations are its request as each shape of route takes it, req
+	// the first's.
 	edge         edge
 	translations []translation
 	// released: a stream committed and let go of req; nothing may be
@@ -52,18 +50,28 @@ type exchange struct {
 	released bool
 }
 
-// chat serves POST /v1/chat/completions: receive the request, then serve
-// it on its route and, while the upstream is what failed, on the route's
-// fallbacks. Each stage is one call with one result; only chat and the
-// functions it calls by name branch on them.
+// handle serves a request of one client API (POST /v1/chat/completions,
+// /v1/responses, /v1/messages): receive the request, then serve it on its
+// route and, while the upstream is what failed, on the route's fallbacks.
+// Each stage is one call with one result; only handle and the functions
+// it calls by name branch on them. A failure before anything was written
+// is returned, for instrument to write in the API's shape.
 //
 //	receive  key, body, decoded request, route          (chat.go)
 //	prepare  the request to send, derived per route     (prepare.go)
 //	admit    the counted admission, once                (admit.go)
 //	attempt  send, relay and judge, retried             (attempt.go, stream.go, whole.go)
 //	fail     the one error table                        (errors.go)
-func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	g.handle(w, r, rec, nil)
+func (g *Gateway) handle(api clientAPI) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
+		x, err := g.receive(w, r, rec, api)
+		if err != nil {
+			return err
+		}
+		defer g.metrics.KeyStarted(rec.Key)()
+		defer g.settle(x)
+		return g.serve(x)
+	}
 }
 
 // inbound decodes a request of another client API into x.edge (and what
@@ -71,30 +79,15 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 // model matches, for which it is translated first.
 type inbound func(x *exchange, body []byte) (*plan, error)
 
-// handle serves one request of a client API whose inbound translator
-// is in (nil: chat completions, as it is).
-func (g *Gateway) handle(w http.ResponseWriter, r *http.Request, rec *observe.Record, in inbound) {
-	x, err := g.receive(w, r, rec, in)
-	if err != nil {
-		g.fail(w, r, rec, err)
-		return
-	}
-	defer g.metrics.KeyStarted(rec.Key)()
-	defer g.settle(x)
-	if err := g.serve(x); err != nil {
-		g.fail(w, r, rec, err)
-	}
-}
-
 // receive checks the key (before a byte of the body is read: a request
 // without one costs no more than its headers), reads the body, translates
 // it (in, for another client API), decodes it, and finds the route.
-func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.Record, in inbound) (*exchange, error) {
+func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.Record, api clientAPI) (*exchange, error) {
 	key, err := g.checkKey(w, r)
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{w: w, r: r, rec: rec, key: key}
+	x := &exchange{w: w, r: r, rec: rec, key: key, api: api}
 	if key != nil {
 		rec.Key = key.Name
 	}
@@ -104,7 +97,7 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 	if err != nil {
 		return nil, err
 	}
-	if x.plan, err = g.decode(x, body, in); err != nil {
+	if x.plan, err = g.decode(x, body, api.inbound(g)); err != nil {
 		return nil, err
 	}
 	rec.Stream = x.req.Stream

@@ -15,7 +15,6 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/repair"
-	"github.com/toolgate/toolgate/internal/translate/messages"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -197,8 +196,8 @@ var attemptOf = map[upstream.Kind]observe.AttemptOutcome{upstream.KindConnect: o
 
 // fail answers a request that has not committed anything yet: 499 in the
 // record when the client is gone (nothing is written), otherwise the
-// classified status and OpenAI error body.
-func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Record, err error) {
+// classified status and error body, in the client API's shape.
+func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Record, api clientAPI, err error) {
 	f := classify(err)
 	rec.Limited = cmp.Or(f.limited, rec.Limited)
 	if _, ok := errors.AsType[*repair.RejectError](err); ok {
@@ -218,25 +217,8 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rec *observe.Reco
 	if f.retryAfter > 0 && (f.status == http.StatusTooManyRequests || f.status == http.StatusServiceUnavailable) {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(f.retryAfter)))
 	}
-	if isMessages(r) && messages.ErrorType(f.status, f.body) == "overloaded_error" {
-		f.status = 529 // Anthropic's overloaded status: its SDKs raise OverloadedError
-	}
-	end(rec, ending{status: f.status, outcome: f.outcome, kind: f.kind, err: err})
-	if isMessages(r) {
-		writeMessagesError(w, f.status, f.body)
-		return
-	}
-	writeErrorBody(w, f.status, f.body)
-}
-
-// writeMessagesError writes an error in the Messages API's shape, so that
-// Anthropic's SDKs raise their typed errors.
-func writeMessagesError(w http.ResponseWriter, status int, body wire.ErrorBody) {
-	b := messages.ErrorBody(status, body)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	w.Write(b)
+	status := api.writeError(w, f.status, f.body)
+	end(rec, ending{status: status, outcome: f.outcome, kind: f.kind, err: err})
 }
 
 // internalError is the answer to a failure of the gateway's own.

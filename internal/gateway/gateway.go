@@ -251,19 +251,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.router.S
 func (g *Gateway) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(observe.RequestID, g.checkPath)
-	r.Post("/v1/chat/completions", g.instrument(g.chat))
-	r.Post("/v1/responses", g.instrument(g.createResponse))
-	r.Post("/v1/messages", g.instrument(g.createMessage))
-	r.Post("/v1/messages/count_tokens", g.instrument(g.countTokens))
-	r.Get("/v1/responses/{id}", g.instrument(g.storedResponse))
-	r.Delete("/v1/responses/{id}", g.instrument(g.storedResponse))
+	// Each endpoint with its client API, which writes its answers and
+	// failures.
+	r.Post("/v1/chat/completions", g.instrument(chatAPI{}, g.handle(chatAPI{})))
+	r.Post("/v1/responses", g.instrument(responsesAPI{}, g.handle(responsesAPI{})))
+	r.Post("/v1/messages", g.instrument(messagesAPI{}, g.handle(messagesAPI{})))
+	r.Post("/v1/messages/count_tokens", g.instrument(messagesAPI{}, g.countTokens))
+	r.Get("/v1/responses/{id}", g.instrument(chatAPI{}, g.storedResponse))
+	r.Delete("/v1/responses/{id}", g.instrument(chatAPI{}, g.storedResponse))
 	// The rest of /v1, forwarded as it is on the routes that allow it.
-	r.HandleFunc("/v1/*", g.instrument(g.passthrough))
-	r.Get("/v1/models", g.instrument(g.listModels))
-	r.NotFound(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-		g.fail(w, r, rec, &PassthroughError{Method: r.Method, Path: r.URL.Path, Outside: true})
+	r.HandleFunc("/v1/*", g.instrument(chatAPI{}, g.passthrough))
+	r.Get("/v1/models", g.instrument(chatAPI{}, g.listModels))
+	r.NotFound(g.instrument(chatAPI{}, func(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
+		return &PassthroughError{Method: r.Method, Path: r.URL.Path, Outside: true}
 	}))
-	r.MethodNotAllowed(g.instrument(g.methodNotAllowed))
+	r.MethodNotAllowed(g.instrument(chatAPI{}, g.methodNotAllowed))
 	return r
 }
 
@@ -283,12 +285,12 @@ func ownMethods(path string) (string, bool) {
 	return "", false
 }
 
-func (g *Gateway) methodNotAllowed(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+func (g *Gateway) methodNotAllowed(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
 	err := &PassthroughError{Method: r.Method, Path: r.URL.Path}
 	if allow, own := ownMethods(r.URL.Path); own {
 		err.Methods = strings.Split(allow, ", ")
 	}
-	g.fail(w, r, rec, err)
+	return err
 }
 
 // checkPath refuses, before routing, a request whose path could name
@@ -296,9 +298,9 @@ func (g *Gateway) methodNotAllowed(w http.ResponseWriter, r *http.Request, rec *
 func (g *Gateway) checkPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := upstream.CheckEscapedPath(r.URL); err != nil {
-			g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+			g.instrument(chatAPI{}, func(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
 				leaveBody(w)
-				g.fail(w, r, rec, err)
+				return err
 			})(w, r)
 			return
 		}
@@ -345,7 +347,11 @@ const SimulatedHeader = "X-Toolgate-Upstream"
 // Simulated reports whether every upstream is a built-in simulator.
 func (g *Gateway) Simulated() bool { return g.simulated }
 
-type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Record)
+// handlerFunc serves one endpoint, writing its answer into rec; a
+// failure before anything was written it returns, for instrument to
+// write (the one place a handler's failure is written, in its client
+// API's shape).
+type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Record) error
 
 // instrument runs h with a fresh access Record and a writer that counts
 // what it sends, recovers a panic (re-panicking http.ErrAbortHandler, and
@@ -355,7 +361,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, rec *observe.Recor
 // the client sees a cut response, never one that merely stops, as a
 // stream without its end marker would to an SDK that takes EOF for the
 // end.
-func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
+func (g *Gateway) instrument(api clientAPI, h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		cw := &countingWriter{ResponseWriter: w}
 		rec := &observe.Record{
@@ -410,11 +416,13 @@ func (g *Gateway) instrument(h handlerFunc) http.HandlerFunc {
 		defer g.pending.received(r)
 		if !g.pending.begin(r) {
 			leaveBody(w)
-			g.fail(cw, r, rec, &IntakeError{Kind: IntakePending,
+			g.fail(cw, r, rec, api, &IntakeError{Kind: IntakePending,
 				Msg: "The gateway is receiving too many requests at once; retry shortly."})
 			return
 		}
-		h(cw, r, rec)
+		if err := h(cw, r, rec); err != nil {
+			g.fail(cw, r, rec, api, err)
+		}
 	}
 }
 

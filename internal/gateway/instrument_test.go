@@ -31,7 +31,7 @@ func TestPanicAfterCommitBreaksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	srv := httptest.NewServer(g.instrument(func(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+	srv := httptest.NewServer(g.instrument(chatAPI{}, func(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
 		if r.URL.Path == "/late" {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "data: {\"choices\":[]}\n\n")

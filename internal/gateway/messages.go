@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -26,24 +25,6 @@ type messagesCall struct {
 	betas []string
 }
 
-// clientAPI is the API a request's client speaks, for the shape of its
-// errors.
-type clientAPI struct{}
-
-// speaksMessages marks a request of the Messages API: its errors are
-// written in Anthropic's shape.
-func speaksMessages(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), clientAPI{}, "messages"))
-}
-
-func isMessages(r *http.Request) bool { return r.Context().Value(clientAPI{}) == "messages" }
-
-// createMessage serves POST /v1/messages: the Messages request translated
-// into a chat completions request at the edge, then the one path.
-func (g *Gateway) createMessage(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	g.handle(w, speaksMessages(r), rec, g.fromMessages)
-}
-
 // fromMessages is the Messages API's inbound decoder: the request, and
 // the plan of the route its model matches.
 func (g *Gateway) fromMessages(x *exchange, body []byte) (*plan, error) {
@@ -55,8 +36,7 @@ func (g *Gateway) fromMessages(x *exchange, body []byte) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.msg = &messagesCall{meta: messages.Meta{ID: messages.NewID(), Model: req.Model}, req: req, betas: x.r.Header.Values("Anthropic-Beta")}
-	x.edge = x.msg
+	x.edge = &messagesCall{meta: messages.Meta{ID: messages.NewID(), Model: req.Model}, req: req, betas: x.r.Header.Values("Anthropic-Beta")}
 	return p, nil
 }
 
@@ -121,27 +101,15 @@ func checkBetas(values []string, up *upstreamPlan) ([]string, error) {
 // maxDroppedBetas bounds the betas a request's dropped list names.
 const maxDroppedBetas = 16
 
-// betas are the anthropic-beta headers a Messages API client sent, for an
-// Anthropic upstream (nil otherwise).
-func betas(x *exchange, up *upstreamPlan) http.Header {
-	v := x.r.Header.Values("Anthropic-Beta")
-	if x.msg == nil || up.protocol != translate.Anthropic || len(v) == 0 {
-		return nil
-	}
-	return http.Header{"Anthropic-Beta": v}
-}
-
 // countTokens serves POST /v1/messages/count_tokens: from the upstream's
 // own endpoint for an anthropic upstream, else the gateway's estimate
 // (four characters of the request's text to a token).
-func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	r = speaksMessages(r)
+func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
 	key, err := g.checkKey(w, r)
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
-	x := &exchange{w: w, r: r, rec: rec, key: key}
+	x := &exchange{w: w, r: r, rec: rec, key: key, api: messagesAPI{}}
 	if key != nil {
 		rec.Key = key.Name
 	}
@@ -149,19 +117,18 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, rec *obser
 	g.pending.received(r)
 	rec.BytesIn = int64(len(body))
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	n, err := g.tokenCount(x, body)
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	b, _ := json.Marshal(map[string]int{"input_tokens": n})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	end(rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK})
 	_, _ = w.Write(b)
+	return nil
 }
 
 // tokenCount counts a count_tokens request's input tokens, admitted as

@@ -25,11 +25,10 @@ func newModelLists(cfg *config.Config, keys auth.Keys) modelLists {
 	return m
 }
 
-func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
 	key, err := g.checkKey(w, r)
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	list := g.models.all
 	if key != nil {
@@ -39,6 +38,7 @@ func (g *Gateway) listModels(w http.ResponseWriter, r *http.Request, rec *observ
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(list)
 	end(rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK})
+	return nil
 }
 
 // modelList is GET /v1/models' body for a key (nil: every route). A route

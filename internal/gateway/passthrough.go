@@ -54,30 +54,24 @@ func (e *PassthroughError) Error() string {
 // the key's rate limits, retries before the first byte, the access line
 // and metrics — and the body and the answer passed on byte for byte, no
 // repair, no policy.
-func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
 	if _, own := ownMethods(r.URL.Path); own {
-		g.methodNotAllowed(w, r, rec)
-		return
+		return g.methodNotAllowed(w, r, rec)
 	}
 	x, body, err := g.receivePassthrough(w, r, rec)
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	defer g.metrics.KeyStarted(rec.Key)()
 	defer g.settle(x)
 	if err := g.statedOutput(x, body); err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	if err := g.admitWith(x, budget.Unlimited, len(body), x.outputLimit); err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	x.admitted = true
-	if err := g.forward(x, body); err != nil {
-		g.fail(w, r, rec, err)
-	}
+	return g.forward(x, body)
 }
 
 // receivePassthrough checks the key before the body, reads the body and
@@ -87,7 +81,7 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 	if err != nil {
 		return nil, nil, err
 	}
-	x := &exchange{w: w, r: r, rec: rec, key: key}
+	x := &exchange{w: w, r: r, rec: rec, key: key, api: chatAPI{}}
 	rec.Key = keyName(key)
 	body, err := g.readAnyBody(w, r)
 	g.pending.received(r)

@@ -25,14 +25,14 @@ func TestRefusalAfterLeaveBody(t *testing.T) {
 	w := httptest.NewRecorder()
 	leaveBody(w)
 	rec := &observe.Record{}
-	g.fail(w, httptest.NewRequest(http.MethodGet, "/v1/models", nil).WithContext(ended), rec, refused)
+	g.fail(w, httptest.NewRequest(http.MethodGet, "/v1/models", nil).WithContext(ended), rec, chatAPI{}, refused)
 	if w.Code != http.StatusUnauthorized || w.Body.Len() == 0 || rec.Status != http.StatusUnauthorized {
 		t.Errorf("refusal after leaveBody: status %d, %d bytes, recorded %d; want 401 written", w.Code, w.Body.Len(), rec.Status)
 	}
 
 	gone := httptest.NewRecorder()
 	rec = &observe.Record{}
-	g.fail(gone, httptest.NewRequest(http.MethodGet, "/v1/models", nil).WithContext(ended), rec, refused)
+	g.fail(gone, httptest.NewRequest(http.MethodGet, "/v1/models", nil).WithContext(ended), rec, chatAPI{}, refused)
 	if gone.Body.Len() != 0 || rec.Status != 499 || !rec.ClientGone {
 		t.Errorf("client gone: %d bytes written, recorded %d (gone %v); want nothing written, 499", gone.Body.Len(), rec.Status, rec.ClientGone)
 	}

@@ -65,12 +65,6 @@ type upstreamResponse struct {
 	Upstream string `json:"upstream,omitempty"`
 }
 
-// createResponse serves POST /v1/responses: the Responses request translated
-// into a chat completions request at the edge, then the one path.
-func (g *Gateway) createResponse(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
-	g.handle(w, r, rec, g.fromResponses)
-}
-
 // fromResponses is the Responses API's inbound decoder: the request with
 // the previous response's items in front, and the plan of the route its
 // model matches.
@@ -114,10 +108,9 @@ func (g *Gateway) fromResponses(x *exchange, body []byte) (*plan, error) {
 	if size > g.cfg.Server.MaxBodyBytes {
 		return nil, &IntakeError{Kind: IntakeTooLarge, Msg: fmt.Sprintf("the conversation, with its previous responses, is larger than this gateway accepts (server.max_body_bytes = %d); start a new one", g.cfg.Server.MaxBodyBytes)}
 	}
-	x.resp = &responsesCall{req: req, items: items, previous: previous, meta: responses.Meta{
+	x.edge = &responsesCall{req: req, items: items, previous: previous, meta: responses.Meta{
 		ID: responses.NewID("resp"), CreatedAt: time.Now().Unix(), Model: req.Model, Request: req, Sealer: g.sealer(x.key),
 	}}
-	x.edge = x.resp
 	return p, nil
 }
 
@@ -209,37 +202,35 @@ func tenant(k *auth.Key) string {
 // storeResponse keeps a finished response for previous_response_id and
 // GET, unless the request said store: false or none are kept.
 func (g *Gateway) storeResponse(x *exchange, object []byte, output []json.RawMessage, kept upstreamResponse) {
-	if g.responses == nil || !x.resp.req.Store {
+	c := x.edge.(*responsesCall)
+	if g.responses == nil || !c.req.Store {
 		return
 	}
 	if kept.ID == "" {
 		kept = upstreamResponse{}
 	}
-	b, _ := json.Marshal(stored{Key: keyName(x.key), Response: object, Input: x.resp.items, Output: output, Kept: kept})
-	if err := g.responses.Put(context.WithoutCancel(x.r.Context()), tenant(x.key), x.resp.meta.ID, string(b)); err != nil {
+	b, _ := json.Marshal(stored{Key: keyName(x.key), Response: object, Input: c.items, Output: output, Kept: kept})
+	if err := g.responses.Put(context.WithoutCancel(x.r.Context()), tenant(x.key), c.meta.ID, string(b)); err != nil {
 		g.log.Warn("a response could not be stored", zap.String("request_id", x.rec.RequestID), zap.Error(err))
 	}
 }
 
 // storedResponse serves GET and DELETE /v1/responses/{id}.
-func (g *Gateway) storedResponse(w http.ResponseWriter, r *http.Request, rec *observe.Record) {
+func (g *Gateway) storedResponse(w http.ResponseWriter, r *http.Request, rec *observe.Record) error {
 	key, err := g.checkKey(w, r)
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	rec.Key = keyName(key)
 	id := chi.URLParam(r, "id")
 	s, err := g.loadResponse(r.Context(), key, id, false)
 	if err != nil {
-		g.fail(w, r, rec, err)
-		return
+		return err
 	}
 	body := []byte(s.Response)
 	if r.Method == http.MethodDelete {
 		if _, err := g.responses.Delete(r.Context(), tenant(key), id); err != nil {
-			g.fail(w, r, rec, err)
-			return
+			return err
 		}
 		body, _ = json.Marshal(map[string]any{"id": id, "object": "response", "deleted": true})
 	}
@@ -248,4 +239,5 @@ func (g *Gateway) storedResponse(w http.ResponseWriter, r *http.Request, rec *ob
 	n, _ := w.Write(body)
 	rec.BytesOut = int64(n)
 	end(rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK})
+	return nil
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/translate/messages"
-	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -57,29 +55,14 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	s := &relay{x: x, t: t, n: wire.NewNormalizer(t.plan.normalizer(t.prepared)), out: sse, sse: sse}
 	defer s.n.Release() // after the record has what it needs of it, below
 	if tr := t.plan.upstream.translator; tr != nil {
-		s.tr = tr.Stream(translate.StreamOptions{Thoughts: x.msg != nil || x.resp != nil, Upstream: t.plan.upstream.name, Sealer: g.sealer(x.key)})
+		s.tr = tr.Stream(translate.StreamOptions{Thoughts: x.api.thoughts(), Upstream: t.plan.upstream.name, Sealer: g.sealer(x.key)})
 	}
-	var enc *responses.Stream
-	switch {
-	case x.resp != nil:
-		enc = responses.NewStream(x.resp.metaFor(t.plan), sse)
-		s.out = encodedOut{w: sse, enc: enc}
-	case x.msg != nil:
-		s.out = encodedOut{w: sse, enc: messages.NewStream(x.msg.metaFor(t.plan), sse)}
-	default:
-		// A chat stream's [DONE] (or error event) leaves with the
-		// response's end, which follows at once (encodedOut flushes its
-		// last events: the response is stored after them).
-		sse.LeaveLast = true
-	}
+	out, ended := x.api.stream(g, x, t, sse)
+	s.out = out
 	sawDone, readErr, chunkErr := s.pump(ctx)
 	err := g.endStream(s, sawDone, readErr, chunkErr)
-	if enc != nil && enc.Completed() {
-		kept := ""
-		if id, ok := s.tr.(translate.Identified); ok && t.plan.upstreamStore {
-			kept = id.ResponseID()
-		}
-		g.storeResponse(x, enc.Object(), enc.Output(), upstreamResponse{ID: kept, Upstream: t.plan.upstream.name})
+	if ended != nil {
+		ended(s.tr)
 	}
 	t.record.Fixes = fixesOf(s.n.Fixes())
 	if s.tr != nil {
@@ -301,7 +284,7 @@ func (g *Gateway) failStream(s *relay, err error, deferFail bool) error {
 		if deferFail && x.r.Context().Err() == nil {
 			return err
 		}
-		g.fail(x.w, x.r, x.rec, err)
+		g.fail(x.w, x.r, x.rec, x.api, err)
 		return nil
 	}
 	// After the commit point every failure is an incomplete stream (one

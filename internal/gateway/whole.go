@@ -9,8 +9,6 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/translate/messages"
-	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -62,13 +60,13 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		if t.deferFail && x.r.Context().Err() == nil {
 			return err
 		}
-		g.fail(x.w, x.r, x.rec, err)
+		g.fail(x.w, x.r, x.rec, x.api, err)
 		return nil
 	}
 	g.remember(x, t, res)
-	b, store, err := g.clientAnswer(x, t, b, sent, answer)
+	b, store, err := x.api.whole(g, x, t, judgedAnswer{chat: b, sent: sent, answer: answer})
 	if err != nil {
-		g.fail(x.w, x.r, x.rec, err)
+		g.fail(x.w, x.r, x.rec, x.api, err)
 		return nil
 	}
 	defer store() // once the client has the answer
@@ -80,38 +78,4 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 	_, err = x.w.Write(b)
 	end(x.rec, ending{status: http.StatusOK, outcome: observe.OutcomeOK, clientGone: err != nil})
 	return nil
-}
-
-// clientAnswer is the judged chat completion b in the client's API: as it
-// is for a chat client; a Responses object or a Messages message, for
-// which what the upstream sent (sent, answer) of its own protocol is kept
-// as it was. store keeps a Responses object, when asked.
-func (g *Gateway) clientAnswer(x *exchange, t *try, b, sent []byte, answer translate.Answer) (out []byte, store func(), err error) {
-	up, store := t.plan.upstream, func() {}
-	switch {
-	case x.resp != nil:
-		meta := x.resp.metaFor(t.plan)
-		if up.protocol == translate.Responses {
-			meta.Carried, meta.Upstream = answer.Carried, up.name // its reasoning items, for the client to send back
-			meta.Output = responses.OutputOf(sent)                // its items as it sent them
-		}
-		object, output, err := responses.Whole(b, meta)
-		if err != nil {
-			return nil, store, err
-		}
-		kept := upstreamResponse{Upstream: up.name}
-		if t.plan.upstreamStore {
-			kept.ID = answer.ResponseID
-		}
-		return object, func() { g.storeResponse(x, object, output, kept) }, nil
-	case x.msg != nil:
-		meta := x.msg.metaFor(t.plan)
-		if up.protocol == translate.Anthropic {
-			meta.Thoughts = answer.Carried // the signed blocks, for the client to send back as they are
-			meta.Content = messages.ContentOf(sent)
-		}
-		out, err = messages.Whole(b, meta)
-		return out, store, err
-	}
-	return b, store, nil
 }
