@@ -1,7 +1,6 @@
 package config
 
 import (
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -185,13 +184,16 @@ func (r *Route) TargetModel(clientModel string) string {
 }
 
 // Match returns the route for a client's model name: an exact route first,
-// then the first pattern route that matches, in file order.
+// then the first pattern route that matches, in file order. (The gateway
+// matches with what it builds at load; this reads the file's order.)
 func (c *Config) Match(model string) (*Route, bool) {
-	if r, ok := c.exact[model]; ok {
-		return r, true
+	for i := range c.Routes {
+		if r := &c.Routes[i]; !r.IsPattern() && r.Model == model {
+			return r, true
+		}
 	}
-	for _, r := range c.patterns {
-		if GlobMatch(r.Model, model) {
+	for i := range c.Routes {
+		if r := &c.Routes[i]; r.IsPattern() && GlobMatch(r.Model, model) {
 			return r, true
 		}
 	}
@@ -210,8 +212,12 @@ func (c *Config) Route(name string) (*Route, bool) {
 
 // Upstream returns the upstream with the given name.
 func (c *Config) Upstream(name string) (*Upstream, bool) {
-	u, ok := c.byName[name]
-	return u, ok
+	for i := range c.Upstreams {
+		if c.Upstreams[i].Name == name {
+			return &c.Upstreams[i], true
+		}
+	}
+	return nil, false
 }
 
 // GlobMatch reports whether s matches pattern, where * matches any run of
@@ -238,46 +244,6 @@ func GlobMatch(pattern, s string) bool {
 		p++
 	}
 	return p == len(pattern)
-}
-
-func (c *Config) resolve() {
-	c.pricePatterns = nil
-	for _, name := range slices.Sorted(maps.Keys(c.Pricing)) {
-		if strings.Contains(name, "*") {
-			c.pricePatterns = append(c.pricePatterns, name)
-		}
-	}
-	slices.SortStableFunc(c.pricePatterns, func(a, b string) int { return len(b) - len(a) })
-	c.exact = map[string]*Route{}
-	c.patterns = nil
-	c.byName = map[string]*Upstream{}
-	for i := range c.Upstreams {
-		c.byName[c.Upstreams[i].Name] = &c.Upstreams[i]
-	}
-	for i := range c.Routes {
-		r := &c.Routes[i]
-		if r.IsPattern() {
-			c.patterns = append(c.patterns, r)
-		} else {
-			c.exact[r.Model] = r
-		}
-	}
-}
-
-// PriceOf returns the price of an upstream model name and the pricing
-// entry that gave it (the name, or the pattern: a configured string, fit
-// for a metric label). An exact name wins; then patterns, the longest
-// first (the most specific), then in name order.
-func (c *Config) PriceOf(model string) (Price, string, bool) {
-	if pr, ok := c.Pricing[model]; ok && !strings.Contains(model, "*") {
-		return pr, model, true
-	}
-	for _, name := range c.pricePatterns {
-		if GlobMatch(name, model) {
-			return c.Pricing[name], name, true
-		}
-	}
-	return Price{}, "", false
 }
 
 // Limits resolves a budget block: its preset, then its exact values; no

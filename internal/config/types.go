@@ -47,11 +47,6 @@ type Config struct {
 	Pricing map[string]Price `yaml:"pricing"`
 	// Telemetry configures OpenTelemetry traces (off by default).
 	Telemetry Telemetry `yaml:"telemetry"`
-
-	exact         map[string]*Route
-	patterns      []*Route
-	pricePatterns []string
-	byName        map[string]*Upstream
 }
 
 // Key is one client API key, configured by its SHA-256 (hex) — never the

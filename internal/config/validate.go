@@ -70,7 +70,6 @@ func (c *Config) check() error {
 		c.checkFallbacks(&p, path, r)
 	}
 	if len(p) == 0 {
-		c.resolve()
 		c.checkThinkingBudgets(&p)
 	}
 	if len(p) == 0 {

@@ -101,7 +101,7 @@ func (g *Gateway) admitted(x *exchange, admitted budget.Admitted, err error, op 
 // the gateway has no tokenizer, so this bound holds for every model),
 // outputTokens as output tokens.
 func (g *Gateway) worstCost(model string, bodyBytes int, outputTokens int64) int64 {
-	price, _, ok := g.prices.lookup(model)
+	price, _, ok := g.prices.find(model)
 	if !ok {
 		return 0
 	}

@@ -157,7 +157,7 @@ func (g *Gateway) addUsage(rec *observe.Record, u wire.Usage) {
 	rec.CompletionTokens += u.CompletionTokens
 	rec.TotalTokens += u.TotalTokens
 	rec.CachedTokens += u.CachedTokens
-	if price, name, ok := g.prices.lookup(rec.Model); ok && u.TotalTokens > 0 {
+	if price, name, ok := g.prices.find(rec.Model); ok && u.TotalTokens > 0 {
 		rec.CostUSD += budget.USD(price.Cost(u.PromptTokens, u.CachedTokens, u.CompletionTokens))
 		rec.CostModel = name
 	}

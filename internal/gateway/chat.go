@@ -114,11 +114,10 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, rec *observe.R
 // decided from the model member before anything costly. The request is filed under that route from then on, so that a
 // refusal's record names it.
 func (g *Gateway) planFor(x *exchange, model string) (*plan, error) {
-	route, ok := g.cfg.Match(model)
+	p, _, ok := g.routeOf.find(model)
 	if !ok {
 		return nil, &RouteError{Model: model}
 	}
-	p := g.plans[route.Name]
 	x.filed(p, model)
 	if err := auth.Allow(x.key, model); err != nil {
 		return p, err

@@ -73,12 +73,15 @@ type Gateway struct {
 	metrics *observe.Metrics
 	router  http.Handler
 	plans   map[string]*plan // by route name
+	// routeOf finds the plan of a client's model name, prices the price of
+	// an upstream model name: both built at load.
+	routeOf byModel[*plan]
 	clients map[string]*upstream.Client
 	keys    auth.Keys
 	// keyPlans are the client keys' budgets, resolved, by key name.
 	keyPlans  map[string]keyPlan
 	models    modelLists
-	prices    prices
+	prices    byModel[budget.Price]
 	store     policy.TenantStore
 	counters  budget.Store
 	responses policy.TenantStore // nil: responses are not stored
@@ -144,7 +147,7 @@ func New(opts Options) (*Gateway, error) {
 		g.clients[u.Name] = upstreamClient(u)
 	}
 	g.plans = plans(g.cfg, g.clients, policy.NewSchemas(0), g.metrics)
-	g.prices = prices{g.cfg}
+	g.routeOf, g.prices = routesOf(g.cfg, g.plans), pricesOf(g.cfg)
 	g.simulated = true
 	for _, u := range g.cfg.Upstreams {
 		g.simulated = g.simulated && u.Simulator

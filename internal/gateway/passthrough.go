@@ -94,9 +94,12 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 		return nil, nil, err
 	}
 	x.outputLimit = limit
-	var route, found = g.cfg.Match(model)
+	p, _, found := g.routeOf.find(model)
 	if model == "" {
-		route, found = g.cfg.MatchPath(r.URL.Path)
+		var route *config.Route
+		if route, found = g.cfg.MatchPath(r.URL.Path); found {
+			p = g.plans[route.Name]
+		}
 	}
 	if !found {
 		if model != "" {
@@ -104,13 +107,14 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 		}
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path}
 	}
+	route := p.route
 	if model == "" {
 		model = route.Model
 	}
 	if err := auth.Allow(key, model); err != nil {
 		return nil, nil, err
 	}
-	x.plan = g.plans[route.Name]
+	x.plan = p
 	switch route.Forwards(r.Method, r.URL.Path) {
 	case config.NotForwarded:
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path}

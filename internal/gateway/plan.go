@@ -74,6 +74,9 @@ type plan struct {
 	// fallbacks are tried in order when this route's attempts failed for
 	// a reason of the upstream's; their own fallbacks are not followed.
 	fallbacks []*plan
+	// route is the route as configured: what the rest of /v1 it
+	// forwards, by path and method.
+	route *config.Route
 }
 
 // carriedMember is the member of an assistant message the state an
@@ -149,6 +152,7 @@ func plans(cfg *config.Config, clients map[string]*upstream.Client, schemas *pol
 			dp := resolveRoute(r, ups[d.Name], cfg.Server.MaxTools, schemas)
 			if k == 0 {
 				p = dp
+				p.route = r
 			}
 			p.deployments = append(p.deployments, deployment{plan: dp, weight: *d.Weight, health: healths[d.Name]})
 			p.sticky = p.sticky || dp.upstream.restore || dp.upstream.signatures
@@ -291,24 +295,6 @@ func (p *plan) normalizer(pr *prepared) wire.Options {
 		SingleChoice: pr.judge.SingleChoice(),
 		ClientUsage:  pr.clientUsage,
 	}
-}
-
-// prices look up the configured model prices (config.PriceOf: an exact
-// name, else the longest pattern) in the budget's terms.
-type prices struct{ cfg *config.Config }
-
-// lookup returns the price of an upstream model name and the name of the
-// pricing entry that gave it.
-func (p prices) lookup(model string) (budget.Price, string, bool) {
-	if len(p.cfg.Pricing) == 0 {
-		return budget.Price{}, "", false
-	}
-	c, name, ok := p.cfg.PriceOf(model)
-	pr := budget.Price{Input: c.Input, CachedInput: c.Input, Output: c.Output}
-	if c.CachedInput != nil {
-		pr.CachedInput = *c.CachedInput
-	}
-	return pr, name, ok
 }
 
 // scrubbed is an error the upstream reported in its answer with the
