@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/state"
-	"github.com/toolgate/toolgate/internal/translate"
 )
 
 // admit runs the counted admission of a request that nothing else
@@ -125,11 +124,11 @@ func sentOutputLimit(pr *prepared) int64 {
 }
 
 // defaultOutput is the output limit a request without one is sent with
-// on route p when it must have one: an anthropic upstream's
-// default_max_tokens (sent always), config.DefaultMaxTokens elsewhere
-// (sent for a priced key's request).
+// on route p when it must have one: the default of a protocol that
+// requires one (Anthropic's default_max_tokens, sent always),
+// config.DefaultMaxTokens elsewhere (sent for a priced key's request).
 func defaultOutput(p *plan) int64 {
-	if p.upstream.protocol == translate.Anthropic && p.upstream.defaultMaxTokens > 0 {
+	if p.upstream.defaultMaxTokens > 0 {
 		return int64(p.upstream.defaultMaxTokens)
 	}
 	return config.DefaultMaxTokens

@@ -8,7 +8,6 @@ import (
 
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"runtime/debug"
@@ -213,17 +212,8 @@ func (g *Gateway) openState(opts Options) error {
 
 // upstreamClient is the HTTP client for upstream u.
 func upstreamClient(u config.Upstream) *upstream.Client {
-	path, headers := "", u.Headers
-	if u.Protocol.Value == translate.Anthropic {
-		path = "/messages"
-		headers = maps.Clone(headers)
-		if headers == nil {
-			headers = map[string]string{}
-		}
-		if _, set := headers["anthropic-version"]; !set {
-			headers["anthropic-version"] = u.AnthropicVersion
-		}
-	}
+	s := setupOf(u)
+	path, headers := s.Path, s.Headers
 	return upstream.New(upstream.Target{
 		Name:             u.Name,
 		URL:              u.URL,

@@ -92,6 +92,17 @@ var translators = map[translate.Protocol]translate.Outbound{
 	translate.Responses: responses.Translator,
 }
 
+// setupOf is what every request to upstream u carries, as its protocol
+// says (translate.Outbound.Setup; chat completions: the configured
+// headers).
+func setupOf(u config.Upstream) translate.Setup {
+	c := translate.UpstreamConfig{Headers: u.Headers, Version: u.AnthropicVersion, DefaultMaxTokens: u.DefaultMaxTokens}
+	if tr := translators[u.Protocol.Value]; tr != nil {
+		return tr.Setup(c)
+	}
+	return translate.Setup{Headers: c.Headers}
+}
+
 // upstreamPlan is one upstream resolved at load.
 type upstreamPlan struct {
 	name     string
@@ -99,8 +110,8 @@ type upstreamPlan struct {
 	// translator translates requests and answers for an upstream of
 	// another protocol; nil for chat completions.
 	translator translate.Outbound
-	// defaultMaxTokens is an anthropic upstream's max_tokens when nothing
-	// sets one.
+	// defaultMaxTokens is the output limit sent when nothing sets one,
+	// for a protocol that requires one (Anthropic's max_tokens; 0: none).
 	defaultMaxTokens int
 	client           *upstream.Client
 	quirks           wire.Quirks
@@ -183,7 +194,7 @@ func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 		// remembered and restored into the gateway's own member, which the
 		// translator reads. Anthropic refuses a forced tool_choice while
 		// thinking.
-		p.defaultMaxTokens = u.DefaultMaxTokens
+		p.defaultMaxTokens = setupOf(*u).MaxTokens
 		p.reasoning, p.field, p.restore = wire.ReasoningContent, carriedMember, true
 		p.refusesForced = p.protocol == translate.Anthropic
 		p.carry = policy.Carry{Space: p.protocol.String() + ":", Field: carriedMember}

@@ -57,6 +57,34 @@ type Outbound interface {
 	Stream(o StreamOptions) Events
 	// Whole translates one whole answer.
 	Whole(body []byte, upstream string) (Answer, error)
+	// Setup is what every request to an upstream of the protocol
+	// carries, from its configuration.
+	Setup(c UpstreamConfig) Setup
+}
+
+// UpstreamConfig is what an upstream's configuration says that its
+// protocol may need.
+type UpstreamConfig struct {
+	// Headers are the configured headers sent with every request.
+	Headers map[string]string
+	// Version is the API version a protocol names in a header (Anthropic's
+	// anthropic-version).
+	Version string
+	// DefaultMaxTokens is the output limit for a request that sets none.
+	DefaultMaxTokens int
+}
+
+// Setup is what every request to an upstream of a protocol carries.
+type Setup struct {
+	// Path is appended to the upstream's URL for a request whose
+	// translation names none (Anthropic's /messages).
+	Path string
+	// Headers are sent with every request: the configured ones, and the
+	// protocol's own (anthropic-version).
+	Headers map[string]string
+	// MaxTokens is the output limit sent when the request sets none, for
+	// a protocol that requires one (0: none required).
+	MaxTokens int
 }
 
 // Options are what a translator needs besides the request.
@@ -226,6 +254,9 @@ type Functions struct {
 	RequestFunc func(*wire.ChatRequest, Options) (Request, error)
 	StreamFunc  func(StreamOptions) Events
 	WholeFunc   func(body []byte, upstream string) (Answer, error)
+	// SetupFunc is nil for a protocol that needs nothing but the
+	// configured headers.
+	SetupFunc func(UpstreamConfig) Setup
 }
 
 func (f Functions) Request(req *wire.ChatRequest, o Options) (Request, error) {
@@ -234,6 +265,12 @@ func (f Functions) Request(req *wire.ChatRequest, o Options) (Request, error) {
 func (f Functions) Stream(o StreamOptions) Events { return f.StreamFunc(o) }
 func (f Functions) Whole(body []byte, upstream string) (Answer, error) {
 	return f.WholeFunc(body, upstream)
+}
+func (f Functions) Setup(c UpstreamConfig) Setup {
+	if f.SetupFunc == nil {
+		return Setup{Headers: c.Headers}
+	}
+	return f.SetupFunc(c)
 }
 
 // Own is the member key of a chat message, one the gateway put there (a

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"maps"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,7 +12,22 @@ import (
 
 // Translator is the Messages API's translate.Outbound.
 var Translator translate.Outbound = translate.Functions{RequestFunc: Request, WholeFunc: Whole,
-	StreamFunc: func(o translate.StreamOptions) translate.Events { return NewStream(o) }}
+	StreamFunc: func(o translate.StreamOptions) translate.Events { return NewStream(o) }, SetupFunc: Setup}
+
+// Setup is what every request to the Messages API carries: the path
+// /messages, the anthropic-version header (unless the configured headers
+// set it), and max_tokens, which the API requires, when the request sets
+// none.
+func Setup(c translate.UpstreamConfig) translate.Setup {
+	headers := maps.Clone(c.Headers)
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	if _, set := headers["anthropic-version"]; !set {
+		headers["anthropic-version"] = c.Version
+	}
+	return translate.Setup{Path: "/messages", Headers: headers, MaxTokens: c.DefaultMaxTokens}
+}
 
 type message struct {
 	Role    string            `json:"role"`
