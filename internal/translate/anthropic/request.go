@@ -1,9 +1,9 @@
 package anthropic
 
 import (
-	"maps"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/translate"
