@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/internal/enum"
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -50,7 +51,7 @@ func (p Preset) String() string { return presetNames[p] }
 func (Preset) Names() []string { return slices.Clone(presetNames) }
 
 // Parse reads a configured preset ("" is medium's).
-func (Preset) Parse(s string) (Preset, error) { return wire.ParseEnum[Preset](presetNames, s) }
+func (Preset) Parse(s string) (Preset, error) { return enum.Parse[Preset](presetNames, s) }
 
 // Limits returns the preset's limits, exactly as docs/spec.md §5's table.
 func (p Preset) Limits() Limits {
@@ -93,7 +94,7 @@ func (InputAction) Names() []string { return slices.Clone(inputActionNames) }
 
 // Parse reads a configured action: refuse or trim.
 func (InputAction) Parse(s string) (InputAction, error) {
-	return wire.ParseEnum[InputAction](inputActionNames, s)
+	return enum.Parse[InputAction](inputActionNames, s)
 }
 
 // Resolve returns the limits of a budget object: its preset (medium when

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/enum"
 )
 
 // A Check is one counter an admission consults: the counter named Key
@@ -52,7 +52,7 @@ func (o OnError) String() string { return onErrorNames[o] }
 func (OnError) Names() []string { return slices.Clone(onErrorNames) }
 
 // Parse reads a configured choice: fail_open or fail_closed.
-func (OnError) Parse(s string) (OnError, error) { return wire.ParseEnum[OnError](onErrorNames, s) }
+func (OnError) Parse(s string) (OnError, error) { return enum.Parse[OnError](onErrorNames, s) }
 
 // Store holds the counters admission consults: Memory by default, Redis
 // when replicas share them. Implementations are safe for concurrent use.

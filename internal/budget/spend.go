@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/enum"
 )
 
 // Spend is counted in nano-dollars (1e-9 USD): integers, so that a
@@ -52,7 +52,7 @@ func (p Period) String() string { return periodNames[p] }
 func (Period) Names() []string { return slices.Clone(periodNames) }
 
 // Parse reads a configured period: day or month.
-func (Period) Parse(s string) (Period, error) { return wire.ParseEnum[Period](periodNames, s) }
+func (Period) Parse(s string) (Period, error) { return enum.Parse[Period](periodNames, s) }
 
 // span returns the counter's name for the period holding now (the period
 // is in the name, so a new one starts at zero) and the time left in it.

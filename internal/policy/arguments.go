@@ -12,6 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/toolgate/toolgate/internal/enum"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -34,7 +35,7 @@ func (Arguments) Names() []string { return slices.Clone(argumentsNames) }
 
 // Parse reads a configured mode: off, annotate or reject.
 func (Arguments) Parse(s string) (Arguments, error) {
-	return wire.ParseEnum[Arguments](argumentsNames, s)
+	return enum.Parse[Arguments](argumentsNames, s)
 }
 
 // Schemas compiles tool parameter schemas once and caches them by a

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/enum"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -28,7 +29,7 @@ func (m Mode) String() string { return modeNames[m] }
 func (Mode) Names() []string { return slices.Clone(modeNames) }
 
 // Parse reads a configured mode: session, default or off.
-func (Mode) Parse(s string) (Mode, error) { return wire.ParseEnum[Mode](modeNames, s) }
+func (Mode) Parse(s string) (Mode, error) { return enum.Parse[Mode](modeNames, s) }
 
 // Config is a route's policy configuration.
 type Config struct {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolgate/toolgate/internal/enum"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -31,7 +32,7 @@ func (f Format) String() string { return formatNames[f] }
 func (Format) Names() []string { return slices.Clone(formatNames[:]) }
 
 // Parse reads a configured format ("" is FormatNone).
-func (Format) Parse(s string) (Format, error) { return wire.ParseEnum[Format](formatNames[:], s) }
+func (Format) Parse(s string) (Format, error) { return enum.Parse[Format](formatNames[:], s) }
 
 // Level is a reasoning level; LevelNone is none chosen.
 type Level uint8
@@ -54,7 +55,7 @@ func (l Level) String() string { return levelNames[l] }
 func (Level) Names() []string { return slices.Clone(levelNames[:]) }
 
 // Parse reads a configured level ("" is LevelNone).
-func (Level) Parse(s string) (Level, error) { return wire.ParseEnum[Level](levelNames[:], s) }
+func (Level) Parse(s string) (Level, error) { return enum.Parse[Level](levelNames[:], s) }
 
 // ParseLevel reads a level, as Parse does, reporting only whether it is
 // one.

@@ -3,7 +3,7 @@ package policy
 import (
 	"slices"
 
-	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/enum"
 )
 
 // Delivery is how a route's tool-call fragments reach the client.
@@ -23,7 +23,7 @@ func (d Delivery) String() string { return deliveryNames[d] }
 func (Delivery) Names() []string { return slices.Clone(deliveryNames) }
 
 // Parse reads a configured delivery: stream or buffer.
-func (Delivery) Parse(s string) (Delivery, error) { return wire.ParseEnum[Delivery](deliveryNames, s) }
+func (Delivery) Parse(s string) (Delivery, error) { return enum.Parse[Delivery](deliveryNames, s) }
 
 // MissAction is what a route does when reasoning the upstream needs back
 // could not be restored.
@@ -44,7 +44,7 @@ func (MissAction) Names() []string { return slices.Clone(missNames) }
 
 // Parse reads a configured action: send or disable_thinking.
 func (MissAction) Parse(s string) (MissAction, error) {
-	return wire.ParseEnum[MissAction](missNames, s)
+	return enum.Parse[MissAction](missNames, s)
 }
 
 // ForcedAction is what a route does with a forced tool_choice on an
@@ -66,5 +66,5 @@ func (ForcedAction) Names() []string { return slices.Clone(forcedNames) }
 
 // Parse reads a configured action: auto or disable_thinking.
 func (ForcedAction) Parse(s string) (ForcedAction, error) {
-	return wire.ParseEnum[ForcedAction](forcedNames, s)
+	return enum.Parse[ForcedAction](forcedNames, s)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/enum"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -49,7 +50,7 @@ func (m Mode) String() string { return modeNames[m] }
 func (Mode) Names() []string { return slices.Clone(modeNames) }
 
 // Parse reads a configured mode: fix, reject or off.
-func (Mode) Parse(s string) (Mode, error) { return wire.ParseEnum[Mode](modeNames, s) }
+func (Mode) Parse(s string) (Mode, error) { return enum.Parse[Mode](modeNames, s) }
 
 // Reply names one message of the input transcript: its position and the
 // call id it concerns.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolgate/toolgate/internal/enum"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -31,7 +32,7 @@ func (ContentMode) Names() []string { return slices.Clone(contentModeNames) }
 
 // Parse reads a configured mode: keep, null or empty.
 func (ContentMode) Parse(s string) (ContentMode, error) {
-	return wire.ParseEnum[ContentMode](contentModeNames, s)
+	return enum.Parse[ContentMode](contentModeNames, s)
 }
 
 // ToolCallSteps switches the normalizations on and off.

@@ -3,7 +3,7 @@ package state
 import (
 	"slices"
 
-	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/enum"
 )
 
 // Kind is where a kind of state lives: nowhere (responses not kept), in
@@ -25,4 +25,4 @@ func (k Kind) String() string { return kindNames[k] }
 func (Kind) Names() []string { return slices.Clone(kindNames) }
 
 // Parse reads a configured kind: none, memory or redis.
-func (Kind) Parse(s string) (Kind, error) { return wire.ParseEnum[Kind](kindNames, s) }
+func (Kind) Parse(s string) (Kind, error) { return enum.Parse[Kind](kindNames, s) }

@@ -26,7 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/enum"
 )
 
 // Provider is the tracer provider and how to flush and stop it.
@@ -63,7 +63,7 @@ func (Protocol) Parse(s string) (Protocol, error) {
 	if s == "http" {
 		return HTTP, nil
 	}
-	return wire.ParseEnum[Protocol](protocolNames, s)
+	return enum.Parse[Protocol](protocolNames, s)
 }
 
 // Options are the traces' configuration (telemetry in the config file).

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/toolgate/toolgate/internal/enum"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -45,7 +46,7 @@ func (p Protocol) String() string { return protocolNames[p] }
 func (Protocol) Names() []string { return slices.Clone(protocolNames) }
 
 // Parse reads a configured protocol.
-func (Protocol) Parse(s string) (Protocol, error) { return wire.ParseEnum[Protocol](protocolNames, s) }
+func (Protocol) Parse(s string) (Protocol, error) { return enum.Parse[Protocol](protocolNames, s) }
 
 // Outbound translates the path's chat request into an upstream protocol's
 // and its answers, streamed or whole, back into chat completions.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/enum"
 )
 
 // ReasoningSource says where an upstream puts reasoning in its responses
@@ -410,7 +412,7 @@ func (ReasoningSource) Names() []string { return append([]string(nil), reasoning
 
 // Parse reads a configured source: reasoning_content, reasoning or think.
 func (ReasoningSource) Parse(s string) (ReasoningSource, error) {
-	return ParseEnum[ReasoningSource](reasoningSourceNames, s)
+	return enum.Parse[ReasoningSource](reasoningSourceNames, s)
 }
 
 // ReasoningMember is the member of a chat message that carries reasoning
@@ -427,7 +429,7 @@ func (ReasoningMember) Names() []string { return append([]string(nil), reasoning
 
 // Parse reads a configured member: reasoning_content or reasoning.
 func (ReasoningMember) Parse(s string) (ReasoningMember, error) {
-	return ParseEnum[ReasoningMember](reasoningMemberNames, s)
+	return enum.Parse[ReasoningMember](reasoningMemberNames, s)
 }
 
 // OutputLimit is the member a chat request carries its output limit in:
@@ -445,5 +447,5 @@ func (OutputLimit) Names() []string { return append([]string(nil), outputLimitNa
 
 // Parse reads a configured member: max_tokens or max_completion_tokens.
 func (OutputLimit) Parse(s string) (OutputLimit, error) {
-	return ParseEnum[OutputLimit](outputLimitNames, s)
+	return enum.Parse[OutputLimit](outputLimitNames, s)
 }
