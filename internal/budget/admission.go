@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"slices"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/state"
 )
 
 // Admission is what one request asks of the counters: a call of its
@@ -58,28 +60,28 @@ func (a *Admitted) Rates() []Rate { return a.rates[:a.n] }
 // one store operation (all or nothing): a refusal is a *LimitError (with
 // the rate that refused it in Rates); an error of the store is returned
 // as it is, for the caller's state.on_error.
-func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
-	var buf [4]Check
+func Admit(ctx context.Context, store state.Store, a Admission) (Admitted, error) {
+	var buf [4]state.Check
 	var limitOf [4]Limit
 	checks := buf[:0]
 	if a.MaxCalls != Unlimited && a.Session != "" {
 		limitOf[len(checks)] = MaxCalls
-		checks = append(checks, Check{Key: keyTag(a.Key) + "calls:" + sessionID(a.Session), Limit: int64(a.MaxCalls), Window: a.Window, Cost: 1})
+		checks = append(checks, state.Check{Key: state.KeyTag(a.Key) + "calls:" + sessionID(a.Session), Limit: int64(a.MaxCalls), Window: a.Window, Cost: 1})
 	}
 	if a.RequestsPerMinute > 0 {
 		limitOf[len(checks)] = RequestsPerMinute
-		checks = append(checks, Check{Key: keyTag(a.Key) + "rpm", Limit: a.RequestsPerMinute, Window: time.Minute, Cost: 1})
+		checks = append(checks, state.Check{Key: state.KeyTag(a.Key) + "rpm", Limit: a.RequestsPerMinute, Window: time.Minute, Cost: 1})
 	}
 	if a.TokensPerMinute > 0 {
 		limitOf[len(checks)] = TokensPerMinute
-		checks = append(checks, Check{Key: keyTag(a.Key) + "tpm", Limit: a.TokensPerMinute, Window: time.Minute})
+		checks = append(checks, state.Check{Key: state.KeyTag(a.Key) + "tpm", Limit: a.TokensPerMinute, Window: time.Minute})
 	}
 	if a.Spend.Max > 0 {
 		// The worst case is reserved (or, unpriced, room left checked); the
 		// request settles to what it cost (Settle).
 		name, left := a.Spend.Period.span(a.Now)
 		limitOf[len(checks)] = MaxCost
-		checks = append(checks, Check{Key: keyTag(a.Key) + name, Limit: a.Spend.Max, Window: left, Cost: max(a.Reserve, 0)})
+		checks = append(checks, state.Check{Key: state.KeyTag(a.Key) + name, Limit: a.Spend.Max, Window: left, Cost: max(a.Reserve, 0)})
 	}
 	var out Admitted
 	if len(checks) == 0 {
@@ -93,7 +95,7 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 	// The store takes the checks and counts on the heap: copied there only
 	// for a request that has any, so buf stays on the stack.
 	held := slices.Clone(checks)
-	counts := make([]Count, len(held))
+	counts := make([]state.Count, len(held))
 	refused, err := store.Admit(ctx, held, counts)
 	if err != nil {
 		return out, err
@@ -117,8 +119,8 @@ func Admit(ctx context.Context, store Store, a Admission) (Admitted, error) {
 
 // AddTokens counts a finished response's tokens against key's tokens per
 // minute.
-func AddTokens(ctx context.Context, store Store, key string, tokens int64) error {
-	return store.Add(ctx, keyTag(key)+"tpm", tokens, time.Minute)
+func AddTokens(ctx context.Context, store state.Store, key string, tokens int64) error {
+	return store.Add(ctx, state.KeyTag(key)+"tpm", tokens, time.Minute)
 }
 
 // sessionID is the counter name of a session: a hash of the id the
@@ -127,15 +129,4 @@ func AddTokens(ctx context.Context, store Store, key string, tokens int64) error
 func sessionID(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:16])
-}
-
-// keyTag starts the name of every counter of a client key: the key's
-// name in braces, a Redis Cluster hash tag, so that all the counters one
-// admission checks are in one slot (one script touches them all); "-"
-// stands for no key (an open gateway).
-func keyTag(key string) string {
-	if key == "" {
-		key = "-"
-	}
-	return "{" + key + "}:"
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolgate/toolgate/internal/state"
 	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -110,13 +111,13 @@ func TestStricter(t *testing.T) {
 	}
 }
 
-// keysSeen is a Store that records the counter names admission asks for.
+// keysSeen is a state.Store that records the counter names admission asks for.
 type keysSeen struct {
-	Store
+	state.Store
 	keys []string
 }
 
-func (s *keysSeen) Admit(ctx context.Context, checks []Check, counts []Count) (int, error) {
+func (s *keysSeen) Admit(ctx context.Context, checks []state.Check, counts []state.Count) (int, error) {
 	for _, c := range checks {
 		s.keys = append(s.keys, c.Key)
 	}
@@ -127,7 +128,7 @@ func (s *keysSeen) Admit(ctx context.Context, checks []Check, counts []Count) (i
 // key: a 9 MB id costs the store a few dozen bytes, and two keys' equal
 // ids are two sessions.
 func TestSessionCounterNames(t *testing.T) {
-	s := &keysSeen{Store: NewMemory(0, nil)}
+	s := &keysSeen{Store: state.NewMemoryCounters(0, nil)}
 	huge := strings.Repeat("s", 9<<20)
 	for _, key := range []string{"a", "b"} {
 		if _, err := Admit(context.Background(), s, Admission{Key: key, Session: huge, MaxCalls: 1, Window: time.Hour}); err != nil {
@@ -136,5 +137,27 @@ func TestSessionCounterNames(t *testing.T) {
 	}
 	if len(s.keys) != 2 || s.keys[0] == s.keys[1] || len(s.keys[0]) > 64 || strings.Contains(s.keys[0], "sss") {
 		t.Errorf("counter names %.100q", s.keys)
+	}
+}
+
+// An admission that only checks counts nothing: a key below its rate
+// passes as often as it is checked, and one at it is refused with the
+// rate that refused it.
+func TestAdmitCheckOnly(t *testing.T) {
+	ctx := context.Background()
+	s := state.NewMemoryCounters(0, nil)
+	a := Admission{Key: "k", MaxCalls: Unlimited, RequestsPerMinute: 1, Check: true}
+	for range 3 {
+		if _, err := Admit(ctx, s, a); err != nil {
+			t.Fatalf("a check below the rate: %v", err)
+		}
+	}
+	a.Check = false
+	if _, err := Admit(ctx, s, a); err != nil {
+		t.Fatalf("the counted admission after the checks: %v", err)
+	}
+	a.Check = true
+	if got, err := Admit(ctx, s, a); err == nil || len(got.Rates()) != 1 || got.Rates()[0].Used != 1 {
+		t.Fatalf("a check at the rate: %v %+v", err, got.Rates())
 	}
 }

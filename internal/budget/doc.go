@@ -1,8 +1,9 @@
 // Package budget holds docs/spec.md §5's task budgets: the presets, their
 // resolution into Limits, and the pure admission steps that apply them to
-// a request before it is sent (input size, output tokens), and the Store
-// of the counters admission consults (maxCalls sessions, client keys'
-// rate limits): Memory, or Redis when replicas share them.
+// a request before it is sent (input size, output tokens), and the
+// admission and spend that count against the counters (maxCalls
+// sessions, client keys' rate limits and spend) in a state.Store: in
+// memory, or in Redis when replicas share them (internal/state).
 //
 // Decisions recorded here:
 //

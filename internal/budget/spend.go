@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/enum"
+	"github.com/toolgate/toolgate/internal/state"
 )
 
 // Spend is counted in nano-dollars (1e-9 USD): integers, so that a
-// counter in Redis adds exactly, and fine enough for a token of the
+// counter in state.Redis adds exactly, and fine enough for a token of the
 // cheapest model.
 const nanoPerUSD = 1e9
 
@@ -84,15 +85,15 @@ type Cost struct {
 
 // AddCost counts a finished response's cost against its key's spend in
 // the period holding c.At.
-func AddCost(ctx context.Context, store Store, c Cost) error {
+func AddCost(ctx context.Context, store state.Store, c Cost) error {
 	name, left := c.Period.span(c.At)
-	return store.Add(ctx, keyTag(c.Key)+name, c.Nano, left)
+	return store.Add(ctx, state.KeyTag(c.Key)+name, c.Nano, left)
 }
 
 // Settle replaces a request's reservation (reserved, counted at its
 // admission in the period holding c.At) by its real cost c.Nano: the
 // difference is added, negative when the request cost less.
-func Settle(ctx context.Context, store Store, c Cost, reserved int64) error {
+func Settle(ctx context.Context, store state.Store, c Cost, reserved int64) error {
 	if c.Nano == reserved {
 		return nil
 	}

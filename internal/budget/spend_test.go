@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/state"
 )
 
 func TestPriceCost(t *testing.T) {
@@ -44,7 +46,7 @@ func TestPeriodSpan(t *testing.T) {
 func TestSpendAdmission(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	s := NewMemory(0, func() time.Time { return now })
+	s := state.NewMemoryCounters(0, func() time.Time { return now })
 	a := Admission{Key: "k", Spend: Spend{Max: 1000, Period: Day}, Now: now}
 	if err := AddCost(ctx, s, Cost{Key: "k", Period: Day, At: now, Nano: 999}); err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ pricing: {m: {input: 1, output: 1}}
 		{"server.read_header_timeout", c.Server.ReadHeaderTimeout, 10 * time.Second}, {"server.read_body_timeout", c.Server.ReadBodyTimeout, 30 * time.Second},
 		{"server.max_pending_requests", c.Server.MaxPendingRequests, 4096}, {"server.max_pending_keyless", c.Server.MaxPendingKeyless, 2048},
 		{"sessions.header", c.Sessions.Header, "X-Session-Id"}, {"sessions.window", c.Sessions.Window, time.Hour},
-		{"state.store", c.State.Store.Value, state.Memory}, {"state.on_error", c.State.OnError.Value, budget.FailOpen},
+		{"state.store", c.State.Store.Value, state.Memory}, {"state.on_error", c.State.OnError.Value, state.FailOpen},
 		{"state.timeout", c.State.Timeout, 250 * time.Millisecond}, {"responses.store", c.Responses.Store.Value, state.None},
 		{"upstreams[].protocol", u.Protocol.Value, translate.OpenAI}, {"upstreams[].auth_header", u.AuthHeader, "Authorization"},
 		{"anthropic auth_header", a.AuthHeader, "x-api-key"}, {"anthropic_version", a.AnthropicVersion, "2023-06-01"}, {"default_max_tokens", a.DefaultMaxTokens, 4096},
@@ -288,7 +288,7 @@ routes: [{model: m, upstream: a}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.State.Store.Value != state.Memory || c.State.Prefix != "toolgate:" || c.State.Timeout != 250*time.Millisecond || c.State.OnError.Value != budget.FailOpen {
+	if c.State.Store.Value != state.Memory || c.State.Prefix != "toolgate:" || c.State.Timeout != 250*time.Millisecond || c.State.OnError.Value != state.FailOpen {
 		t.Errorf("defaults: %+v", c.State)
 	}
 	c, err = Parse([]byte(`

@@ -98,7 +98,7 @@ type State struct {
 	// OnError is what a request does when Redis cannot be reached:
 	// fail_open (the default: admitted, logged and counted) or fail_closed
 	// (refused with 503).
-	OnError Enum[budget.OnError] `yaml:"on_error"`
+	OnError Enum[state.OnError] `yaml:"on_error"`
 }
 
 // Responses configures POST /v1/responses' stored responses: what

@@ -11,7 +11,6 @@ import (
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
-	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/state"
 )
 
@@ -193,7 +192,7 @@ func (g *Gateway) spent(x *exchange) int64 {
 
 // openResponses returns the configured response store, nil for none; r
 // is the state store's Redis, nil when the state is in memory.
-func openResponses(cfg *config.Config, r *budget.Redis) policy.TenantStore {
+func openResponses(cfg *config.Config, r *state.RedisStore) state.TenantStore {
 	switch cfg.Responses.Store.Value {
 	case state.Memory:
 		return state.NewQuotaStore(state.QuotaOptions{MaxBytes: cfg.Responses.MaxBytes, TenantBytes: cfg.Responses.MaxBytesPerKey, TTL: cfg.Responses.TTL})
@@ -206,11 +205,11 @@ func openResponses(cfg *config.Config, r *budget.Redis) policy.TenantStore {
 }
 
 // openState returns the configured counter store and reasoning store.
-func openState(cfg *config.Config, log *zap.Logger) (budget.Store, policy.TenantStore, func(), error) {
+func openState(cfg *config.Config, log *zap.Logger) (state.Store, state.TenantStore, func(), error) {
 	if cfg.State.Store.Value != state.Redis {
-		return budget.NewMemory(0, nil), state.NewQuotaStore(state.QuotaOptions{MaxBytes: cfg.ReasoningMaxBytes()}), func() {}, nil
+		return state.NewMemoryCounters(0, nil), state.NewQuotaStore(state.QuotaOptions{MaxBytes: cfg.ReasoningMaxBytes()}), func() {}, nil
 	}
-	r, err := budget.NewRedis(cfg.State.RedisURL, cfg.State.Prefix, cfg.State.Timeout, cfg.State.Cluster)
+	r, err := state.NewRedisStore(cfg.State.RedisURL, cfg.State.Prefix, cfg.State.Timeout, cfg.State.Cluster)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
+	"github.com/toolgate/toolgate/internal/state"
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
@@ -38,12 +39,12 @@ type Options struct {
 	// Store holds reasoning to restore, per client key, and Counters the
 	// admission counters; nil means what the config's state block says
 	// (memory, or Redis).
-	Store    policy.TenantStore
-	Counters budget.Store
+	Store    state.TenantStore
+	Counters state.Store
 	// Responses keeps the Responses API's stored responses; nil means
 	// what the config's responses block says. A reload hands it over, so
 	// that stored responses outlive it.
-	Responses policy.TenantStore
+	Responses state.TenantStore
 	// CloseState releases Store and Counters when the gateway closes
 	// (given with them by HandOverState); nil releases nothing.
 	CloseState func()
@@ -81,9 +82,9 @@ type Gateway struct {
 	keyPlans  map[string]keyPlan
 	models    modelLists
 	prices    byModel[budget.Price]
-	store     policy.TenantStore
-	counters  budget.Store
-	responses policy.TenantStore // nil: responses are not stored
+	store     state.TenantStore
+	counters  state.Store
+	responses state.TenantStore // nil: responses are not stored
 	pending   *Pending
 	clock     clock
 	tracer    trace.Tracer // nil: tracing is off
@@ -151,7 +152,7 @@ func New(opts Options) (*Gateway, error) {
 	for _, u := range g.cfg.Upstreams {
 		g.simulated = g.simulated && u.Simulator
 	}
-	g.failClosed = g.cfg.State.OnError.Value == budget.FailClosed
+	g.failClosed = g.cfg.State.OnError.Value == state.FailClosed
 	g.sealKey = processSealKey
 	if k := g.cfg.Responses.SealKey; k != "" {
 		g.sealKey = []byte(k)
@@ -189,7 +190,7 @@ func (g *Gateway) openState(opts Options) error {
 	}
 	defer func() {
 		if g.responses = opts.Responses; g.responses == nil {
-			redis, _ := g.counters.(*budget.Redis)
+			redis, _ := g.counters.(*state.RedisStore)
 			g.responses = openResponses(g.cfg, redis)
 		}
 	}()
@@ -305,9 +306,9 @@ func (g *Gateway) checkPath(next http.Handler) http.Handler {
 // counters, remembered reasoning, stored responses, and what releases
 // them.
 type State struct {
-	Counters  budget.Store
-	Reasoning policy.TenantStore
-	Responses policy.TenantStore
+	Counters  state.Store
+	Reasoning state.TenantStore
+	Responses state.TenantStore
 	Close     func()
 }
 

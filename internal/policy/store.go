@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/toolgate/toolgate/internal/state"
 )
 
 // ReasoningStore remembers assistant turns' reasoning for upstreams that
 // need it sent back (DeepSeek's thinking mode, docs/quirks.md C15), keyed by the
 // tool-call ids the turn made, or by a hash of its content when it made
-// none: one client key's view of a [TenantStore] ([Tenant]). An error is
+// none: one client key's view of a [state.TenantStore] ([Tenant]). An error is
 // the store's failure (Redis unreachable), never a miss. Implementations
 // are safe for concurrent use.
 type ReasoningStore interface {
@@ -22,25 +24,11 @@ type ReasoningStore interface {
 	PutMany(ctx context.Context, entries map[string]string) error
 }
 
-// TenantStore keeps strings per tenant (a client key; "open" on a gateway
-// without keys): what one tenant stored is never read, replaced,
-// counted or evicted in another's name. The gateway's reasoning store and
-// its stored responses are TenantStores (in memory, internal/state's
-// QuotaStore; in Redis, internal/budget's Strings).
-// Implementations are safe for concurrent use.
-type TenantStore interface {
-	Get(ctx context.Context, tenant, key string) (string, bool, error)
-	GetMany(ctx context.Context, tenant string, keys []string) (map[string]string, error)
-	Put(ctx context.Context, tenant, key, v string) error
-	PutMany(ctx context.Context, tenant string, entries map[string]string) error
-	Delete(ctx context.Context, tenant, key string) (bool, error)
-}
-
 // Tenant returns the ReasoningStore of one tenant of s.
-func Tenant(s TenantStore, tenant string) ReasoningStore { return tenantView{s, tenant} }
+func Tenant(s state.TenantStore, tenant string) ReasoningStore { return tenantView{s, tenant} }
 
 type tenantView struct {
-	s      TenantStore
+	s      state.TenantStore
 	tenant string
 }
 

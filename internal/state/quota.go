@@ -1,8 +1,3 @@
-// Package state keeps, in memory, what requests leave behind for later
-// ones — remembered reasoning, stored responses — apart per client key and
-// bounded (QuotaStore). It implements the consumers' interface
-// (policy.TenantStore); the same state in Redis, shared by replicas, is
-// internal/budget's Strings.
 package state
 
 import (

@@ -1,4 +1,4 @@
-package budget
+package state
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func (OnError) Names() []string { return slices.Clone(onErrorNames) }
 // Parse reads a configured choice: fail_open or fail_closed.
 func (OnError) Parse(s string) (OnError, error) { return enum.Parse[OnError](onErrorNames, s) }
 
-// Store holds the counters admission consults: Memory by default, Redis
+// Store holds the counters admission consults: MemoryCounters by default, RedisStore
 // when replicas share them. Implementations are safe for concurrent use.
 type Store interface {
 	// Admit checks every counter and, only if each has room, adds each
@@ -68,9 +68,9 @@ type Store interface {
 	Add(ctx context.Context, key string, n int64, window time.Duration) error
 }
 
-// Memory is the in-process Store. It holds at most max counters (expired
+// MemoryCounters is the in-process Store. It holds at most max counters (expired
 // windows are dropped first), so a flood of session ids cannot grow it.
-type Memory struct {
+type MemoryCounters struct {
 	mu  sync.Mutex
 	now func() time.Time
 	max int
@@ -83,20 +83,20 @@ type window struct {
 	n     int64
 }
 
-// NewMemory returns a memory store for at most max counters (0 means
+// NewMemoryCounters returns a memory store for at most max counters (0 means
 // 100,000); now is the clock (nil means time.Now).
-func NewMemory(max int, now func() time.Time) *Memory {
+func NewMemoryCounters(max int, now func() time.Time) *MemoryCounters {
 	if max <= 0 {
 		max = 100000
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, max: max, m: map[string]*window{}}
+	return &MemoryCounters{now: now, max: max, m: map[string]*window{}}
 }
 
 // Admit implements Store.
-func (s *Memory) Admit(_ context.Context, checks []Check, counts []Count) (int, error) {
+func (s *MemoryCounters) Admit(_ context.Context, checks []Check, counts []Count) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -120,7 +120,7 @@ func (s *Memory) Admit(_ context.Context, checks []Check, counts []Count) (int, 
 }
 
 // Add implements Store.
-func (s *Memory) Add(_ context.Context, key string, n int64, window time.Duration) error {
+func (s *MemoryCounters) Add(_ context.Context, key string, n int64, window time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.current(key, window, s.now()).n += n
@@ -129,7 +129,7 @@ func (s *Memory) Add(_ context.Context, key string, n int64, window time.Duratio
 
 // current returns key's window at now, starting a fresh one when there is
 // none or it has ended.
-func (s *Memory) current(key string, length time.Duration, now time.Time) *window {
+func (s *MemoryCounters) current(key string, length time.Duration, now time.Time) *window {
 	w, found := s.m[key]
 	if found && now.Sub(w.start) < w.len {
 		return w
@@ -144,7 +144,7 @@ func (s *Memory) current(key string, length time.Duration, now time.Time) *windo
 
 // sweep drops ended windows, and if that frees nothing, every window: the
 // store stays bounded.
-func (s *Memory) sweep(now time.Time) {
+func (s *MemoryCounters) sweep(now time.Time) {
 	for k, w := range s.m {
 		if now.Sub(w.start) >= w.len {
 			delete(s.m, k)

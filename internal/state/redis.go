@@ -1,4 +1,4 @@
-package budget
+package state
 
 import (
 	"context"
@@ -12,35 +12,35 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is the Store replicas share: each admission is one Lua script, so
+// RedisStore is the Store replicas share: each admission is one Lua script, so
 // checking every counter and adding to each is atomic across replicas, and
 // every counter has an expiry (its window), so nothing accumulates.
 //
 // Counters are plain keys named prefix+Check.Key; the keys of one
-// admission share a hash tag (the client key's, see keyTag), so on a
+// admission share a hash tag (the client key's, see KeyTag), so on a
 // Redis Cluster they are in one slot and one script may touch them all.
-// Each string (Strings) is one key. On a cluster a primary's failover
+// Each string (RedisStrings) is one key. On a cluster a primary's failover
 // (a replica promoted) loses at most the writes the replica had not
 // received: counts of the current window; requests meanwhile follow
 // state.on_error.
-type Redis struct {
+type RedisStore struct {
 	c       redis.UniversalClient
 	prefix  string
 	timeout time.Duration
 }
 
-// NewRedis connects to the Redis at url (redis://[user:password@]host:port/db,
+// NewRedisStore connects to the Redis at url (redis://[user:password@]host:port/db,
 // rediss:// for TLS), or to a Redis Cluster: urls, comma-separated, are
 // its seeds, or cluster says a single URL is a cluster node. timeout bounds
 // each operation (dial, read, write and the whole call); prefix starts
 // every key. It does not dial: Ping does.
-func NewRedis(urls, prefix string, timeout time.Duration, cluster bool) (*Redis, error) {
+func NewRedisStore(urls, prefix string, timeout time.Duration, cluster bool) (*RedisStore, error) {
 	seeds := strings.Split(urls, ",")
 	opts, err := redis.ParseURL(strings.TrimSpace(seeds[0]))
 	if err != nil {
 		return nil, fmt.Errorf("state.redis_url: %w", err)
 	}
-	r := &Redis{prefix: prefix, timeout: timeout}
+	r := &RedisStore{prefix: prefix, timeout: timeout}
 	if !cluster && len(seeds) == 1 {
 		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
 		opts.MaxRetries = 1 // a replaced connection, not a retry storm against a Redis that is down
@@ -68,20 +68,20 @@ func NewRedis(urls, prefix string, timeout time.Duration, cluster bool) (*Redis,
 }
 
 // Client is the underlying client, for other state kept in the same Redis.
-func (r *Redis) Client() redis.UniversalClient { return r.c }
+func (r *RedisStore) Client() redis.UniversalClient { return r.c }
 
 // Prefix is the prefix of every key the store writes.
-func (r *Redis) Prefix() string { return r.prefix }
+func (r *RedisStore) Prefix() string { return r.prefix }
 
 // Ping checks that Redis answers.
-func (r *Redis) Ping(ctx context.Context) error {
+func (r *RedisStore) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	return r.c.Ping(ctx).Err()
 }
 
 // Close closes the connections.
-func (r *Redis) Close() error { return r.c.Close() }
+func (r *RedisStore) Close() error { return r.c.Close() }
 
 // admitScript: KEYS are the counters; ARGV holds limit, window (ms) and cost
 // for each. It returns {0, used1, reset1, used2, reset2, ...} when admitted,
@@ -126,7 +126,7 @@ return v
 `)
 
 // Admit implements Store.
-func (r *Redis) Admit(ctx context.Context, checks []Check, counts []Count) (int, error) {
+func (r *RedisStore) Admit(ctx context.Context, checks []Check, counts []Count) (int, error) {
 	if len(checks) == 0 {
 		return -1, nil
 	}
@@ -166,7 +166,7 @@ func (r *Redis) Admit(ctx context.Context, checks []Check, counts []Count) (int,
 }
 
 // Add implements Store.
-func (r *Redis) Add(ctx context.Context, key string, n int64, window time.Duration) error {
+func (r *RedisStore) Add(ctx context.Context, key string, n int64, window time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	if err := addScript.Run(ctx, r.c, []string{r.prefix + key}, n, windowMs(window)).Err(); err != nil {
@@ -179,7 +179,7 @@ func (r *Redis) Add(ctx context.Context, key string, n int64, window time.Durati
 // Redis's own answer (a node down, a timeout) may mean a primary failed
 // over: the client's slot map is reloaded (in the background) at once,
 // not at its next periodic refresh, so the promoted replica is used.
-func (r *Redis) failed(op string, err error) error {
+func (r *RedisStore) failed(op string, err error) error {
 	var re redis.Error
 	if cc, ok := r.c.(*redis.ClusterClient); ok && !errors.As(err, &re) {
 		cc.ReloadState(context.Background())
@@ -191,29 +191,29 @@ func windowMs(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 }
 
-// Strings is a store of strings with an expiry in the same Redis, each
+// RedisStrings is a store of strings with an expiry in the same Redis, each
 // tenant's (a client key's) under prefix+"{tenant}:"+key: remembered
 // reasoning and stored responses live there (it implements
-// policy.TenantStore). A Redis error is returned, never taken for a miss.
+// TenantStore). A Redis error is returned, never taken for a miss.
 // Its bounds are Redis's own (maxmemory and its eviction policy) and each
 // string's expiry.
-type Strings struct {
-	r   *Redis
+type RedisStrings struct {
+	r   *RedisStore
 	key string
 	ttl time.Duration
 }
 
 // Strings returns a store of strings under Prefix()+prefix that expire
 // after ttl.
-func (r *Redis) Strings(prefix string, ttl time.Duration) *Strings {
-	return &Strings{r: r, key: r.prefix + prefix, ttl: ttl}
+func (r *RedisStore) Strings(prefix string, ttl time.Duration) *RedisStrings {
+	return &RedisStrings{r: r, key: r.prefix + prefix, ttl: ttl}
 }
 
 // name is the Redis key of tenant's key.
-func (s *Strings) name(tenant, key string) string { return s.key + keyTag(tenant) + key }
+func (s *RedisStrings) name(tenant, key string) string { return s.key + KeyTag(tenant) + key }
 
 // Get returns the string tenant stored under key.
-func (s *Strings) Get(ctx context.Context, tenant, key string) (string, bool, error) {
+func (s *RedisStrings) Get(ctx context.Context, tenant, key string) (string, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
 	defer cancel()
 	v, err := s.r.c.Get(ctx, s.name(tenant, key)).Result()
@@ -229,7 +229,7 @@ func (s *Strings) Get(ctx context.Context, tenant, key string) (string, bool, er
 // GetMany returns the strings tenant stored under those of keys that have
 // one: one MGET per maxMGet keys, which share the tenant's hash tag (one
 // slot on a cluster).
-func (s *Strings) GetMany(ctx context.Context, tenant string, keys []string) (map[string]string, error) {
+func (s *RedisStrings) GetMany(ctx context.Context, tenant string, keys []string) (map[string]string, error) {
 	found := map[string]string{}
 	names := make([]string, 0, min(len(keys), maxMGet))
 	for batch := range slices.Chunk(keys, maxMGet) {
@@ -251,7 +251,7 @@ func (s *Strings) GetMany(ctx context.Context, tenant string, keys []string) (ma
 }
 
 // mget is one MGET within the store's timeout.
-func (s *Strings) mget(ctx context.Context, names []string) ([]any, error) {
+func (s *RedisStrings) mget(ctx context.Context, names []string) ([]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
 	defer cancel()
 	return s.r.c.MGet(ctx, names...).Result()
@@ -263,7 +263,7 @@ const maxMGet = 256
 
 // Delete removes the string tenant stored under key; it reports whether
 // there was one.
-func (s *Strings) Delete(ctx context.Context, tenant, key string) (bool, error) {
+func (s *RedisStrings) Delete(ctx context.Context, tenant, key string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
 	defer cancel()
 	n, err := s.r.c.Del(ctx, s.name(tenant, key)).Result()
@@ -275,7 +275,7 @@ func (s *Strings) Delete(ctx context.Context, tenant, key string) (bool, error) 
 
 // PutMany stores each of entries under tenant: one pipeline of SETs, all
 // under the tenant's hash tag (one slot on a cluster), so one round trip.
-func (s *Strings) PutMany(ctx context.Context, tenant string, entries map[string]string) error {
+func (s *RedisStrings) PutMany(ctx context.Context, tenant string, entries map[string]string) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -294,11 +294,22 @@ func (s *Strings) PutMany(ctx context.Context, tenant string, entries map[string
 }
 
 // Put stores v under tenant's key.
-func (s *Strings) Put(ctx context.Context, tenant, key, v string) error {
+func (s *RedisStrings) Put(ctx context.Context, tenant, key, v string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.r.timeout)
 	defer cancel()
 	if err := s.r.c.Set(ctx, s.name(tenant, key), v, s.ttl).Err(); err != nil {
 		return s.r.failed("redis set", err)
 	}
 	return nil
+}
+
+// KeyTag starts the name of every counter of a client key: the key's
+// name in braces, a Redis Cluster hash tag, so that all the counters one
+// admission checks are in one slot (one script touches them all); "-"
+// stands for no key (an open gateway).
+func KeyTag(key string) string {
+	if key == "" {
+		key = "-"
+	}
+	return "{" + key + "}:"
 }

@@ -1,4 +1,4 @@
-package budget
+package state
 
 import (
 	"context"
@@ -79,36 +79,14 @@ func storeContract(t *testing.T, s Store, advance func(w time.Duration)) {
 
 func TestMemoryStore(t *testing.T) {
 	now := time.Unix(0, 0)
-	s := NewMemory(0, func() time.Time { return now })
+	s := NewMemoryCounters(0, func() time.Time { return now })
 	storeContract(t, s, func(w time.Duration) { now = now.Add(w) })
-}
-
-// An admission that only checks counts nothing: a key below its rate
-// passes as often as it is checked, and one at it is refused with the
-// rate that refused it.
-func TestAdmitCheckOnly(t *testing.T) {
-	ctx := context.Background()
-	s := NewMemory(0, nil)
-	a := Admission{Key: "k", MaxCalls: Unlimited, RequestsPerMinute: 1, Check: true}
-	for range 3 {
-		if _, err := Admit(ctx, s, a); err != nil {
-			t.Fatalf("a check below the rate: %v", err)
-		}
-	}
-	a.Check = false
-	if _, err := Admit(ctx, s, a); err != nil {
-		t.Fatalf("the counted admission after the checks: %v", err)
-	}
-	a.Check = true
-	if got, err := Admit(ctx, s, a); err == nil || len(got.Rates()) != 1 || got.Rates()[0].Used != 1 {
-		t.Fatalf("a check at the rate: %v %+v", err, got.Rates())
-	}
 }
 
 // The memory store stays bounded whatever the number of session ids.
 func TestMemoryStoreBounded(t *testing.T) {
 	now := time.Unix(0, 0)
-	s := NewMemory(2, func() time.Time { return now })
+	s := NewMemoryCounters(2, func() time.Time { return now })
 	counts := make([]Count, 1)
 	for _, k := range []string{"a", "b", "c", "d"} {
 		if refused, _ := s.Admit(context.Background(), []Check{{Key: k, Limit: 5, Window: time.Minute, Cost: 1}}, counts); refused != -1 {
@@ -120,13 +98,13 @@ func TestMemoryStoreBounded(t *testing.T) {
 	}
 }
 
-// storeTimeout is the tests' Redis timeout: no Redis call a test makes is
+// storeTimeout is the tests' RedisStore timeout: no Redis call a test makes is
 // expected to fail by taking too long.
 const storeTimeout = 10 * time.Second
 
 func TestRedisStore(t *testing.T) {
 	srv := testredis.Start(t)
-	s, err := NewRedis(srv.URL(), "test:", storeTimeout, false)
+	s, err := NewRedisStore(srv.URL(), "test:", storeTimeout, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,18 +177,18 @@ func TestRedisStore(t *testing.T) {
 	// Redis gone: an error, not an admission.
 	srv.Stop()
 	if _, err := s.Admit(ctx, []Check{{Key: "x", Limit: 1, Window: time.Minute, Cost: 1}}, make([]Count, 1)); err == nil {
-		t.Error("admitted with Redis stopped")
+		t.Error("admitted with RedisStore stopped")
 	}
 }
 
-// Concurrent admissions against one Redis never admit more than the limit.
+// Concurrent admissions against one RedisStore never admit more than the limit.
 func TestRedisStoreAtomic(t *testing.T) {
 	srv := testredis.Start(t)
-	a, _ := NewRedis(srv.URL(), "", storeTimeout, false)
-	b, _ := NewRedis(srv.URL(), "", storeTimeout, false)
+	a, _ := NewRedisStore(srv.URL(), "", storeTimeout, false)
+	b, _ := NewRedisStore(srv.URL(), "", storeTimeout, false)
 	defer a.Close()
 	defer b.Close()
-	n := concurrently(200, a, b, func(s *Redis) bool {
+	n := concurrently(200, a, b, func(s *RedisStore) bool {
 		refused, err := s.Admit(context.Background(), []Check{{Key: "c", Limit: 50, Window: time.Minute, Cost: 1}}, make([]Count, 1))
 		return err == nil && refused == -1
 	})
@@ -226,12 +204,12 @@ func TestRedisStoreAtomic(t *testing.T) {
 // limit.
 func TestRedisCluster(t *testing.T) {
 	c := testredis.StartCluster(t)
-	a, err := NewRedis(c.Seeds(), "tg:", storeTimeout, false)
+	a, err := NewRedisStore(c.Seeds(), "tg:", storeTimeout, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, _ := NewRedis(strings.Split(c.Seeds(), ",")[0], "tg:", storeTimeout, true)
+	b, _ := NewRedisStore(strings.Split(c.Seeds(), ",")[0], "tg:", storeTimeout, true)
 	defer b.Close()
 	ctx := context.Background()
 	for i := range 50 {
@@ -240,11 +218,13 @@ func TestRedisCluster(t *testing.T) {
 		if i%2 == 1 {
 			s = b
 		}
-		adm, err := Admit(ctx, s, Admission{Key: key, Session: "s1", MaxCalls: 5, Window: time.Hour, RequestsPerMinute: 10, TokensPerMinute: 100})
-		if err != nil || len(adm.Rates()) != 2 {
-			t.Fatalf("%s: %v %+v", key, err, adm)
+		tag := KeyTag(key)
+		checks := []Check{{Key: tag + "calls:s1", Limit: 5, Window: time.Hour, Cost: 1}, {Key: tag + "rpm", Limit: 10, Window: time.Minute, Cost: 1},
+			{Key: tag + "tpm", Limit: 100, Window: time.Minute}}
+		if refused, err := s.Admit(ctx, checks, make([]Count, len(checks))); err != nil || refused != -1 {
+			t.Fatalf("%s: refused %d, %v", key, refused, err)
 		}
-		if err := AddTokens(ctx, s, key, 7); err != nil {
+		if err := s.Add(ctx, tag+"tpm", 7, time.Minute); err != nil {
 			t.Fatalf("%s: tokens: %v", key, err)
 		}
 	}
@@ -264,9 +244,9 @@ func TestRedisCluster(t *testing.T) {
 	if got, err := b.Strings("reasoning:", time.Minute).GetMany(ctx, "k", []string{"call:y", "call:x", "call:w", "call:z"}); err != nil || len(got) != 3 || got["call:x"] != "r" || got["call:y"] != "ry" {
 		t.Fatalf("a tenant's strings in one MGET on the cluster: %v %v", got, err)
 	}
-	n := concurrently(100, a, b, func(s *Redis) bool {
-		_, err := Admit(ctx, s, Admission{Key: "shared", RequestsPerMinute: 30})
-		return err == nil
+	n := concurrently(100, a, b, func(s *RedisStore) bool {
+		refused, err := s.Admit(ctx, []Check{{Key: KeyTag("shared") + "rpm", Limit: 30, Window: time.Minute, Cost: 1}}, make([]Count, 1))
+		return err == nil && refused == -1
 	})
 	if n != 30 {
 		t.Errorf("%d admitted on the cluster, limit 30", n)
@@ -275,7 +255,7 @@ func TestRedisCluster(t *testing.T) {
 
 // concurrently runs n admissions at once, alternating between two stores,
 // and returns how many were admitted.
-func concurrently(n int, a, b *Redis, admit func(*Redis) bool) int {
+func concurrently(n int, a, b *RedisStore, admit func(*RedisStore) bool) int {
 	admitted := make(chan bool, n)
 	for i := range n {
 		s := a
@@ -293,7 +273,7 @@ func concurrently(n int, a, b *Redis, admit func(*Redis) bool) int {
 	return got
 }
 
-// roundTrips counts a Redis client's round trips (a command, or a
+// roundTrips counts a RedisStore client's round trips (a command, or a
 // pipeline of them), leaving out those that set up a new connection
 // (HELLO, CLIENT SETINFO).
 type roundTrips struct{ n atomic.Int32 }
