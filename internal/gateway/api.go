@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/translate/messages"
+	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -119,7 +119,7 @@ func (messagesAPI) inbound(g *Gateway) inbound { return g.fromMessages }
 func (messagesAPI) thoughts() bool             { return true }
 
 func (messagesAPI) stream(_ *Gateway, x *exchange, t *try, sse *wire.Writer) (clientStream, func(translate.Events)) {
-	return encodedOut{w: sse, enc: messages.NewStream(x.edge.(*messagesCall).metaFor(t.plan), sse)}, nil
+	return encodedOut{w: sse, enc: anthropic.NewStream(x.edge.(*messagesCall).metaFor(t.plan), sse)}, nil
 }
 
 // whole is the answer as a Messages message; from an Anthropic upstream,
@@ -128,9 +128,9 @@ func (messagesAPI) whole(_ *Gateway, x *exchange, t *try, a judgedAnswer) ([]byt
 	meta := x.edge.(*messagesCall).metaFor(t.plan)
 	if t.plan.upstream.protocol == translate.Anthropic {
 		meta.Thoughts = a.answer.Carried // the signed blocks, for the client to send back as they are
-		meta.Content = messages.ContentOf(a.sent)
+		meta.Content = anthropic.ContentOf(a.sent)
 	}
-	out, err := messages.Whole(a.chat, meta)
+	out, err := anthropic.Whole(a.chat, meta)
 	return out, func() {}, err
 }
 
@@ -138,7 +138,7 @@ func (messagesAPI) whole(_ *Gateway, x *exchange, t *try, a judgedAnswer) ([]byt
 // Anthropic's SDKs raise their typed errors; an overload is Anthropic's
 // 529, which its SDKs raise as OverloadedError.
 func (messagesAPI) writeError(w http.ResponseWriter, status int, body wire.ErrorBody) int {
-	if messages.ErrorType(status, body) == "overloaded_error" {
+	if anthropic.ErrorType(status, body) == "overloaded_error" {
 		status = 529
 	}
 	writeMessagesError(w, status, body)
@@ -158,7 +158,7 @@ func (messagesAPI) upstreamHeader(x *exchange, up *upstreamPlan) http.Header {
 // writeMessagesError writes an error in the Messages API's shape, so that
 // Anthropic's SDKs raise their typed errors.
 func writeMessagesError(w http.ResponseWriter, status int, body wire.ErrorBody) {
-	b := messages.ErrorBody(status, body)
+	b := anthropic.ErrorBody(status, body)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)

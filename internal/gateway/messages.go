@@ -10,7 +10,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/translate/messages"
+	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -19,8 +19,8 @@ import (
 // path: the request, decoded once, and what its answer repeats. It is the
 // exchange's edge: translated for each route's upstream.
 type messagesCall struct {
-	meta messages.Meta
-	req  *messages.Request
+	meta anthropic.Meta
+	req  *anthropic.Request
 	// betas are the anthropic-beta values the client sent.
 	betas []string
 }
@@ -28,7 +28,7 @@ type messagesCall struct {
 // fromMessages is the Messages API's inbound decoder: the request, and
 // the plan of the route its model matches.
 func (g *Gateway) fromMessages(x *exchange, body []byte) (*plan, error) {
-	req, err := messages.Decode(body, false)
+	req, err := anthropic.Decode(body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -36,13 +36,13 @@ func (g *Gateway) fromMessages(x *exchange, body []byte) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.edge = &messagesCall{meta: messages.Meta{ID: messages.NewID(), Model: req.Model}, req: req, betas: x.r.Header.Values("Anthropic-Beta")}
+	x.edge = &messagesCall{meta: anthropic.Meta{ID: anthropic.NewID(), Model: req.Model}, req: req, betas: x.r.Header.Values("Anthropic-Beta")}
 	return p, nil
 }
 
 // metaFor is what the answer from route p repeats: the member that
 // route's normalizer gives reasoning in.
-func (m *messagesCall) metaFor(p *plan) messages.Meta {
+func (m *messagesCall) metaFor(p *plan) anthropic.Meta {
 	meta := m.meta
 	meta.ReasoningField = p.reasoningMember()
 	return meta
@@ -61,7 +61,7 @@ func (m *messagesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	if err != nil {
 		return edgeChat{}, err
 	}
-	t, err := m.req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember, Effort: takesEffort(p),
+	t, err := m.req.Chat(anthropic.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember, Effort: takesEffort(p),
 		OrgWide: s.reach.orgWideKinds(), HostedTools: s.reach.hosted()})
 	if err != nil {
 		return edgeChat{}, err
@@ -76,7 +76,7 @@ func (m *messagesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 
 // checkBetas refuses a beta only Anthropic honours on an upstream of
 // another protocol, and returns the others, which that upstream serves by
-// leaving them out (messages.BetaElsewhere), to be counted.
+// leaving them out (anthropic.BetaElsewhere), to be counted.
 func checkBetas(values []string, up *upstreamPlan) ([]string, error) {
 	if up.protocol == translate.Anthropic {
 		return nil, nil
@@ -87,7 +87,7 @@ func checkBetas(values []string, up *upstreamPlan) ([]string, error) {
 			if beta = strings.TrimSpace(beta); beta == "" {
 				continue
 			}
-			if !messages.BetaElsewhere(beta) {
+			if !anthropic.BetaElsewhere(beta) {
 				return nil, &wire.ParamError{Param: "anthropic-beta", Msg: fmt.Sprintf("the beta %q needs an Anthropic upstream, and this route's upstream %s speaks %s", wire.Clip(beta), up.name, up.protocol), Unsupported: true}
 			}
 			if len(dropped) < maxDroppedBetas {
@@ -137,7 +137,7 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, rec *obser
 // translated or sent.
 func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	r := x.r
-	req, err := messages.Decode(body, true)
+	req, err := anthropic.Decode(body, true)
 	if err != nil {
 		return 0, err
 	}
@@ -151,12 +151,12 @@ func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	if err := g.admitWith(x, budget.Unlimited, 0, 0); err != nil {
 		return 0, err
 	}
-	t, err := req.Chat(messages.ChatOptions{Protocol: p.upstream.protocol, CarriedMember: carriedMember})
+	t, err := req.Chat(anthropic.ChatOptions{Protocol: p.upstream.protocol, CarriedMember: carriedMember})
 	if err != nil {
 		return 0, err
 	}
 	if p.upstream.protocol != translate.Anthropic {
-		return messages.EstimateTokens(t.Chat), nil
+		return anthropic.EstimateTokens(t.Chat), nil
 	}
 	chat, err := wire.DecodeTranslated(t.Chat)
 	if err != nil {

@@ -51,7 +51,7 @@ func TestRequest(t *testing.T) {
 			`{"model":"claude","max_tokens":2048,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"thinking":{"type":"enabled","budget_tokens":1024}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Request(wiretest.Request(t, tc.members), translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
+			r, err := UpstreamRequest(wiretest.Request(t, tc.members), translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
 			got := r.Body // the gateway uses its own member, which only its store fills
 			if err != nil {
 				t.Fatal(err)
@@ -103,7 +103,7 @@ func TestRequestKeptBlocks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := Request(req, translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
+			r, err := UpstreamRequest(req, translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestRequestRefusals(t *testing.T) {
 		{`"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":512}`, "thinking.budget_tokens", "at least 1024"},
 		{`"messages":[{"role":"user","content":"x"}],"max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":1024}`, "max_tokens", "(1024 tokens) must be smaller than max_tokens (1024)"},
 	} {
-		_, err := Request(wiretest.Request(t, tc.members), translate.Options{Model: "claude", DefaultMaxTokens: 4096})
+		_, err := UpstreamRequest(wiretest.Request(t, tc.members), translate.Options{Model: "claude", DefaultMaxTokens: 4096})
 		var re *wire.ParamError
 		if !errors.As(err, &re) || re.Param != tc.param || !strings.Contains(re.Msg, tc.msg) {
 			t.Errorf("%s: err %v", tc.members, err)
@@ -150,7 +150,7 @@ func TestRequestRefusals(t *testing.T) {
 		{"restored, then a user message", `{"role":"user","content":"go"},` + thought + `,{"role":"user","content":"and now?"}`, false},
 		{"a text answer last", `{"role":"user","content":"go"},` + call + `,{"role":"assistant","content":"done"},{"role":"user","content":"thanks"}`, false},
 	} {
-		r, err := Request(wiretest.Request(t, `"messages":[`+tc.messages+`]`+on), translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
+		r, err := UpstreamRequest(wiretest.Request(t, `"messages":[`+tc.messages+`]`+on), translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
 		if err != nil || r.ThinkingOff != tc.off || strings.Contains(string(r.Body), `"enabled"`) == tc.off {
 			t.Errorf("%s: %v off=%v %s", tc.name, err, r.ThinkingOff, r.Body)
 		}
@@ -158,14 +158,14 @@ func TestRequestRefusals(t *testing.T) {
 }
 
 // streamOf translates a Messages stream's data payloads.
-func streamOf(t *testing.T, events ...string) (chunks []string, done bool, s *Stream) {
+func streamOf(t *testing.T, events ...string) (chunks []string, done bool, s *UpstreamStream) {
 	t.Helper()
 	return streamWith(t, translate.StreamOptions{}, events...)
 }
 
-func streamWith(t *testing.T, o translate.StreamOptions, events ...string) (chunks []string, done bool, s *Stream) {
+func streamWith(t *testing.T, o translate.StreamOptions, events ...string) (chunks []string, done bool, s *UpstreamStream) {
 	t.Helper()
-	s = NewStream(o)
+	s = NewUpstreamStream(o)
 	for _, e := range events {
 		cs, d, err := s.Event([]byte(e))
 		if err != nil {
@@ -181,7 +181,7 @@ func streamWith(t *testing.T, o translate.StreamOptions, events ...string) (chun
 
 // Every event mapping: Anthropic's stream in, chat.completion.chunk
 // payloads out.
-func TestStream(t *testing.T) {
+func TestUpstreamStream(t *testing.T) {
 	chunks, done, s := streamOf(t,
 		`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":4,"cache_creation_input_tokens":2}}}`,
 		`{"type":"ping"}`,
@@ -312,7 +312,7 @@ func TestStreamStopsAndErrors(t *testing.T) {
 	if _, _, err := n.Chunk([]byte(chunks[0])); err == nil || !strings.Contains(err.Error(), "Overloaded") {
 		t.Errorf("error event: %s → %v", chunks[0], err)
 	}
-	if _, _, err := NewStream(translate.StreamOptions{}).Event([]byte(`not json`)); err == nil {
+	if _, _, err := NewUpstreamStream(translate.StreamOptions{}).Event([]byte(`not json`)); err == nil {
 		t.Error("a payload that is not JSON was taken")
 	}
 }
@@ -321,7 +321,7 @@ func TestStreamStopsAndErrors(t *testing.T) {
 // their input as arguments, the stop reason, the usage; its thinking
 // blocks are kept for the store.
 func TestWhole(t *testing.T) {
-	a, err := Whole([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[`+
+	a, err := UpstreamWhole([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[`+
 		`{"type":"thinking","thinking":"Hm.","signature":"c2ln"},{"type":"text","text":"Checking."},`+
 		`{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}],"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":2}}`), "claude")
 	if err != nil {
@@ -338,7 +338,7 @@ func TestWhole(t *testing.T) {
 	if string(a.Carried) != `[{"type":"thinking","thinking":"Hm.","signature":"c2ln"}]` {
 		t.Errorf("thinking %s", a.Carried)
 	}
-	if _, err := Whole([]byte(`{"type":"error","error":{"type":"api_error","message":"boom"}}`), "claude"); err == nil || !strings.Contains(err.Error(), "boom") {
+	if _, err := UpstreamWhole([]byte(`{"type":"error","error":{"type":"api_error","message":"boom"}}`), "claude"); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("error body: %v", err)
 	}
 }
@@ -353,7 +353,7 @@ func FuzzAnthropicEvents(f *testing.F) {
 	f.Add(`{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s","name":"web_search","input":{}}}`, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"q\":1}"}}`, `{"type":"content_block_stop","index":0}`)
 	f.Add(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`, `{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{"url":"u"}}}`, `{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"s"}}`)
 	f.Fuzz(func(t *testing.T, a, b, c string) {
-		wiretest.Translate(t, NewStream(translate.StreamOptions{}), "claude", a, b, c)
-		wiretest.Translate(t, NewStream(translate.StreamOptions{Thoughts: true}), "claude", a, b, c) // a Messages client's
+		wiretest.Translate(t, NewUpstreamStream(translate.StreamOptions{}), "claude", a, b, c)
+		wiretest.Translate(t, NewUpstreamStream(translate.StreamOptions{Thoughts: true}), "claude", a, b, c) // a Messages client's
 	})
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // Translator is the Messages API's translate.Outbound.
-var Translator translate.Outbound = translate.Functions{RequestFunc: Request, WholeFunc: Whole,
-	StreamFunc: func(o translate.StreamOptions) translate.Events { return NewStream(o) }, SetupFunc: Setup}
+var Translator translate.Outbound = translate.Functions{RequestFunc: UpstreamRequest, WholeFunc: UpstreamWhole,
+	StreamFunc: func(o translate.StreamOptions) translate.Events { return NewUpstreamStream(o) }, SetupFunc: Setup}
 
 // Setup is what every request to the Messages API carries: the path
 // /messages, the anthropic-version header (unless the configured headers
@@ -56,14 +56,14 @@ type body struct {
 	Stream        bool              `json:"stream,omitempty"`
 }
 
-// Request translates a prepared chat request (repaired, its reasoning
+// UpstreamRequest translates a prepared chat request (repaired, its reasoning
 // level written as thinking-budget's thinking member) into a Messages API
 // request body (see the package doc for what maps to what). The thinking
 // blocks restored for a turn are read from o.CarriedMember. The report
 // says when thinking was turned off (the conversation's last tool turn
 // has no thinking block: Anthropic refuses that with thinking on) and how
 // many empty turns were left out (C12).
-func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
+func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
 	var rep translate.Request
 	if err := unsupported(req); err != nil {
 		return rep, err
@@ -83,7 +83,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 		}
 		b.Tools = append(b.Tools, tool{Name: t.Name, Description: translate.ToolDescription(t.Raw), InputSchema: schema})
 	}
-	if b.ToolChoice, err = toolChoice(req, len(b.Tools) > 0); err != nil {
+	if b.ToolChoice, err = upstreamToolChoice(req, len(b.Tools) > 0); err != nil {
 		return rep, err
 	}
 	if stop, ok := req.Get("stop"); ok && string(stop) != "null" {
@@ -165,9 +165,9 @@ func unsupported(req *wire.ChatRequest) error {
 	return translate.Unsupported(req, "anthropic")
 }
 
-// toolChoice maps tool_choice and parallel_tool_calls onto Anthropic's
+// upstreamToolChoice maps tool_choice and parallel_tool_calls onto Anthropic's
 // tool_choice.
-func toolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) {
+func upstreamToolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage, error) {
 	choice := map[string]any{}
 	raw := translate.Member(req, "tool_choice")
 	var s string

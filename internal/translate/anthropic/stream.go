@@ -14,9 +14,9 @@ type event struct {
 	Type    string `json:"type"`
 	Index   int    `json:"index"`
 	Message *struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
-		Usage usage  `json:"usage"`
+		ID    string        `json:"id"`
+		Model string        `json:"model"`
+		Usage upstreamUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock *struct {
 		Type     string          `json:"type"`
@@ -36,15 +36,15 @@ type event struct {
 		StopReason  string          `json:"stop_reason"`
 		Citation    json.RawMessage `json:"citation"`
 	} `json:"delta"`
-	Usage *usage `json:"usage"`
+	Usage *upstreamUsage `json:"usage"`
 	Error *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
 }
 
-// usage is Anthropic's token count.
-type usage struct {
+// upstreamUsage is Anthropic's token count.
+type upstreamUsage struct {
 	InputTokens              int64 `json:"input_tokens"`
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
@@ -53,7 +53,7 @@ type usage struct {
 
 // add keeps the largest counts seen (message_start has the input,
 // message_delta the output; both may repeat either).
-func (u *usage) add(v usage) {
+func (u *upstreamUsage) add(v upstreamUsage) {
 	u.InputTokens = max(u.InputTokens, v.InputTokens)
 	u.OutputTokens = max(u.OutputTokens, v.OutputTokens)
 	u.CacheCreationInputTokens = max(u.CacheCreationInputTokens, v.CacheCreationInputTokens)
@@ -62,7 +62,7 @@ func (u *usage) add(v usage) {
 
 // openAI is the usage as chat completions report it: the prompt counts
 // cached and cache-writing tokens too.
-func (u usage) openAI() json.RawMessage {
+func (u upstreamUsage) openAI() json.RawMessage {
 	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 	b, _ := json.Marshal(map[string]any{
 		"prompt_tokens": prompt, "completion_tokens": u.OutputTokens, "total_tokens": prompt + u.OutputTokens,
@@ -71,24 +71,24 @@ func (u usage) openAI() json.RawMessage {
 	return b
 }
 
-// thought is a thinking block as it must go back to Anthropic.
-type thought struct {
+// streamedThought is a thinking block as it must go back to Anthropic.
+type streamedThought struct {
 	Type      string `json:"type"`
 	Thinking  string `json:"thinking,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	Data      string `json:"data,omitempty"`
 }
 
-// Stream translates one Messages stream into chat.completion.chunk
+// UpstreamStream translates one Messages stream into chat.completion.chunk
 // payloads. It is created per response and is not safe for concurrent
 // use.
-type Stream struct {
+type UpstreamStream struct {
 	id, model string
 	created   int64
 	calls     map[int]int // content block index → canonical call index
-	thoughts  []thought
+	thoughts  []streamedThought
 	current   int // the thought the latest thinking block writes to, or -1
-	usage     usage
+	usage     upstreamUsage
 	paused    bool
 	stopped   bool // message_stop was seen
 	opts      translate.StreamOptions
@@ -103,19 +103,19 @@ type otherBlock struct {
 	input []byte
 }
 
-// NewStream returns a Stream. With o.Thoughts it hands on, in the
+// NewUpstreamStream returns a Stream. With o.Thoughts it hands on, in the
 // gateway's own delta members (translate.SignatureMember, …), what the
 // chat model has no slot for: thinking signatures, redacted thinking,
 // other blocks whole once they stop, and citations.
-func NewStream(o translate.StreamOptions) *Stream {
-	return &Stream{calls: map[int]int{}, current: -1, opts: o}
+func NewUpstreamStream(o translate.StreamOptions) *UpstreamStream {
+	return &UpstreamStream{calls: map[int]int{}, current: -1, opts: o}
 }
 
 // Event returns the chunks one event of the stream becomes (none for
 // most), and done at message_stop. An error event becomes a chunk with an
 // error object, which the normalizer ends the stream with. A payload that
 // is not a Messages event is an error.
-func (s *Stream) Event(data []byte) (chunks [][]byte, done bool, err error) {
+func (s *UpstreamStream) Event(data []byte) (chunks [][]byte, done bool, err error) {
 	var ev event
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return nil, false, &wire.ProtocolError{Index: -1, Msg: "an anthropic stream event is not a JSON object: " + wire.Clip(err.Error())}
@@ -156,7 +156,7 @@ func (s *Stream) Event(data []byte) (chunks [][]byte, done bool, err error) {
 	return nil, false, nil // ping, and events of later API versions
 }
 
-func (s *Stream) blockStart(ev event, data []byte) [][]byte {
+func (s *UpstreamStream) blockStart(ev event, data []byte) [][]byte {
 	b := ev.ContentBlock
 	if b == nil {
 		return nil
@@ -175,13 +175,13 @@ func (s *Stream) blockStart(ev event, data []byte) [][]byte {
 		}
 		return [][]byte{s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"id":`+translate.Quote(b.ID)+`,"type":"function","function":{"name":`+translate.Quote(b.Name)+`,"arguments":`+translate.Quote(args)+`}}]}`, "null")}
 	case "thinking":
-		s.thoughts = append(s.thoughts, thought{Type: "thinking", Thinking: b.Thinking})
+		s.thoughts = append(s.thoughts, streamedThought{Type: "thinking", Thinking: b.Thinking})
 		s.current = len(s.thoughts) - 1
 		if b.Thinking != "" {
 			return [][]byte{s.chunk(`{"reasoning_content":`+translate.Quote(b.Thinking)+`}`, "null")}
 		}
 	case "redacted_thinking":
-		s.thoughts = append(s.thoughts, thought{Type: "redacted_thinking", Data: b.Data})
+		s.thoughts = append(s.thoughts, streamedThought{Type: "redacted_thinking", Data: b.Data})
 		s.current = -1
 		if s.opts.Thoughts {
 			return [][]byte{s.chunk(`{"`+translate.RedactedMember+`":`+translate.Quote(b.Data)+`}`, "null")}
@@ -203,7 +203,7 @@ func (s *Stream) blockStart(ev event, data []byte) [][]byte {
 
 // blockStop hands on a block the chat model has no slot for, whole: its
 // start with the input its fragments made.
-func (s *Stream) blockStop(ev event) [][]byte {
+func (s *UpstreamStream) blockStop(ev event) [][]byte {
 	o, ok := s.others[ev.Index]
 	if !ok {
 		return nil
@@ -216,7 +216,7 @@ func (s *Stream) blockStop(ev event) [][]byte {
 	return [][]byte{s.chunk(`{"`+translate.BlockMember+`":`+string(block)+`}`, "null")}
 }
 
-func (s *Stream) blockDelta(ev event) [][]byte {
+func (s *UpstreamStream) blockDelta(ev event) [][]byte {
 	d := ev.Delta
 	if d == nil {
 		return nil
@@ -255,7 +255,7 @@ func (s *Stream) blockDelta(ev event) [][]byte {
 }
 
 // finishReason maps a stop reason onto chat completions' finish reasons.
-func (s *Stream) finishReason(stop string) string {
+func (s *UpstreamStream) finishReason(stop string) string {
 	switch stop {
 	case "tool_use":
 		return "tool_calls"
@@ -270,21 +270,21 @@ func (s *Stream) finishReason(stop string) string {
 }
 
 // chunk is one chat.completion.chunk of the response.
-func (s *Stream) chunk(delta, finish string) []byte {
+func (s *UpstreamStream) chunk(delta, finish string) []byte {
 	return translate.Chunks{ID: s.id, Model: s.model, Created: s.created}.Delta(delta, finish)
 }
 
 // usageChunk is the response's usage, in a chunk without choices.
-func (s *Stream) usageChunk() []byte {
+func (s *UpstreamStream) usageChunk() []byte {
 	return translate.Chunks{ID: s.id, Model: s.model, Created: s.created}.Usage(s.usage.openAI())
 }
 
 // Ended reports whether message_stop was seen.
-func (s *Stream) Ended() bool { return s.stopped }
+func (s *UpstreamStream) Ended() bool { return s.stopped }
 
 // Carried returns the response's thinking blocks as Anthropic wants them
 // back (signatures and redacted data unchanged), a JSON array, or nil.
-func (s *Stream) Carried() []byte {
+func (s *UpstreamStream) Carried() []byte {
 	if len(s.thoughts) == 0 {
 		return nil
 	}
@@ -294,7 +294,7 @@ func (s *Stream) Carried() []byte {
 
 // Kinds names "pause_turn" for a response that stopped with pause_turn (a
 // long server tool turn Anthropic paused; the client may continue it).
-func (s *Stream) Kinds() []string {
+func (s *UpstreamStream) Kinds() []string {
 	if s.paused {
 		return []string{"pause_turn"}
 	}

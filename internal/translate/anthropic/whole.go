@@ -9,12 +9,12 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// Whole translates a whole (non-streamed) Messages response: the
+// UpstreamWhole translates a whole (non-streamed) Messages response: the
 // chat.completion, its thinking blocks as Anthropic wants them back
 // (Carried), and "pause_turn" among its Kinds when it stopped with
 // pause_turn. An error body or a body that is not a message is a
 // *wire.IncompleteError for upstream.
-func Whole(b []byte, upstream string) (translate.Answer, error) {
+func UpstreamWhole(b []byte, upstream string) (translate.Answer, error) {
 	var m struct {
 		Type    string `json:"type"`
 		ID      string `json:"id"`
@@ -29,8 +29,8 @@ func Whole(b []byte, upstream string) (translate.Answer, error) {
 			Name      string          `json:"name"`
 			Input     json.RawMessage `json:"input"`
 		} `json:"content"`
-		StopReason string `json:"stop_reason"`
-		Usage      usage  `json:"usage"`
+		StopReason string        `json:"stop_reason"`
+		Usage      upstreamUsage `json:"usage"`
 		Error      *struct {
 			Message string `json:"message"`
 			Type    string `json:"type"`
@@ -43,7 +43,7 @@ func Whole(b []byte, upstream string) (translate.Answer, error) {
 		return translate.Answer{}, &wire.IncompleteError{Upstream: upstream, Message: "the response is not an anthropic message"}
 	}
 	var text, reasoning strings.Builder
-	var thoughts []thought
+	var thoughts []streamedThought
 	var calls []json.RawMessage
 	for _, c := range m.Content {
 		switch c.Type {
@@ -51,9 +51,9 @@ func Whole(b []byte, upstream string) (translate.Answer, error) {
 			text.WriteString(c.Text)
 		case "thinking":
 			reasoning.WriteString(c.Thinking)
-			thoughts = append(thoughts, thought{Type: "thinking", Thinking: c.Thinking, Signature: c.Signature})
+			thoughts = append(thoughts, streamedThought{Type: "thinking", Thinking: c.Thinking, Signature: c.Signature})
 		case "redacted_thinking":
-			thoughts = append(thoughts, thought{Type: "redacted_thinking", Data: c.Data})
+			thoughts = append(thoughts, streamedThought{Type: "redacted_thinking", Data: c.Data})
 		case "tool_use":
 			args := "{}"
 			if len(c.Input) > 0 {
@@ -62,7 +62,7 @@ func Whole(b []byte, upstream string) (translate.Answer, error) {
 			calls = append(calls, translate.ToolCall(c.ID, c.Name, args))
 		}
 	}
-	s := Stream{}
+	s := UpstreamStream{}
 	a := translate.Answer{Chat: translate.Chunks{ID: m.ID, Model: m.Model, Created: time.Now().Unix()}.
 		Completion(text.String(), reasoning.String(), calls, s.finishReason(m.StopReason), m.Usage.openAI())}
 	if len(thoughts) > 0 {

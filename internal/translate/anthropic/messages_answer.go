@@ -1,4 +1,4 @@
-package messages
+package anthropic
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package messages
+package anthropic
 
 import (
 	"encoding/json"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/translate/anthropic"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -325,7 +324,7 @@ func FuzzMessagesRequest(f *testing.F) {
 				}
 				// For an Anthropic upstream, then its translator: JSON or refused.
 				if req, derr := wire.DecodeTranslated(got.Chat); err == nil && p == translate.Anthropic && derr == nil {
-					if up, uerr := anthropic.Request(req, translate.Options{Model: "c", DefaultMaxTokens: 10, CarriedMember: "carried"}); uerr == nil && !json.Valid(up.Body) {
+					if up, uerr := UpstreamRequest(req, translate.Options{Model: "c", DefaultMaxTokens: 10, CarriedMember: "carried"}); uerr == nil && !json.Valid(up.Body) {
 						t.Fatalf("the upstream request %q is not JSON", up.Body)
 					}
 				}
