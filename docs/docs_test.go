@@ -290,3 +290,41 @@ func TestFunctionShape(t *testing.T) {
 		t.Fatalf("checked %d functions: the product has far more", n)
 	}
 }
+
+// Each package's doc comment is where a reader looks first: in doc.go, or
+// in the file named after the package (main.go for a command), and in no
+// other file.
+func TestPackageDocFirst(t *testing.T) {
+	n := 0
+	for _, dir := range []string{"internal", "cmd", "bench", "configs"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() || d.Name() == "testdata" || d.Name() == "node_modules" {
+				return err
+			}
+			pkgs, err := parser.ParseDir(token.NewFileSet(), path, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				return err
+			}
+			for name, pkg := range pkgs {
+				var docs []string
+				for file, f := range pkg.Files {
+					if f.Doc != nil {
+						docs = append(docs, filepath.Base(file))
+					}
+				}
+				n++
+				want := map[string]bool{"doc.go": true, name + ".go": true, filepath.Base(path) + ".go": true, "main.go": name == "main"}
+				if len(docs) != 1 || !want[docs[0]] {
+					t.Errorf("%s: package %s's doc comment is in %v: want it in doc.go or %s.go, and only there", path, name, docs, name)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("checked %d packages: the project has more", n)
+	}
+}
