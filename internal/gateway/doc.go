@@ -1,7 +1,8 @@
 // Package gateway is toolgate's HTTP surface: the chi router of the main
-// listener (POST /v1/chat/completions, GET /v1/models), the admin listener
-// (/metrics, /healthz, /readyz), and the chat path that runs docs/design.md's
-// pipeline as one straight line.
+// listener (POST /v1/chat/completions, /v1/responses, /v1/messages, GET
+// /v1/models, the rest of /v1 forwarded), the admin listener (/metrics,
+// /healthz, /readyz), and the one path that runs docs/design.md's
+// pipeline as one straight line for every client API.
 //
 // [New] resolves the config once into a typed, immutable plan per route
 // (plan.go): the upstream's client and quirk set, repair steps, policy
@@ -12,23 +13,29 @@
 // A request is one exchange (chat.go) that passes through stages, each a
 // call with one input and one result, in files named after them:
 //
+//	api.go      the client APIs: each endpoint's answer and error shape (clientAPI)
 //	intake.go   the front door: key before body, limits, decoding of gzip/deflate/zstd
 //	chat.go     receive (key, body, decoded request, route) → serve (route, fallbacks)
+//	match.go    the routes and prices by model name, built at load
+//	edge.go     another client API's request, translated for each route's protocol
 //	deploy.go   a route's deployments: weighted choice, cooldowns, sticky sessions
 //	prepare.go  the request to send on one route, derived from the client's
 //	            (trim, normalize, repair, policy, output limit, reasoning, usage)
 //	admit.go    the counted admission (sessions, rate limits, spend), once per request
-//	attempt.go  send upstream, retried with backoff; the judge's verdict
+//	attempt.go  send upstream, retrying with backoff; the judge's verdict
 //	stream.go   relay a stream through wire.Normalizer, chunk by chunk
 //	whole.go    the same normalizer over a non-streamed answer
 //	errors.go   classify: the one table from an error to status, body, outcome,
 //	            retry, fallback and cooldown; end: the record's status and outcome
 //	trace.go    the server span and the attempts' client spans (tracing on)
 //
-// Beside the chat path: responses.go (the Responses API, translated at the
-// edge by internal/translate/responses into the same exchange),
-// passthrough.go (the rest of /v1, forwarded), models.go (/v1/models),
-// pending.go (the cap on connections still sending), admin.go.
+// Beside them: responses.go and messages.go (the Responses and Messages
+// APIs' edges: decoded there, translated by internal/translate into the
+// same exchange, stored responses and count_tokens), passthrough.go (the
+// rest of /v1, forwarded through the same deployment and retry loops),
+// models.go (/v1/models), pending.go (the cap on connections still
+// sending), admin.go. A handler returns its failure; instrument writes it
+// in the client API's shape (fail, errors.go).
 //
 // The client's decoded request is never changed: each route derives the
 // request it sends from it, so a retry or a fallback decodes nothing
@@ -44,8 +51,8 @@
 //
 //   - The commit point is the first event written to the client. Before it,
 //     any failure (upstream status, connection error, a stream that ends
-//     before its first event) is answered with an HTTP status and an OpenAI
-//     error body; after it, with one `data: {"error":…}` event and no
+//     before its first event) is answered with an HTTP status and an error
+//     body in the client API's shape; after it, with one `data: {"error":…}` event and no
 //     `[DONE]` (docs/spec.md §7).
 //   - A stream is complete only when the upstream sent `data: [DONE]`. A read
 //     error, a cut body or an EOF without it is reported as incomplete

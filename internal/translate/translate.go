@@ -1,12 +1,13 @@
 // Package translate holds the translators between the chat-completions
 // request and answer the gateway's path works on and the other wire
-// protocols: upstreams that speak another protocol (anthropic: the
-// Messages API; gemini: Google's Gemini API), and a client API other than
-// chat completions (responses: the Responses API). Each sub-package is a
-// pair of pure functions per direction — the request out (or in), the
-// answer's events in (or out), the whole answer — table-tested with
-// recorded wire bytes; the path in internal/gateway calls them at its
-// edges and knows nothing else of the protocol.
+// protocols, one sub-package per protocol, each with the directions it
+// serves: anthropic (the Messages API, as a client API and as an
+// upstream), responses (OpenAI's Responses API, both ways), gemini
+// (Google's Gemini API, an upstream). Each direction is a set of pure
+// functions — the request out (or in), the answer's events in (or out),
+// the whole answer — table-tested with recorded wire bytes; the path in
+// internal/gateway calls them at its edges and knows nothing else of the
+// protocol.
 //
 // An upstream translator implements [Outbound]. What it reads besides the
 // chat request is the state the upstream needs back from earlier turns
