@@ -13,9 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/observe"
-	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/upstream"
-	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // try is one upstream attempt of a prepared request: its response and
@@ -121,16 +119,6 @@ func (x *exchange) noteAttempt(a observe.Attempt, reconnected bool) *observe.Att
 	return &x.rec.Attempts[len(x.rec.Attempts)-1]
 }
 
-// judged records the judge's verdict on an attempt's response, and in
-// annotate mode the argument validation failures.
-func judged(x *exchange, t *try, o policy.Outcome) {
-	t.record.Verdict = o.Kind
-	if len(o.Annotations) > 0 {
-		x.rec.Arguments = joinAnnotations(x.rec.Arguments, o.Annotations)
-		x.rec.InvalidArguments += len(o.Annotations)
-	}
-}
-
 func joinAnnotations(prev string, a []string) string {
 	for _, s := range a {
 		if prev != "" {
@@ -139,46 +127,6 @@ func joinAnnotations(prev string, a []string) string {
 		prev += s
 	}
 	return prev
-}
-
-// fixesOf is a response's normalizations as the record counts them.
-func fixesOf(f wire.Fixes) []observe.Count {
-	var out []observe.Count
-	for name, n := range f.All() {
-		out = append(out, observe.Count{Name: name, N: n})
-	}
-	return out
-}
-
-// addUsage adds one attempt's reported usage to the record, and its cost
-// when the model it was sent (rec.Model) is priced.
-func (g *Gateway) addUsage(rec *observe.Record, u wire.Usage) {
-	rec.PromptTokens += u.PromptTokens
-	rec.CompletionTokens += u.CompletionTokens
-	rec.TotalTokens += u.TotalTokens
-	rec.CachedTokens += u.CachedTokens
-	if price, name, ok := g.prices.find(rec.Model); ok && u.TotalTokens > 0 {
-		rec.CostUSD += budget.USD(price.Cost(u.PromptTokens, u.CachedTokens, u.CompletionTokens))
-		rec.CostModel = name
-	}
-}
-
-// outcomeOf names an attempt that ended the request, from what its relay
-// recorded (stream and whole write their own failures).
-func outcomeOf(rec *observe.Record) observe.AttemptOutcome {
-	switch rec.Outcome {
-	case observe.OutcomeOK:
-		return observe.AttemptOK
-	case observe.OutcomeViolation:
-		return observe.AttemptViolation
-	case observe.OutcomeClientGone:
-		return observe.AttemptCanceled
-	case observe.OutcomeUpstream:
-		if a, ok := attemptOf[upstream.Kind(rec.ErrorKind)]; ok {
-			return a
-		}
-	}
-	return observe.AttemptIncomplete
 }
 
 // backoff waits before the next attempt: the route's retry_backoff doubled

@@ -25,6 +25,8 @@
 //	attempt.go  send upstream, retrying with backoff; the judge's verdict
 //	stream.go   relay a stream through wire.Normalizer, chunk by chunk
 //	whole.go    the same normalizer over a non-streamed answer
+//	judge.go    what a relayed answer leaves in the record: verdict, fixes,
+//	            usage and cost, the reasoning to remember
 //	errors.go   classify: the one table from an error to status, body, outcome,
 //	            retry, fallback and cooldown; end: the record's status and outcome
 //	trace.go    the server span and the attempts' client spans (tracing on)

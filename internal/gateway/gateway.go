@@ -502,3 +502,20 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+func keyName(k *auth.Key) string {
+	if k == nil {
+		return ""
+	}
+	return k.Name
+}
+
+// tenant names the client key whose state (stored responses, remembered
+// reasoning) a request reads and writes: the key's name, "open" on a
+// gateway without keys.
+func tenant(k *auth.Key) string {
+	if k == nil {
+		return "open"
+	}
+	return k.Name
+}

@@ -182,23 +182,6 @@ func (g *Gateway) loadResponse(ctx context.Context, key *auth.Key, id string, pr
 	return &s, nil
 }
 
-func keyName(k *auth.Key) string {
-	if k == nil {
-		return ""
-	}
-	return k.Name
-}
-
-// tenant names the client key whose state (stored responses, remembered
-// reasoning) a request reads and writes: the key's name, "open" on a
-// gateway without keys.
-func tenant(k *auth.Key) string {
-	if k == nil {
-		return "open"
-	}
-	return k.Name
-}
-
 // storeResponse keeps a finished response for previous_response_id and
 // GET, unless the request said store: false or none are kept.
 func (g *Gateway) storeResponse(x *exchange, object []byte, output []json.RawMessage, kept upstreamResponse) {

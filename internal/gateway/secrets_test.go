@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
 )
 
 // Secrets the tests use: the upstream key, the client keys presented

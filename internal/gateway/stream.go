@@ -242,39 +242,6 @@ func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) err
 	}
 }
 
-// remember stores a finished turn's reasoning for an upstream that needs
-// it back.
-func (g *Gateway) remember(x *exchange, t *try, res wire.Result) {
-	up := t.plan.upstream
-	ctx := context.WithoutCancel(x.r.Context())
-	if up.signatures {
-		if err := policy.RememberSignatures(ctx, policy.Tenant(g.store, tenant(x.key)), res.Calls); err != nil {
-			g.stateFailed(x, "reasoning_put", err)
-		}
-	}
-	if !up.restore {
-		return
-	}
-	turn := policy.Turn{Reasoning: res.Reasoning, Calls: res.Calls, Content: res.Text}
-	if err := policy.RememberReasoning(ctx, policy.Tenant(g.store, tenant(x.key)), t.plan.upstream.carry, turn); err != nil {
-		g.stateFailed(x, "reasoning_put", err)
-	}
-}
-
-// kindsOf counts a translator's normalizations by name, in order of first
-// appearance.
-func kindsOf(kinds []string) []observe.Count {
-	var out []observe.Count
-	for _, k := range kinds {
-		if n := len(out); n > 0 && out[n-1].Name == k {
-			out[n-1].N++
-			continue
-		}
-		out = append(out, observe.Count{Name: k, N: 1})
-	}
-	return out
-}
-
 // failStream ends a stream that failed: with a status and JSON body if
 // nothing was sent yet, else with one error event and no [DONE]. When
 // nothing was sent and deferFail is set it writes nothing and returns err.
