@@ -43,7 +43,6 @@ type Carry struct {
 func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store ReasoningStore) Restored {
 	type lacking struct {
 		i    int
-		obj  wire.Object
 		keys []string // the turn's keys, in the order they are tried
 	}
 	var turns []lacking
@@ -53,11 +52,9 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 		if m.Role != "assistant" || m.Raw == nil {
 			continue
 		}
-		obj, err := wire.ParseObject(m.Raw)
-		if err != nil {
-			continue
-		}
-		if v, ok := obj.Get(c.Field); ok && string(v) != "null" && string(v) != `""` {
+		// Read in place: only a message that gets its reasoning back is
+		// parsed, to be written again.
+		if v, ok := wire.Member(m.Raw, c.Field); ok && string(v) != "null" && string(v) != `""` {
 			continue
 		}
 		from := len(keys)
@@ -77,7 +74,7 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 			}
 			keys = append(keys, c.Space+ContentKey(content))
 		}
-		turns = append(turns, lacking{i: i, obj: obj, keys: keys[from:len(keys):len(keys)]})
+		turns = append(turns, lacking{i: i, keys: keys[from:len(keys):len(keys)]})
 	}
 	if len(turns) == 0 {
 		return Restored{Messages: msgs}
@@ -100,13 +97,17 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 		if reasoning == "" {
 			continue // the turn had none (RememberReasoning's mark): nothing to restore, nothing missed
 		}
+		obj, err := wire.ParseObject(msgs[t.i].Raw)
+		if err != nil {
+			continue
+		}
 		if r.Restored == 0 {
 			r.Messages = append([]wire.Message(nil), msgs...)
 		}
 		r.Restored++
 		v, _ := json.Marshal(reasoning) // a string always marshals
-		t.obj.Set(c.Field, v)
-		r.Messages[t.i].Raw = t.obj.JSON()
+		obj.Set(c.Field, v)
+		r.Messages[t.i].Raw = obj.JSON()
 	}
 	return r
 }

@@ -300,8 +300,12 @@ func Restored(m wire.Message, member string, v any) bool {
 // Kept are the blocks or items a client of another API sent for a chat
 // message (in member: BlocksMember or ItemsMember), or nil.
 func Kept(m wire.Message, member string) []json.RawMessage {
+	raw := Own(m, member)
+	if raw == nil {
+		return nil // most messages: nothing decoded
+	}
 	var kept []json.RawMessage
-	if json.Unmarshal(Own(m, member), &kept) != nil || len(kept) == 0 {
+	if json.Unmarshal(raw, &kept) != nil || len(kept) == 0 {
 		return nil
 	}
 	return kept

@@ -57,9 +57,9 @@ func (n *Normalizer) flattenContent(e *deltaEdit, idx int) {
 	n.fixes[FixContentBlocks]++
 	n.fixes[FixDroppedBlock] += dropped
 	e.blocks = true
-	e.content = appendString(nil, text)
+	e.content = AppendString(nil, text)
 	if reasoning != "" {
-		e.moved = appendString(nil, reasoning)
+		e.moved = AppendString(nil, reasoning)
 		if n.keepText && idx == 0 {
 			n.reasoning.WriteString(reasoning)
 		}
@@ -78,9 +78,9 @@ func (n *Normalizer) flattenWholeContent(o *Object) bool {
 	}
 	n.fixes[FixContentBlocks]++
 	n.fixes[FixDroppedBlock] += dropped
-	o.Set("content", appendString(nil, text))
+	o.Set("content", AppendString(nil, text))
 	if reasoning != "" {
-		o.Set(n.out, appendString(nil, reasoning))
+		o.Set(n.out, AppendString(nil, reasoning))
 	}
 	return true
 }

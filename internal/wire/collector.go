@@ -162,7 +162,7 @@ type Fragment struct {
 
 // MarshalJSON writes the fragment in OpenAI's delta shape.
 func (f Fragment) MarshalJSON() ([]byte, error) {
-	return out1{index: f.Index, id: f.ID, name: f.Name, args: appendString(nil, f.Arguments), extra: f.Extra.members}.append(nil), nil
+	return out1{index: f.Index, id: f.ID, name: f.Name, args: AppendString(nil, f.Arguments), extra: f.Extra.members}.append(nil), nil
 }
 
 // out1 is one canonical fragment to send: id and name are set on a call's
@@ -187,9 +187,9 @@ func (f out1) append(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(f.index), 10)
 	if f.id != "" {
 		b = append(b, `,"id":`...)
-		b = appendString(b, f.id)
+		b = AppendString(b, f.id)
 		b = append(b, `,"type":"function","function":{"name":`...)
-		b = appendString(b, f.name)
+		b = AppendString(b, f.name)
 		b = append(b, `,"arguments":`...)
 	} else {
 		b = append(b, `,"function":{"arguments":`...)
@@ -383,7 +383,7 @@ func (c *Collector) parse(raw []byte, position int) (fragment, error) {
 		case a[0] == '"':
 			f.args = a
 		case c.quirks.ArgumentsObject:
-			f.args = appendString(nil, string(a))
+			f.args = AppendString(nil, string(a))
 			c.fixes[FixArgumentsObject]++
 		default:
 			return f, &ProtocolError{Index: f.idx, Msg: "function.arguments must be a string, got " + kindAt(a, 0)}
@@ -436,7 +436,7 @@ func (c *Collector) add(raw []byte, position int, emit func(out1)) error {
 	case !call.started:
 		out := out1{index: call.index, id: call.id, name: call.name, args: f.args, extra: call.extra.members}
 		if before > 0 { // text held before: sent merged, encoded afresh
-			out.args = appendString(nil, call.args.String())
+			out.args = AppendString(nil, call.args.String())
 		} else if len(f.args) == 0 {
 			out.args = []byte(`""`)
 		}
@@ -469,7 +469,7 @@ func (c *Collector) start(call *collecting, out out1, emit func(out1)) {
 		call = c.calls[c.next]
 		args := []byte(`""`)
 		if call.args.Len() > 0 {
-			args = appendString(nil, call.args.String())
+			args = AppendString(nil, call.args.String())
 		}
 		out = out1{index: call.index, id: call.id, name: call.name, args: args, extra: call.extra.members}
 	}

@@ -86,9 +86,9 @@ func (n *Normalizer) deltaReasoning(e *deltaEdit, idx int) {
 			n.textChars += utf8.RuneCountInString(c)
 			n.reasoning.WriteString(r)
 		}
-		e.content = appendString(nil, c)
+		e.content = AppendString(nil, c)
 		if r != "" {
-			e.moved = appendString(nil, r)
+			e.moved = AppendString(nil, r)
 		}
 	case ReasoningField:
 		if n.out != "reasoning" {
@@ -115,7 +115,7 @@ func (n *Normalizer) deltaText(e *deltaEdit, d *delta) {
 				kept := cutRunes(text, max(n.opts.TextLimit-n.textChars, 0))
 				n.cut, d.cut, d.cutEmpty = true, true, kept == ""
 				text, chars = kept, utf8.RuneCountInString(kept)
-				e.content = appendString(nil, kept)
+				e.content = AppendString(nil, kept)
 			}
 			n.text.WriteString(text)
 			n.textChars += chars
@@ -166,7 +166,7 @@ func (n *Normalizer) encodeDelta(e *deltaEdit, d *delta) {
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = appendString(b, n.out)
+		b = AppendString(b, n.out)
 		b = append(b, ':')
 		b = append(b, moved...)
 		says = says || string(moved) != "null" && string(moved) != `""`

@@ -101,7 +101,7 @@ func (n *Normalizer) Flush() [][]byte {
 			if k > 0 {
 				calls = append(calls, ',')
 			}
-			calls = out1{index: k, id: p.id, name: p.name, args: appendString(nil, string(p.args)), extra: p.extra}.append(calls)
+			calls = out1{index: k, id: p.id, name: p.name, args: AppendString(nil, string(p.args)), extra: p.extra}.append(calls)
 		}
 		calls = append(calls, ']')
 		out = append(out, n.made(`[{"index":0,"delta":{"tool_calls":`+string(calls)+`},"finish_reason":null}]`))
@@ -157,15 +157,15 @@ func (n *Normalizer) thinkTail() []byte {
 	d := []byte{'{'}
 	if c != "" {
 		d = append(d, `"content":`...)
-		d = appendString(d, c)
+		d = AppendString(d, c)
 	}
 	if r != "" {
 		if len(d) > 1 {
 			d = append(d, ',')
 		}
-		d = appendString(d, n.out)
+		d = AppendString(d, n.out)
 		d = append(d, ':')
-		d = appendString(d, r)
+		d = AppendString(d, r)
 	}
 	d = append(d, '}')
 	return n.made(`[{"index":0,"delta":` + string(d) + `,"finish_reason":null}]`)

@@ -25,7 +25,7 @@ func (m *member) appendKey(dst []byte) []byte {
 	if m.rawKey != nil {
 		return append(dst, m.rawKey...)
 	}
-	return appendString(dst, m.key)
+	return AppendString(dst, m.key)
 }
 
 // ParseObject splits b, which must be a JSON object, into its members. The
@@ -130,7 +130,7 @@ func SetMember(raw, value json.RawMessage, path ...string) (json.RawMessage, boo
 		if j := lastNonSpace(raw, start); raw[j] != '{' {
 			prefix = ","
 		}
-		prefix += string(appendString(nil, path[len(path)-1])) + ":"
+		prefix += string(AppendString(nil, path[len(path)-1])) + ":"
 	}
 	out := make([]byte, 0, len(raw)-(end-start)+len(prefix)+len(value))
 	out = append(out, raw[:start]...)

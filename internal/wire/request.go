@@ -248,7 +248,7 @@ func (r *ChatRequest) Encode(model string) ([]byte, error) {
 		buf = append(buf, ':')
 		switch {
 		case m.key == "model":
-			buf = appendString(buf, model)
+			buf = AppendString(buf, model)
 		case m.key == "messages" && r.messagesChanged:
 			var err error
 			if buf, err = appendMessages(buf, r.Messages); err != nil {
@@ -284,14 +284,14 @@ func appendMessages(buf []byte, msgs []Message) ([]byte, error) {
 // same members, order and omissions as its json tags say.
 func appendMessage(buf []byte, m *Message) ([]byte, error) {
 	buf = append(buf, `{"role":`...)
-	buf = appendString(buf, m.Role)
+	buf = AppendString(buf, m.Role)
 	if len(m.Content) > 0 {
 		buf = append(buf, `,"content":`...)
 		buf = append(buf, m.Content...)
 	}
 	if m.Name != "" {
 		buf = append(buf, `,"name":`...)
-		buf = appendString(buf, m.Name)
+		buf = AppendString(buf, m.Name)
 	}
 	if len(m.ToolCalls) > 0 {
 		buf = append(buf, `,"tool_calls":`...)
@@ -303,13 +303,13 @@ func appendMessage(buf []byte, m *Message) ([]byte, error) {
 	}
 	if m.ToolCallID != "" {
 		buf = append(buf, `,"tool_call_id":`...)
-		buf = appendString(buf, m.ToolCallID)
+		buf = AppendString(buf, m.ToolCallID)
 	}
 	return append(buf, '}'), nil
 }
 
-// appendString appends s as a JSON string, escaped as encoding/json does.
-func appendString(buf []byte, s string) []byte {
+// AppendString appends s as a JSON string, escaped as encoding/json does.
+func AppendString(buf []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
 			b, _ := json.Marshal(s) // a string always marshals

@@ -174,9 +174,9 @@ func (n *Normalizer) moveWholeReasoning(o *Object) bool {
 		r, c := n.think.Split(text)
 		r2, c2 := n.think.Flush()
 		r, c = r+r2, c+c2
-		o.Set("content", appendString(nil, c))
+		o.Set("content", AppendString(nil, c))
 		if r != "" {
-			o.Set(n.out, appendString(nil, r))
+			o.Set(n.out, AppendString(nil, r))
 		}
 		return true
 	case ReasoningField, ReasoningContent:
@@ -249,7 +249,7 @@ func rewriteCalls(toolCalls []byte, ids []string) []byte {
 			continue
 		}
 		if id, _ := o.Get("id"); k < len(ids) && (len(id) == 0 || string(id) == `""` || string(id) == "null") {
-			call, _ = SetMember(call, appendString(nil, ids[k]), "id")
+			call, _ = SetMember(call, AppendString(nil, ids[k]), "id")
 		}
 		fn, _ := o.Get("function")
 		f, ferr := ParseObject(fn)
@@ -258,7 +258,7 @@ func rewriteCalls(toolCalls []byte, ids []string) []byte {
 			out = append(out, call...)
 			continue
 		}
-		set, _ := SetMember(call, appendString(nil, strings.Clone(string(a))), "function", "arguments")
+		set, _ := SetMember(call, AppendString(nil, strings.Clone(string(a))), "function", "arguments")
 		out = append(out, set...)
 	}
 	return append(out, ']')

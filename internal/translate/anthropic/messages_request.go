@@ -10,16 +10,17 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// Request is a decoded POST /v1/messages (or count_tokens) body.
+// Request is a Messages API request body, the one declaration of it for
+// both directions: a POST /v1/messages (or count_tokens) body as a client
+// sent it (Decode), and the body the gateway sends an Anthropic upstream
+// (UpstreamRequest fills it, appendJSON writes it).
 type Request struct {
 	Model     string          `json:"model"`
-	Stream    bool            `json:"stream"`
 	MaxTokens *int            `json:"max_tokens"`
 	System    json.RawMessage `json:"system"`
-	Messages  []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
+	Messages  []Message       `json:"messages"`
+	// Tools are the tools as the client declared them (an upstream
+	// request's are upTools).
 	Tools         []json.RawMessage `json:"tools"`
 	ToolChoice    json.RawMessage   `json:"tool_choice"`
 	StopSequences json.RawMessage   `json:"stop_sequences"`
@@ -27,13 +28,36 @@ type Request struct {
 	TopP          json.RawMessage   `json:"top_p"`
 	TopK          json.RawMessage   `json:"top_k"`
 	Thinking      json.RawMessage   `json:"thinking"`
-	Metadata      *struct {
-		UserID string `json:"user_id"`
-	} `json:"metadata"`
+	Metadata      json.RawMessage   `json:"metadata"`
+	Stream        bool              `json:"stream"`
 	// extra are the members the chat model has no slot for (container,
 	// mcp_servers, service_tier, …): an Anthropic upstream gets them as
 	// they are.
 	extra map[string]json.RawMessage
+	// An upstream request's system prompt (its blocks) and tools, as the
+	// gateway built them: appendJSON writes them in place of System and
+	// Tools.
+	upSystem []json.RawMessage
+	upTools  []tool
+}
+
+// Message is one message of a Request: its content as a client sent it
+// (a string or blocks), or, in the body the gateway sends, its blocks.
+type Message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	blocks  []json.RawMessage
+}
+
+// userID is the request's metadata.user_id, "" for none.
+func (r *Request) userID() string {
+	var md struct {
+		UserID string `json:"user_id"`
+	}
+	if len(r.Metadata) > 0 && json.Unmarshal(r.Metadata, &md) == nil {
+		return md.UserID
+	}
+	return ""
 }
 
 // translatedMembers are the members Chat translates; the others are extra.
@@ -342,8 +366,8 @@ func (r *Request) settings(chat map[string]any, o ChatOptions) error {
 	if p == translate.Anthropic && len(r.TopK) > 0 && string(r.TopK) != "null" {
 		chat["top_k"] = r.TopK
 	}
-	if r.Metadata != nil && r.Metadata.UserID != "" {
-		chat["user"] = r.Metadata.UserID
+	if id := r.userID(); id != "" {
+		chat["user"] = id
 	}
 	if len(r.Thinking) == 0 || string(r.Thinking) == "null" {
 		return nil

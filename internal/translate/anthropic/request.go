@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/translate"
@@ -29,31 +30,10 @@ func Setup(c translate.UpstreamConfig) translate.Setup {
 	return translate.Setup{Path: "/messages", Headers: headers, MaxTokens: c.DefaultMaxTokens}
 }
 
-type message struct {
-	Role    string            `json:"role"`
-	Content []json.RawMessage `json:"content"`
-}
-
 type tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-type body struct {
-	Model         string            `json:"model"`
-	MaxTokens     int               `json:"max_tokens"`
-	System        []json.RawMessage `json:"system,omitempty"`
-	Messages      []message         `json:"messages"`
-	Tools         []tool            `json:"tools,omitempty"`
-	ToolChoice    json.RawMessage   `json:"tool_choice,omitempty"`
-	StopSequences json.RawMessage   `json:"stop_sequences,omitempty"`
-	Temperature   json.RawMessage   `json:"temperature,omitempty"`
-	TopP          json.RawMessage   `json:"top_p,omitempty"`
-	TopK          json.RawMessage   `json:"top_k,omitempty"`
-	Thinking      json.RawMessage   `json:"thinking,omitempty"`
-	Metadata      json.RawMessage   `json:"metadata,omitempty"`
-	Stream        bool              `json:"stream,omitempty"`
 }
 
 // UpstreamRequest translates a prepared chat request (repaired, its reasoning
@@ -68,12 +48,13 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if err := unsupported(req); err != nil {
 		return rep, err
 	}
-	b := body{Model: o.Model, Stream: req.Stream, MaxTokens: o.DefaultMaxTokens}
+	maxTokens := o.DefaultMaxTokens
 	if n, ok := translate.IntMember(req, "max_tokens", "max_completion_tokens"); ok {
-		b.MaxTokens = n
+		maxTokens = n
 	}
+	b := Request{Model: o.Model, Stream: req.Stream, MaxTokens: &maxTokens}
 	var err error
-	if b.System, b.Messages, rep.DroppedEmpty, err = transcript(req.Messages, o.CarriedMember); err != nil {
+	if b.upSystem, b.Messages, rep.DroppedEmpty, err = transcript(req.Messages, o.CarriedMember); err != nil {
 		return rep, err
 	}
 	for _, t := range req.Tools {
@@ -81,9 +62,9 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		b.Tools = append(b.Tools, tool{Name: t.Name, Description: translate.ToolDescription(t.Raw), InputSchema: schema})
+		b.upTools = append(b.upTools, tool{Name: t.Name, Description: translate.ToolDescription(t.Raw), InputSchema: schema})
 	}
-	if b.ToolChoice, err = upstreamToolChoice(req, len(b.Tools) > 0); err != nil {
+	if b.ToolChoice, err = upstreamToolChoice(req, len(b.upTools) > 0); err != nil {
 		return rep, err
 	}
 	if stop, ok := req.Get("stop"); ok && string(stop) != "null" {
@@ -96,16 +77,13 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if user, ok := req.Get("user"); ok && len(user) > 0 && user[0] == '"' {
 		b.Metadata = json.RawMessage(`{"user_id":` + string(user) + `}`)
 	}
-	if b.Thinking, rep.ThinkingOff, err = thinking(req, b.MaxTokens, b.Messages); err != nil {
+	if b.Thinking, rep.ThinkingOff, err = thinking(req, maxTokens, b.Messages); err != nil {
 		return rep, err
 	}
 	if thinkingOn(b.Thinking) {
 		b.Temperature, b.TopK = nil, nil // Anthropic refuses them while thinking
 	}
-	if rep.Body, err = json.Marshal(b); err != nil {
-		return rep, err
-	}
-	rep.Body = withKept(rep.Body, req, b.Tools)
+	rep.Body = withKept(b.appendJSON(make([]byte, 0, b.size())), req, b.upTools)
 	return rep, nil
 }
 
@@ -208,7 +186,7 @@ func upstreamToolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage,
 // thinking checks the thinking member against Anthropic's bounds (C14)
 // and turns it off when the final assistant message made calls and does
 // not start with its thinking block.
-func thinking(req *wire.ChatRequest, maxTokens int, msgs []message) (json.RawMessage, bool, error) {
+func thinking(req *wire.ChatRequest, maxTokens int, msgs []Message) (json.RawMessage, bool, error) {
 	raw := translate.Member(req, "thinking")
 	if raw == nil {
 		return nil, false, nil
@@ -244,12 +222,12 @@ func thinkingOn(raw json.RawMessage) bool {
 // block — whatever follows its tool results (a reloaded conversation, a
 // user message after the results, a turn that came from another model or
 // outlived the store).
-func lastToolTurnUnthought(msgs []message) bool {
+func lastToolTurnUnthought(msgs []Message) bool {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "assistant" {
 			continue
 		}
-		a := msgs[i].Content
+		a := msgs[i].blocks
 		calls := false
 		for _, b := range a {
 			calls = calls || blockType(b) == "tool_use"
@@ -268,4 +246,91 @@ func blockType(b json.RawMessage) string {
 	}
 	_ = json.Unmarshal(b, &t)
 	return t.Type
+}
+
+// size is about the length of the body appendJSON writes: its blocks, its
+// tools and members, and room for the names.
+func (r *Request) size() int {
+	n := 256 + len(r.Model) + len(r.ToolChoice) + len(r.StopSequences) + len(r.Thinking) + len(r.Metadata)
+	for _, b := range r.upSystem {
+		n += len(b) + 1
+	}
+	for _, m := range r.Messages {
+		n += 32
+		for _, b := range m.blocks {
+			n += len(b) + 1
+		}
+	}
+	for _, t := range r.upTools {
+		n += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	return n
+}
+
+// appendJSON writes an upstream request (UpstreamRequest's) as the body
+// sent to the Messages API, into one buffer: its members in a fixed order,
+// each message's blocks and each member as the gateway holds them (JSON
+// it built or checked), never marshalled again.
+func (r *Request) appendJSON(b []byte) []byte {
+	b = append(b, `{"model":`...)
+	b = wire.AppendString(b, r.Model)
+	b = append(b, `,"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(*r.MaxTokens), 10)
+	if len(r.upSystem) > 0 {
+		b = appendArray(append(b, `,"system":`...), r.upSystem)
+	}
+	b = append(b, `,"messages":[`...)
+	for i, m := range r.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = wire.AppendString(append(b, `{"role":`...), m.Role)
+		b = append(appendArray(append(b, `,"content":`...), m.blocks), '}')
+	}
+	b = append(b, ']')
+	if len(r.upTools) > 0 {
+		b = append(b, `,"tools":`...)
+		b = appendTools(b, r.upTools)
+	}
+	for _, m := range [...]struct {
+		name string
+		v    json.RawMessage
+	}{{"tool_choice", r.ToolChoice}, {"stop_sequences", r.StopSequences}, {"temperature", r.Temperature}, {"top_p", r.TopP},
+		{"top_k", r.TopK}, {"thinking", r.Thinking}, {"metadata", r.Metadata}} {
+		if len(m.v) > 0 {
+			b = append(append(append(append(b, ',', '"'), m.name...), '"', ':'), m.v...)
+		}
+	}
+	if r.Stream {
+		b = append(b, `,"stream":true`...)
+	}
+	return append(b, '}')
+}
+
+// appendArray writes JSON values as an array.
+func appendArray(b []byte, vs []json.RawMessage) []byte {
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
+}
+
+// appendTools writes tools as the Messages API declares them.
+func appendTools(b []byte, tools []tool) []byte {
+	b = append(b, '[')
+	for i, t := range tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = wire.AppendString(append(b, `{"name":`...), t.Name)
+		if t.Description != "" {
+			b = wire.AppendString(append(b, `,"description":`...), t.Description)
+		}
+		b = append(append(append(b, `,"input_schema":`...), t.InputSchema...), '}')
+	}
+	return append(b, ']')
 }

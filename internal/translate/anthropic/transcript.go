@@ -15,7 +15,7 @@ import (
 // block for block, while it still says what they say: a turn repair
 // changed (a call renamed, a result sealed) is translated from the chat
 // message instead.
-func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMessage, out []message, dropped int, err error) {
+func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMessage, out []Message, dropped int, err error) {
 	for i, m := range msgs {
 		var role string
 		var blocks []json.RawMessage
@@ -32,7 +32,7 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 			if kept != nil && len(out) > 0 {
 				// A Messages client's system message in the conversation
 				// stays in its place.
-				out = append(out, message{Role: "system", Content: kept})
+				out = append(out, Message{Role: "system", blocks: kept})
 				continue
 			}
 			system = append(system, parts...)
@@ -65,10 +65,10 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
+			out[n-1].blocks = append(out[n-1].blocks, blocks...)
 			continue
 		}
-		out = append(out, message{Role: role, Content: blocks})
+		out = append(out, Message{Role: role, blocks: blocks})
 	}
 	return system, out, dropped, nil
 }
@@ -103,15 +103,11 @@ type part struct {
 // contentBlocks turns a message's content (a string, or content parts)
 // into text and image blocks; empty text is left out.
 func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessage, error) {
-	if len(content) == 0 || string(content) == "null" {
+	if len(content) == 0 || string(content) == "null" || string(content) == `""` {
 		return nil, nil
 	}
-	var s string
-	if json.Unmarshal(content, &s) == nil {
-		if s == "" {
-			return nil, nil
-		}
-		return []json.RawMessage{textBlock(s, nil)}, nil
+	if content[0] == '"' { // a string (checked JSON): its text goes as it was written
+		return []json.RawMessage{quotedBlock(`{"type":"text","text":`, content, nil)}, nil
 	}
 	var parts []part
 	if err := json.Unmarshal(content, &parts); err != nil {
@@ -138,12 +134,25 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 }
 
 func textBlock(text string, cacheControl json.RawMessage) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Type         string          `json:"type"`
-		Text         string          `json:"text"`
-		CacheControl json.RawMessage `json:"cache_control,omitempty"`
-	}{"text", text, cacheControl})
-	return b
+	b := make([]byte, 0, len(text)+len(cacheControl)+48)
+	b = wire.AppendString(append(b, `{"type":"text","text":`...), text)
+	if len(cacheControl) > 0 {
+		b = append(append(b, `,"cache_control":`...), cacheControl...)
+	}
+	return append(b, '}')
+}
+
+// quotedBlock is a block that starts with head and ends with value, a
+// JSON value the gateway holds checked (a string as the client wrote it),
+// and cacheControl when there is one: written in one buffer, the value
+// neither decoded nor encoded again.
+func quotedBlock(head string, value, cacheControl json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(head)+len(value)+len(cacheControl)+20)
+	b = append(append(b, head...), value...)
+	if len(cacheControl) > 0 {
+		b = append(append(b, `,"cache_control":`...), cacheControl...)
+	}
+	return append(b, '}')
 }
 
 // imageBlock turns an image_url part into an image block: a data: URL
@@ -213,12 +222,10 @@ func assistantBlocks(m wire.Message, i int, thinkingMember string) ([]json.RawMe
 		if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
 			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for an anthropic upstream (its tool_use input is one)"}
 		}
-		b, _ := json.Marshal(struct {
-			Type  string          `json:"type"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}{"tool_use", c.ID, c.Function.Name, json.RawMessage(args)})
+		b := make([]byte, 0, len(c.ID)+len(c.Function.Name)+len(args)+48)
+		b = wire.AppendString(append(b, `{"type":"tool_use","id":`...), c.ID)
+		b = wire.AppendString(append(b, `,"name":`...), c.Function.Name)
+		b = append(append(append(b, `,"input":`...), args...), '}')
 		out = append(out, b)
 	}
 	return out, nil
@@ -238,21 +245,20 @@ func toolResult(m wire.Message, i int) ([]json.RawMessage, error) {
 		}{"tool_result", m.ToolCallID, m.Seal, true})
 		return []json.RawMessage{b}, nil
 	}
-	var content any = ""
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		content = s
-	} else if len(m.Content) > 0 && string(m.Content) != "null" {
+	content := json.RawMessage(`""`)
+	switch {
+	case len(m.Content) > 0 && m.Content[0] == '"':
+		content = m.Content // a string (checked JSON), as the client wrote it
+	case len(m.Content) > 0 && string(m.Content) != "null":
 		blocks, err := contentBlocks(m.Content, i, true)
 		if err != nil {
 			return nil, err
 		}
-		content = blocks
+		content = appendArray(nil, blocks)
+		if blocks == nil {
+			content = json.RawMessage("null")
+		}
 	}
-	b, _ := json.Marshal(struct {
-		Type      string `json:"type"`
-		ToolUseID string `json:"tool_use_id"`
-		Content   any    `json:"content"`
-	}{"tool_result", m.ToolCallID, content})
-	return []json.RawMessage{b}, nil
+	head := wire.AppendString([]byte(`{"type":"tool_result","tool_use_id":`), m.ToolCallID)
+	return []json.RawMessage{quotedBlock(string(append(head, `,"content":`...)), content, nil)}, nil
 }
