@@ -139,18 +139,6 @@ func (g *Gateway) priced(x *exchange) bool {
 	return x.key != nil && g.keyPlans[x.key.Name].spend.Max > 0
 }
 
-// stateFailed logs and records a failed state-store operation and reports
-// whether the request must be refused (fail_closed).
-func (g *Gateway) stateFailed(x *exchange, op string, err error) bool {
-	x.rec.StateErrors = append(x.rec.StateErrors, op)
-	g.log.Warn("state store unavailable", zap.String("request_id", x.rec.RequestID), zap.String("operation", op),
-		zap.Stringer("on_error", g.cfg.State.OnError.Value), zap.Error(err))
-	return g.failClosed
-}
-
-// dollars formats nano-dollars as dollars, to the micro-dollar.
-func dollars(nano int64) string { return strconv.FormatFloat(budget.USD(nano), 'f', 6, 64) }
-
 // settle counts a finished request's tokens against its key's tokens per
 // minute, and its cost against its key's spend, when it has those limits.
 func (g *Gateway) settle(x *exchange) {

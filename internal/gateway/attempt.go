@@ -119,16 +119,6 @@ func (x *exchange) noteAttempt(a observe.Attempt, reconnected bool) *observe.Att
 	return &x.rec.Attempts[len(x.rec.Attempts)-1]
 }
 
-func joinAnnotations(prev string, a []string) string {
-	for _, s := range a {
-		if prev != "" {
-			prev += "; "
-		}
-		prev += s
-	}
-	return prev
-}
-
 // backoff waits before the next attempt: the route's retry_backoff doubled
 // at each attempt (with ±20% jitter, at most 8×), or the upstream's
 // Retry-After when it asks for longer. It reports false, having waited for

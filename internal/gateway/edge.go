@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -170,81 +169,4 @@ func backField(p *plan) string {
 		return ""
 	}
 	return p.upstream.field
-}
-
-// RefusedError is a request a route other than its first (another
-// deployment, a fallback) cannot take in its upstream's protocol: the
-// translation for it refused a member (a server tool, a hosted tool, a
-// beta only Anthropic honours). The next deployment or route is tried.
-type RefusedError struct {
-	Route, Upstream string
-	Protocol        translate.Protocol
-	Err             error
-}
-
-func (e *RefusedError) Error() string { return "the request cannot go to " + e.reason() }
-
-// reason names the route and what stopped it, in words a client may read
-// (the refused member's own message).
-func (e *RefusedError) reason() string {
-	return fmt.Sprintf("route %s, whose upstream %s speaks %s: %v", e.Route, e.Upstream, e.Protocol, e.Err)
-}
-
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// PassedOverError is an upstream's failure after which a deployment or
-// fallback route could not take the request (RefusedError): the client
-// is answered the failure, which says which member stopped each route
-// passed over.
-type PassedOverError struct {
-	Err     error
-	Refused []*RefusedError
-}
-
-func (e *PassedOverError) Error() string {
-	return fmt.Sprintf("%v; %s", e.Err, e.note())
-}
-
-func (e *PassedOverError) Unwrap() error { return e.Err }
-
-// note is the sentence the client's message gets: the routes passed over
-// and why.
-func (e *PassedOverError) note() string {
-	parts := make([]string, len(e.Refused))
-	for k, r := range e.Refused {
-		parts[k] = r.reason()
-	}
-	return "No other route could take the request: " + strings.Join(parts, "; ") + "."
-}
-
-// moveOn is what a request that failed with prev (nil: nothing before)
-// and then with err on the next deployment or route has failed with: the
-// upstream's last failure, noting the routes that could not take the
-// request; a refusal itself only when nothing else was tried.
-func moveOn(prev, err error) error {
-	refused, prevErr := passedOver(prev)
-	more, last := passedOver(err)
-	refused = append(refused, more...)
-	if last == nil {
-		last = prevErr
-	}
-	switch {
-	case last == nil:
-		return refused[0]
-	case len(refused) == 0:
-		return last
-	}
-	return &PassedOverError{Err: last, Refused: refused}
-}
-
-// passedOver splits a failure into the routes passed over and the
-// upstream's failure.
-func passedOver(err error) ([]*RefusedError, error) {
-	switch e := err.(type) {
-	case *PassedOverError:
-		return e.Refused, e.Err
-	case *RefusedError:
-		return []*RefusedError{e}, nil
-	}
-	return nil, err
 }

@@ -519,3 +519,12 @@ func tenant(k *auth.Key) string {
 	}
 	return k.Name
 }
+
+// stateFailed logs and records a failed state-store operation and reports
+// whether the request must be refused (fail_closed).
+func (g *Gateway) stateFailed(x *exchange, op string, err error) bool {
+	x.rec.StateErrors = append(x.rec.StateErrors, op)
+	g.log.Warn("state store unavailable", zap.String("request_id", x.rec.RequestID), zap.String("operation", op),
+		zap.Stringer("on_error", g.cfg.State.OnError.Value), zap.Error(err))
+	return g.failClosed
+}

@@ -92,3 +92,13 @@ func outcomeOf(rec *observe.Record) observe.AttemptOutcome {
 	}
 	return observe.AttemptIncomplete
 }
+
+func joinAnnotations(prev string, a []string) string {
+	for _, s := range a {
+		if prev != "" {
+			prev += "; "
+		}
+		prev += s
+	}
+	return prev
+}
