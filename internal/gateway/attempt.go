@@ -20,42 +20,39 @@ import (
 // what became of it.
 type try struct {
 	*prepared
-	resp *http.Response
-	// deferFail: a failure before anything reached the client is
-	// returned unwritten, because another attempt or a fallback route may
-	// follow.
-	deferFail bool
-	record    *observe.Attempt
+	resp   *http.Response
+	record *observe.Attempt
 }
 
 // attempts sends a prepared request until it is answered: before anything
 // reached the client, a failed attempt — no connection, a 429 or 5xx, a
 // response that broke off or violates the policy — may be followed by
 // another, route.retries times, after a backoff (or the upstream's
-// Retry-After). After the first byte, never. It returns the failure it
-// did not write.
-func (g *Gateway) attempts(x *exchange, pr *prepared, hasFallback bool) error {
+// Retry-After). After the first byte, never. It returns the last
+// failure, unwritten when nothing reached the client.
+func (g *Gateway) attempts(x *exchange, pr *prepared) error {
 	ctx := x.r.Context()
 	if pr.limits.CallTimeout != budget.Unlimited {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, pr.limits.CallTimeout, budget.ErrCallTimeout)
 		defer cancel()
 	}
-	return g.retrying(ctx, x, pr.plan, func(retry bool) error {
-		return g.attempt(ctx, x, &try{prepared: pr, deferFail: retry || hasFallback})
+	return g.retrying(ctx, x, pr.plan, func() error {
+		return g.attempt(ctx, x, &try{prepared: pr})
 	})
 }
 
 // retrying is the one loop of attempts on a deployment, for every
-// endpoint: it calls once (retry: another call may follow) until it
-// succeeds, or fails with an error classify says is not worth retrying,
-// or the route's retries are spent, or the backoff does not fit. It
-// returns the last failure.
-func (g *Gateway) retrying(ctx context.Context, x *exchange, p *plan, once func(retry bool) error) error {
+// endpoint: it calls once until it succeeds, or fails with an error
+// classify says is not worth retrying, or the route's retries are spent,
+// or the backoff does not fit. It returns the last failure.
+func (g *Gateway) retrying(ctx context.Context, x *exchange, p *plan, once func() error) error {
 	for n := 0; ; n++ {
-		retry := n < p.retries
-		err := once(retry)
-		if err == nil || !retry || x.released || !classify(err).retry || !g.backoff(ctx, p, n, err) {
+		err := once()
+		if err == nil || n >= p.retries || x.released {
+			return err
+		}
+		if f := classify(err); !f.retry || !g.backoff(ctx, p, n, f.retryAfter) {
 			return err
 		}
 		g.log.Debug("retrying the upstream", zap.String("request_id", x.rec.RequestID), zap.Int("attempt", n+1), zap.Error(err))
@@ -124,12 +121,10 @@ func (x *exchange) noteAttempt(a observe.Attempt, reconnected bool) *observe.Att
 // Retry-After when it asks for longer. It reports false, having waited for
 // nothing, when the wait would pass retry_max_wait or the call's deadline,
 // and when ctx ends while waiting.
-func (g *Gateway) backoff(ctx context.Context, p *plan, attempt int, err error) bool {
+func (g *Gateway) backoff(ctx context.Context, p *plan, attempt int, retryAfter time.Duration) bool {
 	wait := p.backoff.base << min(attempt, 3)
 	wait += time.Duration((g.clock.rand()*0.4 - 0.2) * float64(wait))
-	if f := classify(err); f.retryAfter > wait {
-		wait = f.retryAfter
-	}
+	wait = max(wait, retryAfter)
 	return g.wait(ctx, p, wait)
 }
 

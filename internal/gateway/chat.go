@@ -188,7 +188,7 @@ func (g *Gateway) serve(x *exchange) error {
 	var failed error
 	for i := 0; ; i++ {
 		last := i == len(x.plan.fallbacks)
-		err := g.deploy(x, p, !last, g.route, nil)
+		err := g.deploy(x, p, g.route, nil)
 		if err == nil {
 			return nil
 		}
@@ -204,9 +204,9 @@ func (g *Gateway) serve(x *exchange) error {
 
 // route serves the request on one route: the request to send, derived
 // from the client's; the counted admission (once per request); the
-// attempts. hasFallback says a failure of the upstream's is returned
-// unwritten, for the next route to try.
-func (g *Gateway) route(x *exchange, p *plan, hasFallback bool) error {
+// attempts. A failure before anything reached the client is returned
+// unwritten: the next deployment or route may serve.
+func (g *Gateway) route(x *exchange, p *plan) error {
 	x.filed(p, x.req.Model)
 	base, err := g.requestFor(x, p)
 	if err != nil {
@@ -223,7 +223,7 @@ func (g *Gateway) route(x *exchange, p *plan, hasFallback bool) error {
 		}
 		x.admitted = true
 	}
-	return g.attempts(x, pr, hasFallback)
+	return g.attempts(x, pr)
 }
 
 // session returns the request's session id: the configured header, else

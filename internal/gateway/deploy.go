@@ -48,20 +48,20 @@ func (e *CoolingError) Error() string {
 
 // sender sends a request to one deployment's plan, with its retries:
 // route for chat, Responses and Messages requests, a forwarding for the
-// rest of /v1. hasFallback says a failure of the upstream's is returned
+// rest of /v1. A failure before anything reached the client is returned
 // unwritten, for the next deployment or route.
-type sender func(x *exchange, p *plan, hasFallback bool) error
+type sender func(x *exchange, p *plan) error
 
 // deploy serves the request on one route, the one loop over deployments
 // of every endpoint. A route with several deployments tries those that
 // take the request (takes; nil: all) one after the other, chosen by pick,
 // before anything reached the client: a deployment that fails with 429,
 // 5xx or no connection cools down, and on a failure classify says another
-// may serve (fallback) the next one is tried at once. hasFallback says a
-// failure of the upstream's is returned unwritten, for the next route.
-func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool, send sender, takes func(*plan) bool) error {
+// may serve (fallback) the next one is tried at once. The last failure is
+// returned, for the next route or the handler.
+func (g *Gateway) deploy(x *exchange, p *plan, send sender, takes func(*plan) bool) error {
 	if len(p.deployments) < 2 {
-		return send(x, p, hasFallback)
+		return send(x, p)
 	}
 	tried := make([]bool, len(p.deployments))
 	left := len(tried)
@@ -81,13 +81,14 @@ func (g *Gateway) deploy(x *exchange, p *plan, hasFallback bool, send sender, ta
 		}
 		tried[i], left = true, left-1
 		d := &p.deployments[i]
-		err := send(x, d.plan, hasFallback || left > 0)
+		err := send(x, d.plan)
 		if err == nil {
 			return nil
 		}
 		last = moveOn(last, err)
-		g.coolDown(x, p, d, err)
-		if x.released || !classify(err).fallback || x.r.Context().Err() != nil {
+		f := classify(err)
+		g.coolDown(x, p, d, f)
+		if x.released || !f.fallback || x.r.Context().Err() != nil {
 			return last
 		}
 	}
@@ -171,8 +172,7 @@ func rendezvous(p *plan, session string, healthy func(int) bool) int {
 // coolDown puts a deployment whose attempt failed with 429, 5xx or no
 // connection in cooldown (the upstream's Retry-After, else the route's
 // cooldown), and notes it on the attempt's record.
-func (g *Gateway) coolDown(x *exchange, p *plan, d *deployment, err error) {
-	f := classify(err)
+func (g *Gateway) coolDown(x *exchange, p *plan, d *deployment, f failure) {
 	if f.cool == "" {
 		return
 	}

@@ -195,7 +195,7 @@ func (g *Gateway) forward(x *exchange, body []byte) error {
 		propagation.TraceContext{}.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
 	}
 	var held *http.Response // the last failed answer, passed on if no deployment serves
-	send := func(x *exchange, p *plan, _ bool) error {
+	send := func(x *exchange, p *plan) error {
 		if held != nil {
 			held.Body.Close()
 			held = nil
@@ -211,7 +211,7 @@ func (g *Gateway) forward(x *exchange, body []byte) error {
 		held = resp
 		return err
 	}
-	err := g.deploy(x, x.plan, false, send, func(p *plan) bool { return p.upstream.protocol == translate.OpenAI })
+	err := g.deploy(x, x.plan, send, func(p *plan) bool { return p.upstream.protocol == translate.OpenAI })
 	if held != nil {
 		g.relayAnswer(x, held)
 		return nil
@@ -227,7 +227,7 @@ func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, 
 	r := x.r
 	path := strings.TrimPrefix(r.URL.Path, "/v1")
 	var last *http.Response
-	err := g.retrying(r.Context(), x, p, func(bool) error {
+	err := g.retrying(r.Context(), x, p, func() error {
 		if last != nil {
 			last.Body.Close()
 			last = nil

@@ -37,9 +37,9 @@ type relay struct {
 // event: nothing is held while the upstream is quiet, and events that
 // arrived together leave together.
 //
-// It returns an error, having written nothing, only when the attempt
-// fails before anything was sent and t.deferFail is set: the caller may
-// try again, or on a fallback route.
+// A failure before anything was sent is returned, nothing written: the
+// caller may try again, or another deployment or route, and the handler's
+// caller writes what is left.
 func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	defer g.metrics.StreamStarted(x.rec.Route)()
 	rc := http.NewResponseController(x.w)
@@ -197,7 +197,7 @@ func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) err
 		return nil
 	}
 	if errors.Is(readErr, budget.ErrCallTimeout) {
-		return g.failStream(s, &upstream.Error{Upstream: t.plan.upstream.name, Kind: upstream.KindTimeout, Err: readErr}, false)
+		return g.failStream(s, &upstream.Error{Upstream: t.plan.upstream.name, Kind: upstream.KindTimeout, Err: readErr})
 	}
 	fin := wire.Finished{}
 	var protocol error
@@ -236,23 +236,20 @@ func (g *Gateway) endStream(s *relay, sawDone bool, readErr, chunkErr error) err
 		if chunkErr == nil {
 			chunkErr = &wire.IncompleteError{Upstream: t.plan.upstream.name, Err: wire.ErrNoDone}
 		}
-		return g.failStream(s, chunkErr, t.deferFail)
+		return g.failStream(s, chunkErr)
 	default:
-		return g.failStream(s, &policy.ViolationError{Upstream: t.plan.upstream.name, Msg: outcome.Msg}, t.deferFail)
+		return g.failStream(s, &policy.ViolationError{Upstream: t.plan.upstream.name, Msg: outcome.Msg})
 	}
 }
 
-// failStream ends a stream that failed: with a status and JSON body if
-// nothing was sent yet, else with one error event and no [DONE]. When
-// nothing was sent and deferFail is set it writes nothing and returns err.
-func (g *Gateway) failStream(s *relay, err error, deferFail bool) error {
+// failStream ends a stream that failed: when nothing was sent yet it
+// writes nothing and returns err (another attempt may follow, or the
+// handler's caller writes it); after the commit point, with one error
+// event and no [DONE].
+func (g *Gateway) failStream(s *relay, err error) error {
 	x := s.x
 	if !s.out.Committed() {
-		if deferFail && x.r.Context().Err() == nil {
-			return err
-		}
-		g.fail(x.w, x.r, x.rec, x.api, err)
-		return nil
+		return err
 	}
 	// After the commit point every failure is an incomplete stream (one
 	// error event), or a violation of the policy.

@@ -15,8 +15,7 @@ import (
 
 // whole relays a non-streamed response: read within max_response_bytes,
 // normalized by the same normalizer as streams, judged, then written.
-// Like stream, it returns an error without writing only when t.deferFail
-// is set.
+// Like stream, it returns a failure without writing it.
 func (g *Gateway) whole(x *exchange, t *try) error {
 	up := t.plan.upstream
 	n := wire.NewNormalizer(t.plan.normalizer(t.prepared))
@@ -57,17 +56,12 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		err = &policy.ViolationError{Upstream: up.name, Msg: outcome.Msg}
 	}
 	if err != nil {
-		if t.deferFail && x.r.Context().Err() == nil {
-			return err
-		}
-		g.fail(x.w, x.r, x.rec, x.api, err)
-		return nil
+		return err // written by the handler's caller, unless another attempt follows
 	}
 	g.remember(x, t, res)
 	b, store, err := x.api.whole(g, x, t, judgedAnswer{chat: b, sent: sent, answer: answer})
 	if err != nil {
-		g.fail(x.w, x.r, x.rec, x.api, err)
-		return nil
+		return err
 	}
 	defer store() // once the client has the answer
 	h := x.w.Header()
