@@ -1,6 +1,9 @@
 package wire
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // ArrayLen counts a JSON array's elements without decoding them: nested
 // arrays and objects, commas and brackets inside strings (escaped quotes
@@ -14,4 +17,20 @@ func TestArrayLen(t *testing.T) {
 			t.Errorf("%s: %d, want %d", raw, got, want)
 		}
 	}
+}
+
+// FuzzAsString: AsString is json.Unmarshal into a string, whatever the
+// input: the same answer and the same string.
+func FuzzAsString(f *testing.F) {
+	for _, s := range []string{`"a"`, ` "b\n\u00e9" `, `null`, `[{"type":"text"}]`, `5`, ``, `"a" x`, `nul`, `"\ud800"`, `{"a":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, ok := AsString(b)
+		var want string
+		err := json.Unmarshal(b, &want)
+		if ok != (err == nil) || ok && s != want {
+			t.Fatalf("AsString(%q) = %q %v; json.Unmarshal: %q %v", b, s, ok, want, err)
+		}
+	})
 }

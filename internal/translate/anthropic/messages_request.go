@@ -495,10 +495,13 @@ type translator struct {
 func (t *translator) keep() bool { return t.o.Protocol == translate.Anthropic }
 
 // rawBlocks are a message's content blocks as the client sent them (nil
-// for a string).
+// for a string): views of the body, not copies.
 func rawBlocks(c json.RawMessage) []json.RawMessage {
 	var bs []json.RawMessage
-	if json.Unmarshal(c, &bs) != nil {
+	if !wire.EachElement(c, func(_ int, elem []byte) bool {
+		bs = append(bs, elem)
+		return true
+	}) {
 		return nil
 	}
 	return bs
@@ -506,8 +509,9 @@ func rawBlocks(c json.RawMessage) []json.RawMessage {
 
 // blocks reads a message's content: a string is one text block.
 func blocks(c json.RawMessage, param string) ([]block, error) {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
+	// A string (or null: no text) is one text block; only an array is
+	// decoded into blocks (one pass, not a failed one first).
+	if s, ok := wire.AsString(c); ok {
 		return []block{{Type: "text", Text: s}}, nil
 	}
 	var bs []block

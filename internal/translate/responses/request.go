@@ -793,8 +793,7 @@ func inputMessage(it item, i int, keep bool) (json.RawMessage, error) {
 	default:
 		return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].role", i), Msg: fmt.Sprintf("%q is not a message role; use user, system, developer or assistant", wire.Clip(it.Role))}
 	}
-	var s string
-	if json.Unmarshal(it.Content, &s) == nil {
+	if s, ok := wire.AsString(it.Content); ok {
 		return json.Marshal(map[string]string{"role": it.Role, "content": s})
 	}
 	var parts []struct {
@@ -831,8 +830,7 @@ func inputMessage(it item, i int, keep bool) (json.RawMessage, error) {
 
 // assistantText appends an assistant message's text.
 func assistantText(b *strings.Builder, content json.RawMessage, i int) error {
-	var s string
-	if json.Unmarshal(content, &s) == nil {
+	if s, ok := wire.AsString(content); ok {
 		b.WriteString(s)
 		return nil
 	}
@@ -853,8 +851,7 @@ func assistantText(b *strings.Builder, content json.RawMessage, i int) error {
 // outputText is a function_call_output's output as text: a string, or
 // its text parts joined.
 func outputText(output json.RawMessage, i int) (string, error) {
-	var s string
-	if json.Unmarshal(output, &s) == nil {
+	if s, ok := wire.AsString(output); ok {
 		return s, nil
 	}
 	var parts []struct {
