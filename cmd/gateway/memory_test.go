@@ -66,8 +66,18 @@ func TestMemoryFitsTheChart(t *testing.T) {
 	cmd := exec.Command(bin, "--config", path)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // no GOMEMLIMIT, no GOGC: the gateway's own settings
 	stdout, _ := cmd.StdoutPipe()
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	// The gateway's log goes to a file, read whenever the test reports it.
+	logPath := filepath.Join(dir, "stderr")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd.Stderr = logFile
+	logs := func() string {
+		b, _ := os.ReadFile(logPath)
+		return string(b)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +99,7 @@ func TestMemoryFitsTheChart(t *testing.T) {
 	case a := <-addr:
 		base = "http://" + a
 	case <-time.After(time.Minute):
-		t.Fatalf("the gateway did not start: %s", stderr.String())
+		t.Fatalf("the gateway did not start: %s", logs())
 	}
 
 	input := strings.Repeat("x", 1<<20)
@@ -124,15 +134,15 @@ func TestMemoryFitsTheChart(t *testing.T) {
 	}
 	wg.Wait()
 	if failed.Load() > 0 {
-		t.Fatalf("%d requests failed; the gateway's log:\n%s", failed.Load(), stderr.String())
+		t.Fatalf("%d requests failed; the gateway's log:\n%s", failed.Load(), logs())
 	}
 	peak := statusBytes(t, cmd.Process.Pid, "VmHWM:")
 	t.Logf("%d requests of 1 MB, %d answers with 512 KB of reasoning: peak RSS %d MiB, the chart's limit %d MiB", keys*perKey, calls.Load(), peak>>20, chartMemory>>20)
 	if peak >= chartMemory {
 		t.Errorf("peak RSS %d MiB is over the chart's limit of %d MiB", peak>>20, chartMemory>>20)
 	}
-	if !strings.Contains(stderr.String(), `"responses_max_bytes":107374182`) || !strings.Contains(stderr.String(), `"reasoning_max_bytes":53687091`) {
-		t.Errorf("the stores' bounds are not shares of the limit: %s", stderr.String())
+	if !strings.Contains(logs(), `"responses_max_bytes":107374182`) || !strings.Contains(logs(), `"reasoning_max_bytes":53687091`) {
+		t.Errorf("the stores' bounds are not shares of the limit: %s", logs())
 	}
 }
 
@@ -154,22 +164,4 @@ func statusBytes(t *testing.T, pid int, field string) int64 {
 	}
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
-}
-
-// syncBuffer is a strings.Builder several goroutines may write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
