@@ -528,3 +528,21 @@ func (g *Gateway) stateFailed(x *exchange, op string, err error) bool {
 		zap.Stringer("on_error", g.cfg.State.OnError.Value), zap.Error(err))
 	return g.failClosed
 }
+
+// leaveBody prepares the answer to a request whose body will not be read
+// (refused before it, or while it arrived): the connection is closed after
+// the answer, and what is left of the body is not waited for. Without
+// both, net/http would read and discard up to 256 KB of it first — before
+// the answer is written, or after it with no deadline — and a client that
+// stops sending would hold the connection and its goroutine for as long as
+// it likes.
+func leaveBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // unsupported by test recorders
+}
+
+// leftBody reports whether leaveBody prepared w's answer. Its read
+// deadline fails net/http's background read of the connection, which
+// cancels the request's context: that end is the gateway's own doing, not
+// the client leaving, and the refusal must still be written.
+func leftBody(w http.ResponseWriter) bool { return w.Header().Get("Connection") == "close" }

@@ -91,24 +91,6 @@ func (g *Gateway) checkKey(w http.ResponseWriter, r *http.Request) (*auth.Key, e
 	return key, nil
 }
 
-// leaveBody prepares the answer to a request whose body will not be read
-// (refused before it, or while it arrived): the connection is closed after
-// the answer, and what is left of the body is not waited for. Without
-// both, net/http would read and discard up to 256 KB of it first — before
-// the answer is written, or after it with no deadline — and a client that
-// stops sending would hold the connection and its goroutine for as long as
-// it likes.
-func leaveBody(w http.ResponseWriter) {
-	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // unsupported by test recorders
-}
-
-// leftBody reports whether leaveBody prepared w's answer. Its read
-// deadline fails net/http's background read of the connection, which
-// cancels the request's context: that end is the gateway's own doing, not
-// the client leaving, and the refusal must still be written.
-func leftBody(w http.ResponseWriter) bool { return w.Header().Get("Connection") == "close" }
-
 func (g *Gateway) receiveBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) (_ []byte, err error) {
 	decode, err := contentDecoder(r.Header.Get("Content-Encoding"))
 	if err != nil {
