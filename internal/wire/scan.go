@@ -667,18 +667,14 @@ func Elements(raw []byte) ([]json.RawMessage, bool) { return elements(raw, nil) 
 // String decodes a raw JSON string value; false when raw is not one.
 func String(raw []byte) (string, bool) { return stringOf(raw) }
 
-// AsString decodes raw when it is a JSON string (or null: ""), as
-// json.Unmarshal into a string would, and reports whether it was one;
-// any other value is not read at all, so a caller that tries a string
-// before an array scans an array once.
+// AsString is String for a value json.Unmarshal would read into a string:
+// a JSON string, or null (""), with JSON's whitespace around it. Any
+// other value is not read at all, so a caller that tries a string before
+// an array scans an array once.
 func AsString(raw []byte) (string, bool) {
 	v := bytes.Trim(raw, " \t\r\n") // JSON's whitespace only
-	if len(v) == 0 || v[0] != '"' && string(v) != "null" {
-		return "", false
+	if string(v) == "null" {
+		return "", true
 	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return stringOf(v)
 }
