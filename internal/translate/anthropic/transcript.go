@@ -107,7 +107,7 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 		return nil, nil
 	}
 	if content[0] == '"' { // a string (checked JSON): its text goes as it was written
-		return []json.RawMessage{quotedBlock(`{"type":"text","text":`, content, nil)}, nil
+		return []json.RawMessage{quotedTextBlock(content)}, nil
 	}
 	var parts []part
 	if err := json.Unmarshal(content, &parts); err != nil {
@@ -133,6 +133,8 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 	return out, nil
 }
 
+// textBlock is a text block of text, with its cache_control when it has
+// one.
 func textBlock(text string, cacheControl json.RawMessage) json.RawMessage {
 	b := make([]byte, 0, len(text)+len(cacheControl)+48)
 	b = wire.AppendString(append(b, `{"type":"text","text":`...), text)
@@ -142,17 +144,12 @@ func textBlock(text string, cacheControl json.RawMessage) json.RawMessage {
 	return append(b, '}')
 }
 
-// quotedBlock is a block that starts with head and ends with value, a
-// JSON value the gateway holds checked (a string as the client wrote it),
-// and cacheControl when there is one: written in one buffer, the value
+// quotedTextBlock is a text block whose text is quoted, a JSON string the
+// client wrote (checked when its request was decoded): copied as it is,
 // neither decoded nor encoded again.
-func quotedBlock(head string, value, cacheControl json.RawMessage) json.RawMessage {
-	b := make([]byte, 0, len(head)+len(value)+len(cacheControl)+20)
-	b = append(append(b, head...), value...)
-	if len(cacheControl) > 0 {
-		b = append(append(b, `,"cache_control":`...), cacheControl...)
-	}
-	return append(b, '}')
+func quotedTextBlock(quoted json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(quoted)+24)
+	return append(append(append(b, `{"type":"text","text":`...), quoted...), '}')
 }
 
 // imageBlock turns an image_url part into an image block: a data: URL
@@ -254,11 +251,13 @@ func toolResult(m wire.Message, i int) ([]json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		content = appendArray(nil, blocks)
-		if blocks == nil {
-			content = json.RawMessage("null")
+		content = json.RawMessage("null") // parts with no block left, as the content was sent before
+		if blocks != nil {
+			content = appendArray(nil, blocks)
 		}
 	}
-	head := wire.AppendString([]byte(`{"type":"tool_result","tool_use_id":`), m.ToolCallID)
-	return []json.RawMessage{quotedBlock(string(append(head, `,"content":`...)), content, nil)}, nil
+	b := make([]byte, 0, len(m.ToolCallID)+len(content)+56)
+	b = wire.AppendString(append(b, `{"type":"tool_result","tool_use_id":`...), m.ToolCallID)
+	b = append(append(append(b, `,"content":`...), content...), '}')
+	return []json.RawMessage{b}, nil
 }
