@@ -236,22 +236,8 @@ func TestCitedDocuments(t *testing.T) {
 // parameters, as docs/design.md says: a function that needs more is two
 // stages, or its inputs are one value.
 func TestFunctionShape(t *testing.T) {
-	fset := token.NewFileSet()
 	n := 0
-	walk := func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "sim" || d.Name() == "testing" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachProductFile(t, []string{"internal", "cmd"}, func(fset *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(node ast.Node) bool {
 			var typ *ast.FuncType
 			var body *ast.BlockStmt
@@ -279,13 +265,7 @@ func TestFunctionShape(t *testing.T) {
 			}
 			return true
 		})
-		return nil
-	}
-	for _, dir := range []string{"internal", "cmd"} {
-		if err := filepath.WalkDir(filepath.Join(root, dir), walk); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	if n < 500 {
 		t.Fatalf("checked %d functions: the product has far more", n)
 	}
@@ -333,5 +313,35 @@ func TestPackageDocFirst(t *testing.T) {
 	}
 	if n < 20 {
 		t.Fatalf("checked %d packages: the project has more", n)
+	}
+}
+
+// eachProductFile parses each Go file of the product below dirs (tests,
+// the simulator, the test-only packages and test data aside) and calls fn
+// with it.
+func eachProductFile(t *testing.T, dirs []string, fn func(*token.FileSet, *ast.File)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	for _, dir := range dirs {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "sim" || d.Name() == "testing" || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			fn(fset, f)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -2,9 +2,7 @@ package docs
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,21 +65,7 @@ func specCodes(t *testing.T) map[string]bool {
 // it is emitted.
 func emittedCodes(t *testing.T) map[string]string {
 	codes := map[string]string{}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "sim" || d.Name() == "testing" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachProductFile(t, []string{"internal"}, func(fset *token.FileSet, f *ast.File) {
 		for _, decl := range f.Decls {
 			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil {
 				for code, pos := range funcCodes(fn) {
@@ -89,11 +73,7 @@ func emittedCodes(t *testing.T) map[string]string {
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return codes
 }
 
