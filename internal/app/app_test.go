@@ -330,6 +330,9 @@ func TestCheck(t *testing.T) {
 	if err := run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil {
 		t.Error("an unknown command ran")
 	}
+	if err := run(context.Background(), []string{"demo"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "cmd/demo") {
+		t.Errorf("toolgate demo does not say where the demo went: %v", err)
+	}
 	// A Responses upstream without responses.seal_key: check says what
 	// that means; with one, nothing.
 	for secret, note := range map[string]bool{"": true, "responses: {seal_key: \"a secret all replicas share\"}\n": false} {

@@ -66,9 +66,9 @@ func Parse(data []byte, getenv func(string) string) (*Config, error) {
 		if !errors.As(err, &e) {
 			return nil, err
 		}
-		shapeAndEnv := found
+		before := len(found) // the variables' and the types' problems
 		for _, s := range e.Problems {
-			if !reported(shapeAndEnv, s) {
+			if !reported(found[:before], s) {
 				found = append(found, s)
 			}
 		}
