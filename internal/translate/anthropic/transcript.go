@@ -251,7 +251,7 @@ func toolResult(m wire.Message, i int) ([]json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		content = json.RawMessage("null") // parts with no block left, as the content was sent before
+		content = json.RawMessage("null") // parts that make no block: null, as the body has always said
 		if blocks != nil {
 			content = appendArray(nil, blocks)
 		}
