@@ -244,7 +244,7 @@ func TestMessagesOpenAIUpstream(t *testing.T) {
 	if err != nil || blocksOf(text) != "text" || text.StopReason != "end_turn" || text.Usage.OutputTokens == 0 {
 		t.Fatalf("text: %v %s %+v", err, blocksOf(text), text.Usage)
 	}
-	if !strings.Contains(string(s.LastRequest()), `"max_tokens":1024`) || !strings.Contains(string(s.LastRequest()), `"messages":[{"content":[{"text":"hi","type":"text"}],"role":"user"}]`) {
+	if !strings.Contains(string(s.LastRequest()), `"max_tokens":1024`) || !strings.Contains(string(s.LastRequest()), `"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]`) {
 		t.Errorf("sent %s", s.LastRequest())
 	}
 	quirky, err := streamMessage(t, c, anthropic.MessageNewParams{Model: "sim-q-sameindex", MaxTokens: 1024, Messages: userText("weather?"), Tools: messagesTools})

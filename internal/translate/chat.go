@@ -284,30 +284,45 @@ func ReadCompletion(chat []byte, what string) (Completion, error) {
 // block without its signature (which only the gateway's store can put
 // back).
 func BlocksSay(blocks []json.RawMessage, text string, ids, names []string) bool {
-	var sb strings.Builder
-	k := 0
+	k, at := 0, 0
 	for _, raw := range blocks {
-		var b struct {
-			Type, Text, ID, Name, Signature string
-		}
-		if json.Unmarshal(raw, &b) != nil {
+		var typ, txt, id, name, sig []byte
+		if !wire.EachMember(raw, func(key string, v []byte) bool {
+			switch key {
+			case "type":
+				typ = v
+			case "text":
+				txt = v
+			case "id":
+				id = v
+			case "name":
+				name = v
+			case "signature":
+				sig = v
+			}
+			return true
+		}) {
 			return false
 		}
-		switch b.Type {
-		case "text":
-			sb.WriteString(b.Text)
-		case "tool_use":
-			if k >= len(ids) || ids[k] != b.ID || names[k] != b.Name {
+		switch {
+		case wire.StringIs(typ, "text"):
+			n, ok := wire.StringPrefix(txt, text[at:])
+			if !ok {
+				return false
+			}
+			at += n
+		case wire.StringIs(typ, "tool_use"):
+			if k >= len(ids) || !wire.StringIs(id, ids[k]) || !wire.StringIs(name, names[k]) {
 				return false
 			}
 			k++
-		case "thinking":
-			if b.Signature == "" {
+		case wire.StringIs(typ, "thinking"):
+			if len(sig) <= 2 || sig[0] != '"' { // no signature, or an empty one
 				return false
 			}
 		}
 	}
-	return k == len(ids) && sb.String() == text
+	return k == len(ids) && at == len(text)
 }
 
 // Format is a chat request's response_format: json_object, or json_schema

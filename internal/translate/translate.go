@@ -304,8 +304,8 @@ func Kept(m wire.Message, member string) []json.RawMessage {
 	if raw == nil {
 		return nil // most messages: nothing decoded
 	}
-	var kept []json.RawMessage
-	if json.Unmarshal(raw, &kept) != nil || len(kept) == 0 {
+	kept, ok := wire.Elements(raw) // views of the message: nothing copied
+	if !ok || len(kept) == 0 {
 		return nil
 	}
 	return kept
@@ -313,14 +313,17 @@ func Kept(m wire.Message, member string) []json.RawMessage {
 
 // KeptMembers are the client's members a request keeps for an upstream of
 // its protocol (in member: RequestMember or ResponsesRequestMember), or
-// nil.
+// nil: views of the request.
 func KeptMembers(req *wire.ChatRequest, member string) map[string]json.RawMessage {
 	raw, ok := req.Get(member)
 	if !ok {
 		return nil
 	}
-	var kept map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &kept)
+	kept := map[string]json.RawMessage{}
+	wire.EachMember(raw, func(k string, v []byte) bool {
+		kept[k] = v
+		return true
+	})
 	return kept
 }
 
@@ -331,22 +334,22 @@ func KeptMembers(req *wire.ChatRequest, member string) map[string]json.RawMessag
 // rest (server or hosted tools), to go after the translated ones
 // otherwise.
 func KeptTools(declared json.RawMessage, translated []string, client func(typ string) bool) (asDeclared bool, others []json.RawMessage) {
-	var tools []json.RawMessage
-	if json.Unmarshal(declared, &tools) != nil {
+	tools, ok := wire.Elements(declared)
+	if !ok {
 		return false, nil
 	}
-	var names []string
+	k := 0
+	asDeclared = true
 	for _, d := range tools {
-		var t struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(d, &t)
-		if !client(t.Type) {
+		typ, _ := wire.Member(d, "type")
+		t, _ := wire.String(typ)
+		if !client(t) {
 			others = append(others, d)
 			continue
 		}
-		names = append(names, t.Name)
+		name, _ := wire.Member(d, "name")
+		asDeclared = asDeclared && k < len(translated) && wire.StringIs(name, translated[k])
+		k++
 	}
-	return slices.Equal(names, translated), others
+	return asDeclared && k == len(translated), others
 }

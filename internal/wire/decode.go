@@ -328,7 +328,13 @@ func (d *decoder) messageList(at int) ([]Message, int, error) {
 	}
 	// Sized from the body (a transcript's messages are typically some
 	// hundreds of bytes), so a long transcript does not regrow the slice.
-	msgs := make([]Message, 0, min(max(len(b)/400, 8), 4096))
+	// A body the gateway wrote is counted first: the translation's
+	// memory is held to a constant times the client's body.
+	n := min(max(len(b)/400, 8), 4096)
+	if d.translated {
+		n = ArrayLen(b[at:])
+	}
+	msgs := make([]Message, 0, n)
 	r := readArray(b, at)
 	for {
 		ok, err := r.more()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"unicode/utf8"
 )
 
 // ChatRequest is a decoded POST /v1/chat/completions body. The typed fields
@@ -308,17 +309,75 @@ func appendMessage(buf []byte, m *Message) ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
-// AppendString appends s as a JSON string, escaped as encoding/json does.
-func AppendString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
-			b, _ := json.Marshal(s) // a string always marshals
-			return append(buf, b...)
-		}
-	}
+// AppendString appends s as a JSON string, escaped byte for byte as
+// encoding/json escapes it (HTML characters, U+2028 and U+2029 as \u
+// escapes, invalid UTF-8 as U+FFFD), without allocating.
+func AppendString[S string | []byte](buf []byte, s S) []byte {
 	buf = append(buf, '"')
-	buf = append(buf, s...)
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune([]byte(s[i:min(i+utf8.UTFMax, len(s))]))
+		switch {
+		case r == utf8.RuneError && size == 1:
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	buf = append(buf, s[start:]...)
 	return append(buf, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendToken appends tok, a JSON string token as a client sent it (a
+// view of its body, scanned valid), as the JSON string it stands for:
+// as it is when it is valid UTF-8 (its escapes are JSON's, so it means
+// what it meant), decoded and escaped again otherwise; null or nothing
+// is "".
+func AppendToken(buf, tok []byte) []byte {
+	switch {
+	case len(tok) == 0 || tok[0] != '"':
+		return append(buf, `""`...)
+	case utf8.Valid(tok):
+		return append(buf, tok...)
+	}
+	s, _ := stringOf(tok)
+	return AppendString(buf, s)
 }
 
 // Derive returns a request to send that starts as r: its members and

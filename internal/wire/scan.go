@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -658,6 +659,83 @@ func Member(raw []byte, key string) (value json.RawMessage, ok bool) {
 		}
 		r.i = end
 	}
+}
+
+// EachMember calls fn with each member of the JSON object raw, in order,
+// until fn returns false: its name (a view of raw unless written with
+// escapes) and its value (a view of raw); nothing is copied. It reports
+// false when raw is not a valid object (fn may have seen the members
+// before the fault).
+func EachMember(raw []byte, fn func(key string, v []byte) bool) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	r := readObject(raw, i)
+	for {
+		more, err := r.more()
+		if err != nil {
+			return false
+		}
+		if !more {
+			return skipSpace(raw, r.i) == len(raw)
+		}
+		k, escaped, at, err := r.key()
+		if err != nil {
+			return false
+		}
+		end, err := skipValue(raw, at, 1)
+		if err != nil {
+			return false
+		}
+		if !fn(keyString(k, escaped), raw[at:end]) {
+			return true
+		}
+		r.i = end
+	}
+}
+
+// plainString is the text of v when v is a JSON string written without
+// escapes (its text is then its bytes): the usual string, read in place.
+func plainString(v []byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return nil, false
+	}
+	inner := v[1 : len(v)-1]
+	for _, c := range inner {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return nil, false
+		}
+	}
+	return inner, utf8.Valid(inner)
+}
+
+// StringIs reports whether the JSON value v is the string want, however
+// it is escaped (null stands for ""), decoding nothing when it is written
+// without escapes.
+func StringIs(v []byte, want string) bool {
+	if inner, plain := plainString(v); plain {
+		return string(inner) == want
+	}
+	if string(v) == "null" {
+		return want == ""
+	}
+	s, ok := stringOf(v)
+	return ok && s == want
+}
+
+// StringPrefix reports whether the JSON string v (or null, "") is where s
+// starts, and its length: what a caller walking pieces of a text along
+// it moves by.
+func StringPrefix(v []byte, s string) (int, bool) {
+	if string(v) == "null" {
+		return 0, true
+	}
+	if inner, plain := plainString(v); plain {
+		return len(inner), len(inner) <= len(s) && string(inner) == s[:len(inner)]
+	}
+	text, ok := stringOf(v)
+	return len(text), ok && strings.HasPrefix(s, text)
 }
 
 // Elements splits a JSON array into its elements' bytes (no copy); false

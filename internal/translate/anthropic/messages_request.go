@@ -32,13 +32,16 @@ type Request struct {
 	Stream        bool              `json:"stream"`
 	// extra are the members the chat model has no slot for (container,
 	// mcp_servers, service_tier, …): an Anthropic upstream gets them as
-	// they are.
+	// they are (appendJSON writes an upstream request's after its own).
 	extra map[string]json.RawMessage
 	// An upstream request's system prompt (its blocks) and tools, as the
 	// gateway built them: appendJSON writes them in place of System and
 	// Tools.
 	upSystem []json.RawMessage
 	upTools  []tool
+	// keptTools are the tools as a client declared them, sent in place
+	// of upTools (withKept).
+	keptTools json.RawMessage
 }
 
 // Message is one message of a Request: its content as a client sent it
@@ -58,28 +61,6 @@ func (r *Request) userID() string {
 		return md.UserID
 	}
 	return ""
-}
-
-// translatedMembers are the members Chat translates; the others are extra.
-var translatedMembers = []string{"model", "messages", "system", "max_tokens", "stream", "tools", "tool_choice", "stop_sequences",
-	"temperature", "top_p", "top_k", "thinking", "metadata"}
-
-// block is one content block of a message.
-type block struct {
-	Type         string          `json:"type"`
-	Text         string          `json:"text"`
-	Source       json.RawMessage `json:"source"`
-	ID           string          `json:"id"`
-	Name         string          `json:"name"`
-	Input        json.RawMessage `json:"input"`
-	ToolUseID    string          `json:"tool_use_id"`
-	Content      json.RawMessage `json:"content"`
-	IsError      bool            `json:"is_error"`
-	Thinking     string          `json:"thinking"`
-	Signature    string          `json:"signature"`
-	Data         string          `json:"data"`
-	CacheControl json.RawMessage `json:"cache_control"`
-	ToolName     string          `json:"tool_name"`
 }
 
 // thought is a thinking block as Anthropic takes it back.
@@ -128,31 +109,25 @@ func checkBlocks(top *wire.Object) error {
 }
 
 // Decode reads a Messages request. A member repeated in its top level
-// (or two whose names differ only in case) is refused, as for chat.
+// (or two whose names differ only in case) is refused, as for chat. The
+// request refers to body's bytes (its messages' content and the raw
+// members are views of it), which must not change afterwards.
 func Decode(body []byte, countTokens bool) (*Request, error) {
 	top, err := wire.ParseTop(body)
 	if de, ok := err.(*wire.DecodeError); ok && de.Kind == wire.KindDuplicate {
 		return nil, err
 	}
-	if err == nil {
-		if err := checkBlocks(&top); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, notRequest(err.Error())
+	}
+	if err := checkBlocks(&top); err != nil {
+		return nil, err
 	}
 	var r Request
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, &wire.ParamError{Param: "body", Msg: "must be a Messages API request (a JSON object): " + wire.Clip(err.Error())}
-	}
-	// The members the chat model has no slot for, as sent (views of the
-	// body, which is never changed).
 	for k, v := range top.Members() {
-		if slices.Contains(translatedMembers, k) || strings.HasPrefix(k, wire.OwnPrefix) { // the gateway's own members, which a client never sends
-			continue
+		if err := r.member(k, v); err != nil {
+			return nil, err
 		}
-		if r.extra == nil {
-			r.extra = map[string]json.RawMessage{}
-		}
-		r.extra[k] = v
 	}
 	switch {
 	case r.Model == "":
@@ -163,6 +138,109 @@ func Decode(body []byte, countTokens bool) (*Request, error) {
 		return nil, &wire.ParamError{Param: "max_tokens", Msg: "Field required"}
 	}
 	return &r, nil
+}
+
+// notRequest is the error for a body that is no Messages request.
+func notRequest(why string) error {
+	return &wire.ParamError{Param: "body", Msg: "must be a Messages API request (a JSON object): " + wire.Clip(why)}
+}
+
+// member reads the top-level member k, whose value is v (a view of the
+// body, kept as it is for the raw members): the members the chat model
+// has no slot for are extra, but the gateway's own, which a client never
+// sends.
+func (r *Request) member(k string, v json.RawMessage) error {
+	var into any
+	switch k {
+	case "model":
+		into = &r.Model
+	case "max_tokens":
+		into = &r.MaxTokens
+	case "stream":
+		into = &r.Stream
+	case "messages":
+		return r.messages(v)
+	case "tools":
+		into = &r.Tools
+	case "system":
+		r.System = v
+	case "tool_choice":
+		r.ToolChoice = v
+	case "stop_sequences":
+		r.StopSequences = v
+	case "temperature":
+		r.Temperature = v
+	case "top_p":
+		r.TopP = v
+	case "top_k":
+		r.TopK = v
+	case "thinking":
+		r.Thinking = v
+	case "metadata":
+		r.Metadata = v
+	default:
+		if !strings.HasPrefix(k, wire.OwnPrefix) {
+			if r.extra == nil {
+				r.extra = map[string]json.RawMessage{}
+			}
+			r.extra[k] = v
+		}
+	}
+	if into != nil {
+		if err := json.Unmarshal(v, into); err != nil {
+			return notRequest(k + ": " + err.Error())
+		}
+	}
+	return nil
+}
+
+// messages reads the messages, each in place: its role, and its content
+// as sent.
+func (r *Request) messages(v json.RawMessage) error {
+	if string(v) == "null" {
+		return nil
+	}
+	r.Messages = make([]Message, 0, wire.ArrayLen(v))
+	var err error
+	if !wire.EachElement(v, func(i int, elem []byte) bool {
+		var m Message
+		ok := wire.EachMember(elem, func(k string, v []byte) bool {
+			switch k {
+			case "role":
+				m.Role, err = roleOf(v, i)
+			case "content":
+				m.Content = v
+			}
+			return err == nil
+		})
+		if ok && err == nil {
+			r.Messages = append(r.Messages, m)
+			return true
+		}
+		if err == nil {
+			err = notRequest(fmt.Sprintf("messages.%d must be an object", i))
+		}
+		return false
+	}) && err == nil {
+		err = notRequest("messages must be an array of messages")
+	}
+	return err
+}
+
+// roleOf reads a message's role: the usual ones as constants.
+func roleOf(v []byte, i int) (string, error) {
+	switch string(v) {
+	case `"user"`:
+		return "user", nil
+	case `"assistant"`:
+		return "assistant", nil
+	case "null":
+		return "", nil
+	}
+	if s, ok := wire.String(v); ok {
+		return s, nil
+	}
+	return "", notRequest(fmt.Sprintf("messages.%d.role must be a string", i))
 }
 
 // ChatOptions are what Chat needs besides the request.
@@ -207,28 +285,25 @@ type Translated struct {
 // Chat translates the request into a chat completions request (see the
 // package doc for what maps to what).
 func (r *Request) Chat(o ChatOptions) (Translated, error) {
-	t := translator{o: o}
 	if err := r.reaches(o); err != nil {
 		return Translated{}, err
 	}
 	tools, dropped := r.allowedTools(o.HostedTools)
-	chat := map[string]any{"model": r.Model}
-	var msgs []json.RawMessage
+	t := translator{o: o, buf: make([]byte, 0, r.chatSize(o))}
+	t.buf = append(t.buf, `{"messages":[`...)
 	if len(r.System) > 0 && string(r.System) != "null" {
-		sys, err := t.system(r.System)
-		if err != nil {
+		if err := t.system(r.System, systemPlace); err != nil {
 			return Translated{}, err
 		}
-		msgs = append(msgs, sys...)
 	}
 	for i, m := range r.Messages {
-		out, err := t.message(i, m.Role, m.Content)
-		if err != nil {
+		if err := t.message(i, m.Role, m.Content); err != nil {
 			return Translated{}, err
 		}
-		msgs = append(msgs, out...)
 	}
-	chat["messages"] = msgs
+	t.buf = append(t.buf, ']')
+	// The other members, few and small, marshalled after the messages.
+	chat := map[string]any{"model": r.Model}
 	if r.Stream {
 		chat["stream"] = true
 		chat["stream_options"] = map[string]bool{"include_usage": true}
@@ -245,8 +320,29 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 	if t.keep() {
 		r.keep(chat, tools)
 	}
-	b, err := json.Marshal(chat)
-	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped}, err
+	rest, err := json.Marshal(chat)
+	if err != nil {
+		return Translated{}, err
+	}
+	b := append(append(t.buf, ','), rest[1:]...) // rest has at least the model
+	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped}, nil
+}
+
+// chatSize is about the length of the chat body Chat writes: the
+// content it reads, and for an Anthropic upstream the blocks each
+// message keeps beside their chat form once more.
+func (r *Request) chatSize(o ChatOptions) int {
+	size := func(c json.RawMessage) int {
+		if o.Protocol == translate.Anthropic && len(c) > 0 && c[0] == '[' {
+			return 2*len(c) + 64
+		}
+		return len(c) + 64
+	}
+	n := 256 + size(r.System)
+	for _, m := range r.Messages {
+		n += size(m.Content)
+	}
+	return n + n/16
 }
 
 // billedTools are the server tools (by type, before its version) that
@@ -301,6 +397,9 @@ func (r *Request) reaches(o ChatOptions) error {
 		}
 	}
 	for i, m := range r.Messages {
+		if len(m.Content) == 0 || m.Content[0] != '[' {
+			continue
+		}
 		if err := fileBlocks(m.Content, fmt.Sprintf("messages.%d.content", i), allow, 0); err != nil {
 			return err
 		}
@@ -309,34 +408,26 @@ func (r *Request) reaches(o ChatOptions) error {
 }
 
 // fileBlocks checks the blocks of a content array (and of the tool
-// results in it) that name a file the upstream keeps.
+// results in it) that name a file the upstream keeps, read in place.
 func fileBlocks(content json.RawMessage, param string, allow func(translate.Reach) error, depth int) error {
 	if len(content) == 0 || content[0] != '[' || depth > 1 {
 		return nil
 	}
-	var bs []struct {
-		Type   string `json:"type"`
-		Source *struct {
-			Type string `json:"type"`
-		} `json:"source"`
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(content, &bs) != nil {
-		return nil // the translation says what is wrong with it
-	}
-	for k, b := range bs {
+	var err error
+	wire.EachElement(content, func(k int, b []byte) bool {
+		typ, _ := wire.Member(b, "type")
+		source, _ := wire.Member(b, "source")
+		sourceType, _ := wire.Member(source, "type")
 		switch {
-		case b.Type == "container_upload", b.Source != nil && b.Source.Type == "file":
-			if err := allow(translate.Reach{Kind: translate.ReachFiles, Param: fmt.Sprintf("%s.%d", param, k)}); err != nil {
-				return err
-			}
-		case b.Type == "tool_result":
-			if err := fileBlocks(b.Content, fmt.Sprintf("%s.%d.content", param, k), allow, depth+1); err != nil {
-				return err
-			}
+		case wire.StringIs(typ, "container_upload"), wire.StringIs(sourceType, "file"):
+			err = allow(translate.Reach{Kind: translate.ReachFiles, Param: fmt.Sprintf("%s.%d", param, k)})
+		case wire.StringIs(typ, "tool_result"):
+			inner, _ := wire.Member(b, "content")
+			err = fileBlocks(inner, fmt.Sprintf("%s.%d.content", param, k), allow, depth+1)
 		}
-	}
-	return nil
+		return err == nil
+	})
+	return err
 }
 
 // keep puts what the chat model has no slot for in the request's own
@@ -482,282 +573,3 @@ func toolChoice(raw json.RawMessage, names map[string]bool, chat map[string]any)
 	return nil
 }
 
-// translator turns the transcript into chat messages.
-type translator struct {
-	o            ChatOptions
-	droppedCache int
-}
-
-// keep: the upstream is Anthropic's, and each chat message keeps the
-// blocks the client sent for it (translate.BlocksMember), which that
-// upstream gets as they are; blocks the chat model has no slot for are
-// then carried, not refused.
-func (t *translator) keep() bool { return t.o.Protocol == translate.Anthropic }
-
-// rawBlocks are a message's content blocks as the client sent them (nil
-// for a string): views of the body, not copies.
-func rawBlocks(c json.RawMessage) []json.RawMessage {
-	var bs []json.RawMessage
-	if !wire.EachElement(c, func(_ int, elem []byte) bool {
-		bs = append(bs, elem)
-		return true
-	}) {
-		return nil
-	}
-	return bs
-}
-
-// blocks reads a message's content: a string is one text block.
-func blocks(c json.RawMessage, param string) ([]block, error) {
-	// A string (or null: no text) is one text block; only an array is
-	// decoded into blocks (one pass, not a failed one first).
-	if s, ok := wire.AsString(c); ok {
-		return []block{{Type: "text", Text: s}}, nil
-	}
-	var bs []block
-	if err := json.Unmarshal(c, &bs); err != nil {
-		return nil, &wire.ParamError{Param: param, Msg: "must be a string or a list of content blocks"}
-	}
-	return bs, nil
-}
-
-// system turns the system prompt into a system message.
-func (t *translator) system(raw json.RawMessage) ([]json.RawMessage, error) {
-	bs, err := blocks(raw, "system")
-	if err != nil {
-		return nil, err
-	}
-	parts, err := t.parts(bs, "system", false)
-	if err != nil || len(parts) == 0 {
-		return nil, err
-	}
-	m := map[string]any{"role": "system", "content": parts}
-	if raws := rawBlocks(raw); t.keep() && raws != nil {
-		m[translate.BlocksMember] = raws
-	}
-	b, _ := json.Marshal(m)
-	return []json.RawMessage{b}, nil
-}
-
-// message translates message i: a user message's tool_result blocks
-// become tool messages, first, then its other blocks one user message;
-// an assistant message's text, thinking and tool_use blocks one
-// assistant message.
-func (t *translator) message(i int, role string, content json.RawMessage) ([]json.RawMessage, error) {
-	param := fmt.Sprintf("messages.%d.content", i)
-	bs, err := blocks(content, param)
-	if err != nil {
-		return nil, err
-	}
-	raws := rawBlocks(content)
-	if !t.keep() || len(raws) != len(bs) || len(raws) == 0 {
-		raws = nil
-	}
-	switch role {
-	case "user":
-		return t.user(bs, raws, param)
-	case "assistant":
-		m, err := t.assistant(bs, raws, param)
-		if err != nil || m == nil {
-			return nil, err
-		}
-		return []json.RawMessage{m}, nil
-	case "system":
-		// A system message in the conversation (Claude Code sends its
-		// environment so to the newest models): a system message in
-		// its place.
-		return t.system(content)
-	}
-	return nil, &wire.ParamError{Param: fmt.Sprintf("messages.%d.role", i), Msg: "must be user, assistant or system"}
-}
-
-// user translates a user message; raws are its blocks as sent, when they
-// are kept (each tool message keeps its tool_result block, the user
-// message the others).
-func (t *translator) user(bs []block, raws []json.RawMessage, param string) ([]json.RawMessage, error) {
-	var out []json.RawMessage
-	var rest []block
-	var restRaw []json.RawMessage
-	for k, b := range bs {
-		if b.Type != "tool_result" {
-			rest = append(rest, b)
-			if raws != nil {
-				restRaw = append(restRaw, raws[k])
-			}
-			continue
-		}
-		text, err := resultText(b, fmt.Sprintf("%s.%d.content", param, k))
-		if err != nil {
-			return nil, err
-		}
-		m := map[string]any{"role": "tool", "tool_call_id": b.ToolUseID, "content": text}
-		if raws != nil {
-			m[translate.BlocksMember] = raws[k : k+1]
-		}
-		b, _ := json.Marshal(m)
-		out = append(out, b)
-	}
-	parts, err := t.parts(rest, param, true)
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) > 0 || len(restRaw) > 0 {
-		m := map[string]any{"role": "user", "content": parts}
-		if len(parts) == 0 {
-			m["content"] = "" // blocks the chat model has no slot for (a document, …), which the kept blocks carry
-		}
-		if len(restRaw) > 0 {
-			m[translate.BlocksMember] = restRaw
-		}
-		b, _ := json.Marshal(m)
-		out = append(out, b)
-	}
-	return out, nil
-}
-
-// resultText is a tool_result's content as text (an error marked so).
-func resultText(b block, param string) (string, error) {
-	text := ""
-	if len(b.Content) > 0 && string(b.Content) != "null" {
-		bs, err := blocks(b.Content, param)
-		if err != nil {
-			return "", err
-		}
-		var sb strings.Builder
-		for _, c := range bs {
-			switch c.Type {
-			case "text":
-				sb.WriteString(c.Text)
-			case "tool_reference":
-				// Tool search (advanced-tool-use): the tool it found is
-				// declared in full on a route to another protocol.
-				if sb.Len() > 0 {
-					sb.WriteString("\n")
-				}
-				sb.WriteString("Tool loaded: " + c.ToolName)
-			}
-		}
-		text = sb.String()
-	}
-	if b.IsError {
-		text = "Error: " + text
-	}
-	return text, nil
-}
-
-// parts turns text and image blocks into chat content parts.
-func (t *translator) parts(bs []block, param string, images bool) ([]map[string]any, error) {
-	var out []map[string]any
-	for k, b := range bs {
-		var p map[string]any
-		switch {
-		case b.Type == "text":
-			if b.Text == "" {
-				continue
-			}
-			p = map[string]any{"type": "text", "text": b.Text}
-		case b.Type == "image" && images && !(t.keep() && !imageSource(b.Source)):
-			url, err := imageURL(b.Source, fmt.Sprintf("%s.%d.source", param, k))
-			if err != nil {
-				return nil, err
-			}
-			p = map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}}
-		case t.keep():
-			continue // a block the chat model has no slot for, carried as it is
-		default:
-			return nil, &wire.ParamError{Param: fmt.Sprintf("%s.%d.type", param, k), Msg: fmt.Sprintf("a %q block cannot be sent here", wire.Clip(b.Type)), Unsupported: true}
-		}
-		if len(b.CacheControl) > 0 && string(b.CacheControl) != "null" {
-			if t.o.Protocol == translate.Anthropic {
-				p["cache_control"] = b.CacheControl
-			} else {
-				t.droppedCache++
-			}
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// imageSource reports an image source that imageURL can translate.
-func imageSource(raw json.RawMessage) bool {
-	var s struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(raw, &s)
-	return s.Type == "base64" || s.Type == "url"
-}
-
-// imageURL turns an image source into a URL: base64 data as a data: URL.
-func imageURL(raw json.RawMessage, param string) (string, error) {
-	var s struct {
-		Type      string `json:"type"`
-		MediaType string `json:"media_type"`
-		Data      string `json:"data"`
-		URL       string `json:"url"`
-	}
-	_ = json.Unmarshal(raw, &s)
-	switch s.Type {
-	case "base64":
-		return "data:" + s.MediaType + ";base64," + s.Data, nil
-	case "url":
-		return s.URL, nil
-	}
-	return "", &wire.ParamError{Param: param, Msg: "must be a base64 or url image source", Unsupported: true}
-}
-
-// assistant translates an assistant message; raws are its blocks as sent,
-// when they are kept.
-func (t *translator) assistant(bs []block, raws []json.RawMessage, param string) (json.RawMessage, error) {
-	var text, reasoning strings.Builder
-	var thoughts []thought
-	var calls []map[string]any
-	for k, b := range bs {
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-			if len(b.CacheControl) > 0 && t.o.Protocol != translate.Anthropic {
-				t.droppedCache++
-			}
-		case "thinking":
-			reasoning.WriteString(b.Thinking)
-			if b.Signature != "" { // unsigned, it is no use to Anthropic: the gateway's store restores the signed one
-				thoughts = append(thoughts, thought{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
-			}
-		case "redacted_thinking":
-			thoughts = append(thoughts, thought{Type: b.Type, Data: b.Data})
-		case "tool_use":
-			input := strings.TrimSpace(string(b.Input))
-			if input == "" || input == "null" {
-				input = "{}"
-			}
-			calls = append(calls, map[string]any{"id": b.ID, "type": "function", "function": map[string]string{"name": b.Name, "arguments": input}})
-		default:
-			if raws != nil {
-				continue // a server tool's use or result, …: carried as it is
-			}
-			return nil, &wire.ParamError{Param: fmt.Sprintf("%s.%d.type", param, k), Msg: fmt.Sprintf("a %q block cannot be sent here", wire.Clip(b.Type)), Unsupported: true}
-		}
-	}
-	m := map[string]any{"role": "assistant", "content": nil}
-	if text.Len() > 0 {
-		m["content"] = text.String()
-	}
-	if len(calls) > 0 {
-		m["tool_calls"] = calls
-	}
-	switch {
-	case t.o.Protocol == translate.Anthropic && len(thoughts) > 0 && t.o.CarriedMember != "":
-		enc, _ := json.Marshal(thoughts)
-		m[t.o.CarriedMember] = string(enc)
-	case t.o.Protocol != translate.Anthropic && reasoning.Len() > 0 && t.o.ReasoningField != "":
-		m[t.o.ReasoningField] = reasoning.String()
-	}
-	if raws != nil {
-		m[translate.BlocksMember] = raws
-	}
-	if m["content"] == nil && len(calls) == 0 && m[t.o.CarriedMember] == nil && raws == nil {
-		return nil, nil // an empty turn: nothing to send
-	}
-	return json.Marshal(m)
-}

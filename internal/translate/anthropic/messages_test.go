@@ -33,49 +33,49 @@ func TestChat(t *testing.T) {
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"s"},{"type":"text","text":"Checking."},{"type":"tool_use","id":"t1","name":"f","input":{"a":1}}]},` +
 				`{"role":"user","content":[{"type":"text","text":"and?","cache_control":{"type":"ephemeral"}},{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok"}],"is_error":true}]}]}`,
 			translate.OpenAI,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":"Checking.","reasoning_content":"Hm.","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},` +
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"Checking.","reasoning_content":"Hm.","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},` +
 				`{"role":"tool","tool_call_id":"t1","content":"Error: ok"},{"role":"user","content":[{"type":"text","text":"and?"}]}]}`, false},
 		{"signed thinking blocks in the carried member for Anthropic, unsigned ones left to the store",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"s"},{"type":"thinking","thinking":"x","signature":""},{"type":"redacted_thinking","data":"d"},{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`,
 			translate.Anthropic,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":null,"carried":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"s\"},{\"type\":\"redacted_thinking\",\"data\":\"d\"}]","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],` +
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"carried":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"s\"},{\"type\":\"redacted_thinking\",\"data\":\"d\"}]","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],` +
 				`"toolgate_blocks":[{"type":"thinking","thinking":"Hm.","signature":"s"},{"type":"thinking","thinking":"x","signature":""},{"type":"redacted_thinking","data":"d"},{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
 				`{"role":"tool","tool_call_id":"t1","content":"ok","toolgate_blocks":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`, false},
 		{"tools, tool_choice tool, parallel off, settings, thinking as it is for Anthropic",
 			`{"model":"c","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","description":"Does f.","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},` +
 				`"stop_sequences":["END"],"temperature":0.2,"top_p":0.9,"top_k":5,"metadata":{"user_id":"u"},"thinking":{"type":"enabled","budget_tokens":2048}}`,
 			translate.Anthropic,
-			`{"model":"c","max_tokens":10,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"type":"function","function":{"name":"f","description":"Does f.","parameters":{"type":"object"}}}],` +
+			`{"model":"c","max_tokens":10,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","description":"Does f.","parameters":{"type":"object"}}}],` +
 				`"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false,"stop":["END"],"temperature":0.2,"top_p":0.9,"top_k":5,"user":"u","thinking":{"type":"enabled","budget_tokens":2048},` +
 				`"toolgate_request":{"tools":[{"name":"f","description":"Does f.","input_schema":{"type":"object"}}]}}`, false},
 		{"any, top_k and thinking elsewhere: required, dropped, a reasoning effort",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"top_k":5,"thinking":{"type":"enabled","budget_tokens":4096}}`,
 			translate.OpenAI,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required","reasoning_effort":"medium"}`, true},
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required","reasoning_effort":"medium"}`, true},
 		{"a system message in the conversation stays in its place",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"system","content":[{"type":"text","text":"Environment: linux."}]}]}`,
 			translate.OpenAI,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"system","content":[{"type":"text","text":"Environment: linux."}]}]}`, false},
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"system","content":[{"type":"text","text":"Environment: linux."}]}]}`, false},
 		{"adaptive thinking's output_config.effort where the route takes it",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"low"}}`,
 			translate.Gemini,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"reasoning_effort":"low"}`, true},
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"reasoning_effort":"low"}`, true},
 		{"a tool search's tool_reference as text elsewhere",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ToolSearch","input":{"query":"select:WebFetch"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"tool_reference","tool_name":"WebFetch"}]}]}]}`,
 			translate.OpenAI,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"ToolSearch","arguments":"{\"query\":\"select:WebFetch\"}"}}]},{"role":"tool","tool_call_id":"t1","content":"Tool loaded: WebFetch"}]}`, false},
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"ToolSearch","arguments":"{\"query\":\"select:WebFetch\"}"}}]},{"role":"tool","tool_call_id":"t1","content":"Tool loaded: WebFetch"}]}`, false},
 		{"thinking elsewhere on a route that does not take the client's effort: left out",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":4096}}`,
 			translate.OpenAI,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`, false},
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`, false},
 		{"thinking disabled elsewhere: none where the route takes the client's effort",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"disabled"}}`,
 			translate.Gemini,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"reasoning_effort":"none"}`, true},
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"reasoning_effort":"none"}`, true},
 		{"thinking disabled elsewhere: left out where it does not",
 			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"disabled"}}`,
 			translate.Responses,
-			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`, false},
+			`{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Decode([]byte(tc.body), false)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -83,32 +84,60 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if thinkingOn(b.Thinking) {
 		b.Temperature, b.TopK = nil, nil // Anthropic refuses them while thinking
 	}
-	rep.Body = withKept(b.appendJSON(make([]byte, 0, b.size())), req, b.upTools)
+	b.withKept(req)
+	rep.Body = b.appendJSON(make([]byte, 0, b.size()))
 	return rep, nil
 }
 
-// withKept adds to a translated body what a Messages API client sent
+// withKept adds to an upstream request what a Messages API client sent
 // that the chat model has no slot for (translate.RequestMember): its
 // tools as it declared them (server tools, cache_control) — all of them
 // while its client tools are the request's, else its server tools after
-// the translated ones — and the members the body does not have.
-func withKept(body []byte, req *wire.ChatRequest, translated []tool) []byte {
+// the translated ones — and the members the body does not have, which
+// appendJSON writes after its own (extra).
+func (r *Request) withKept(req *wire.ChatRequest) {
 	kept := translate.KeptMembers(req, translate.RequestMember)
 	if v, ok := kept["tools"]; ok {
-		if tools := keptTools(v, translated); tools != nil {
-			body, _ = wire.SetMember(body, tools, "tools")
-		}
-	}
-	top, err := wire.ParseObject(body)
-	if err != nil {
-		return body
+		r.keptTools = keptTools(v, r.upTools)
 	}
 	for k, v := range kept {
-		if _, has := top.Get(k); !has && k != "tools" {
-			body, _ = wire.SetMember(body, v, k)
+		if k != "tools" && !r.writes(k) {
+			if r.extra == nil {
+				r.extra = map[string]json.RawMessage{}
+			}
+			r.extra[k] = v
 		}
 	}
-	return body
+}
+
+// writes reports whether appendJSON writes the member k of its own.
+func (r *Request) writes(k string) bool {
+	switch k {
+	case "model", "max_tokens", "messages":
+		return true
+	case "system":
+		return len(r.upSystem) > 0
+	case "stream":
+		return r.Stream
+	}
+	for _, m := range r.members() {
+		if m.name == k {
+			return len(m.v) > 0
+		}
+	}
+	return false
+}
+
+// member is one member appendJSON writes as the request holds it.
+type member struct {
+	name string
+	v    json.RawMessage
+}
+
+// members are the members appendJSON writes as the request holds them.
+func (r *Request) members() [7]member {
+	return [...]member{{"tool_choice", r.ToolChoice}, {"stop_sequences", r.StopSequences}, {"temperature", r.Temperature}, {"top_p", r.TopP},
+		{"top_k", r.TopK}, {"thinking", r.Thinking}, {"metadata", r.Metadata}}
 }
 
 // keptTools are the tools to send: the client's as declared when its
@@ -264,6 +293,10 @@ func (r *Request) size() int {
 	for _, t := range r.upTools {
 		n += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
+	n += len(r.keptTools)
+	for k, v := range r.extra {
+		n += len(k) + len(v) + 4
+	}
 	return n
 }
 
@@ -288,21 +321,24 @@ func (r *Request) appendJSON(b []byte) []byte {
 		b = append(appendArray(append(b, `,"content":`...), m.blocks), '}')
 	}
 	b = append(b, ']')
-	if len(r.upTools) > 0 {
+	switch {
+	case r.keptTools != nil:
+		b = append(append(b, `,"tools":`...), r.keptTools...)
+	case len(r.upTools) > 0:
 		b = append(b, `,"tools":`...)
 		b = appendTools(b, r.upTools)
 	}
-	for _, m := range [...]struct {
-		name string
-		v    json.RawMessage
-	}{{"tool_choice", r.ToolChoice}, {"stop_sequences", r.StopSequences}, {"temperature", r.Temperature}, {"top_p", r.TopP},
-		{"top_k", r.TopK}, {"thinking", r.Thinking}, {"metadata", r.Metadata}} {
+	for _, m := range r.members() {
 		if len(m.v) > 0 {
 			b = append(append(append(append(b, ',', '"'), m.name...), '"', ':'), m.v...)
 		}
 	}
 	if r.Stream {
 		b = append(b, `,"stream":true`...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.extra)) {
+		b = append(wire.AppendString(append(b, ','), k), ':')
+		b = append(b, r.extra[k]...)
 	}
 	return append(b, '}')
 }

@@ -22,12 +22,11 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 		kept := translate.Kept(m, translate.BlocksMember) // the blocks a Messages API client sent for it
 		switch m.Role {
 		case "system", "developer":
-			parts, err := contentBlocks(m.Content, i, false)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			if kept != nil {
-				parts = kept
+			parts := kept
+			if kept == nil {
+				if parts, err = contentBlocks(m.Content, i, false); err != nil {
+					return nil, nil, 0, err
+				}
 			}
 			if kept != nil && len(out) > 0 {
 				// A Messages client's system message in the conversation
@@ -85,23 +84,17 @@ func assistantSays(blocks []json.RawMessage, m wire.Message) bool {
 
 // resultFor reports whether kept blocks are one tool_result for the call.
 func resultFor(blocks []json.RawMessage, callID string) bool {
-	var b struct {
-		Type      string `json:"type"`
-		ToolUseID string `json:"tool_use_id"`
+	if len(blocks) != 1 {
+		return false
 	}
-	return len(blocks) == 1 && json.Unmarshal(blocks[0], &b) == nil && b.Type == "tool_result" && b.ToolUseID == callID
-}
-
-// part is one content part of a chat message.
-type part struct {
-	Type         string          `json:"type"`
-	Text         string          `json:"text"`
-	ImageURL     json.RawMessage `json:"image_url"`
-	CacheControl json.RawMessage `json:"cache_control"`
+	typ, _ := wire.Member(blocks[0], "type")
+	id, _ := wire.Member(blocks[0], "tool_use_id")
+	return wire.StringIs(typ, "tool_result") && wire.StringIs(id, callID)
 }
 
 // contentBlocks turns a message's content (a string, or content parts)
-// into text and image blocks; empty text is left out.
+// into text and image blocks; empty text is left out. The parts are read
+// in place and each text goes as it was written.
 func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessage, error) {
 	if len(content) == 0 || string(content) == "null" || string(content) == `""` {
 		return nil, nil
@@ -109,35 +102,61 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 	if content[0] == '"' { // a string (checked JSON): its text goes as it was written
 		return []json.RawMessage{quotedTextBlock(content)}, nil
 	}
-	var parts []part
-	if err := json.Unmarshal(content, &parts); err != nil {
-		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
-	}
 	var out []json.RawMessage
-	for k, p := range parts {
-		switch {
-		case p.Type == "text":
-			if p.Text != "" {
-				out = append(out, textBlock(p.Text, p.CacheControl))
+	var err error
+	if !wire.EachElement(content, func(k int, raw []byte) bool {
+		var typ, text, imageURL, cacheControl []byte
+		if !wire.EachMember(raw, func(key string, v []byte) bool {
+			switch key {
+			case "type":
+				typ = v
+			case "text":
+				text = v
+			case "image_url":
+				imageURL = v
+			case "cache_control":
+				if string(v) != "null" {
+					cacheControl = v
+				}
 			}
-		case p.Type == "image_url" && images:
-			b, err := imageBlock(p, i, k)
-			if err != nil {
-				return nil, err
+			return true
+		}) || text != nil && text[0] != '"' && string(text) != "null" {
+			err = notParts(i)
+			return false
+		}
+		switch {
+		case wire.StringIs(typ, "text"):
+			if len(text) > 2 {
+				out = append(out, textBlock(text, cacheControl))
+			}
+		case wire.StringIs(typ, "image_url") && images:
+			var b json.RawMessage
+			if b, err = imageBlock(imageURL, cacheControl, i, k); err != nil {
+				return false
 			}
 			out = append(out, b)
 		default:
-			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to an anthropic upstream here", wire.Clip(p.Type)), Unsupported: true}
+			t, _ := wire.String(typ)
+			err = &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to an anthropic upstream here", wire.Clip(t)), Unsupported: true}
+			return false
 		}
+		return true
+	}) && err == nil {
+		err = notParts(i)
 	}
-	return out, nil
+	return out, err
 }
 
-// textBlock is a text block of text, with its cache_control when it has
-// one.
-func textBlock(text string, cacheControl json.RawMessage) json.RawMessage {
+// notParts is the error for message i's content that is neither.
+func notParts(i int) error {
+	return &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+}
+
+// textBlock is a text block of text (a JSON string token), with its
+// cache_control when it has one.
+func textBlock(text, cacheControl json.RawMessage) json.RawMessage {
 	b := make([]byte, 0, len(text)+len(cacheControl)+48)
-	b = wire.AppendString(append(b, `{"type":"text","text":`...), text)
+	b = wire.AppendToken(append(b, `{"type":"text","text":`...), text)
 	if len(cacheControl) > 0 {
 		b = append(append(b, `,"cache_control":`...), cacheControl...)
 	}
@@ -154,12 +173,12 @@ func quotedTextBlock(quoted json.RawMessage) json.RawMessage {
 
 // imageBlock turns an image_url part into an image block: a data: URL
 // becomes a base64 source, any other URL a url source.
-func imageBlock(p part, i, k int) (json.RawMessage, error) {
+func imageBlock(imageURL, cacheControl json.RawMessage, i, k int) (json.RawMessage, error) {
 	var u struct {
 		URL string `json:"url"`
 	}
-	if json.Unmarshal(p.ImageURL, &u) != nil {
-		_ = json.Unmarshal(p.ImageURL, &u.URL) // image_url as a bare string
+	if json.Unmarshal(imageURL, &u) != nil {
+		_ = json.Unmarshal(imageURL, &u.URL) // image_url as a bare string
 	}
 	var source any
 	if rest, ok := strings.CutPrefix(u.URL, "data:"); ok {
@@ -177,7 +196,7 @@ func imageBlock(p part, i, k int) (json.RawMessage, error) {
 		Type         string          `json:"type"`
 		Source       any             `json:"source"`
 		CacheControl json.RawMessage `json:"cache_control,omitempty"`
-	}{"image", source, p.CacheControl})
+	}{"image", source, cacheControl})
 	return b, nil
 }
 
@@ -192,10 +211,8 @@ func restoredThinking(m wire.Message, thinkingMember string) []json.RawMessage {
 // thinks reports blocks with a thinking or redacted_thinking block.
 func thinks(blocks []json.RawMessage) bool {
 	for _, raw := range blocks {
-		var b struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(raw, &b) == nil && (b.Type == "thinking" || b.Type == "redacted_thinking") {
+		typ, _ := wire.Member(raw, "type")
+		if wire.StringIs(typ, "thinking") || wire.StringIs(typ, "redacted_thinking") {
 			return true
 		}
 	}
