@@ -135,11 +135,10 @@ func (g *Gateway) requestFor(x *exchange, p *plan) (translation, error) {
 	if err != nil {
 		return translation{}, err
 	}
-	decode := wire.DecodeRequest
-	if c.keepOwn {
-		decode = wire.DecodeTranslated
-	}
-	req, err := decode(c.body)
+	// The body is the gateway's own: a translator writes its own members
+	// only where it keeps blocks or items (keepOwn), and no member a
+	// client names becomes a key of it.
+	req, err := wire.DecodeTranslated(c.body)
 	if err != nil {
 		return translation{}, err
 	}

@@ -89,11 +89,13 @@ func quietUpstream(b *testing.B) string {
 
 // BenchmarkTranslationMemory is what a request costs the gateway in
 // memory, per byte of its body, on each client API × upstream protocol:
-// a 100-turn agent transcript (about 60 KB) decoded, translated for the
-// route's upstream, repaired and encoded, served in process against an
-// upstream that answers in a few bytes. alloc-per-body-byte is every byte
-// the process allocated for the request over the body's length (reading
-// the body and writing the upstream's request included).
+// an agent transcript decoded, translated for the route's upstream,
+// repaired and encoded, served in process against an upstream that
+// answers in a few bytes. alloc-per-body-byte is every byte the process
+// allocated for a 100-turn transcript (about 60 KB) over the body's
+// length (reading the body and writing the upstream's request included);
+// marginal-alloc-per-byte what each byte more costs, from a 400-turn one
+// (the per-request costs, such as the transport's copy buffer, left out).
 func BenchmarkTranslationMemory(b *testing.B) {
 	up := quietUpstream(b)
 	g := newBenchGateway(b, `
@@ -111,20 +113,26 @@ routes:
 	paths := map[string]string{"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
 	for _, api := range []string{"chat", "messages", "responses"} {
 		for _, protocol := range []string{"openai", "anthropic", "gemini", "responses"} {
-			body := bytes.Replace(agentTurns(api, 100), []byte(`"MODEL"`), []byte(`"`+protocol+`"`), 1)
+			body := func(turns int) []byte {
+				return bytes.Replace(agentTurns(api, turns), []byte(`"MODEL"`), []byte(`"`+protocol+`"`), 1)
+			}
+			small, large := body(100), body(400)
 			b.Run(api+"/"+protocol, func(b *testing.B) {
-				serve := func() {
-					r := httptest.NewRequest("POST", paths[api], bytes.NewReader(body))
-					r.Header.Set("Content-Type", "application/json")
-					r.Header.Set("Anthropic-Version", "2023-06-01")
-					w := httptest.NewRecorder()
-					g.ServeHTTP(w, r)
-					if w.Code != 200 {
-						b.Fatalf("%d %s", w.Code, w.Body.String())
+				serve := func(body []byte) func() {
+					return func() {
+						r := httptest.NewRequest("POST", paths[api], bytes.NewReader(body))
+						r.Header.Set("Content-Type", "application/json")
+						r.Header.Set("Anthropic-Version", "2023-06-01")
+						w := httptest.NewRecorder()
+						g.ServeHTTP(w, r)
+						if w.Code != 200 {
+							b.Fatalf("%d %s", w.Code, w.Body.String())
+						}
 					}
 				}
-				serve()
-				wiretest.AllocPerByte(b, len(body), serve)
+				serve(small)()
+				serve(large)()
+				wiretest.MarginalAllocPerByte(b, len(small), serve(small), len(large), serve(large))
 			})
 		}
 	}

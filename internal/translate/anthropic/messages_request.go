@@ -329,8 +329,8 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 }
 
 // chatSize is about the length of the chat body Chat writes: the
-// content it reads, and for an Anthropic upstream the blocks each
-// message keeps beside their chat form once more.
+// content it reads, for an Anthropic upstream the blocks each message
+// keeps beside their chat form once more, and the other members.
 func (r *Request) chatSize(o ChatOptions) int {
 	size := func(c json.RawMessage) int {
 		if o.Protocol == translate.Anthropic && len(c) > 0 && c[0] == '[' {
@@ -338,9 +338,17 @@ func (r *Request) chatSize(o ChatOptions) int {
 		}
 		return len(c) + 64
 	}
-	n := 256 + size(r.System)
+	n := 512 + size(r.System)
 	for _, m := range r.Messages {
 		n += size(m.Content)
+	}
+	// The other members, which it may write twice (the tools translated
+	// and, for an Anthropic upstream, as declared).
+	for _, t := range r.Tools {
+		n += 2 * len(t)
+	}
+	for _, v := range r.extra {
+		n += len(v)
 	}
 	return n + n/16
 }

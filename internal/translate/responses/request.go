@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -227,25 +226,27 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 	if err := r.reaches(items, o); err != nil {
 		return nil, err
 	}
-	chat := map[string]any{"model": r.Model}
-	var msgs []json.RawMessage
-	if v := r.members["instructions"]; v != nil && string(v) != "null" {
-		var s string
-		if json.Unmarshal(v, &s) != nil {
-			return nil, &wire.ParamError{Param: "instructions", Msg: "must be a string"}
-		}
-		m, _ := json.Marshal(map[string]string{"role": "system", "content": s})
-		msgs = append(msgs, m)
-	}
 	if o.Previous != nil {
-		p := *o.Previous // messages sets Items to 0 when a turn spans its end
+		p := *o.Previous // flush sets Items to 0 when a turn spans its end
 		o.Previous = &p
 	}
-	conv, err := messages(items, o)
-	if err != nil {
+	c := conversation{o: o, buf: make([]byte, 0, r.chatSize(items, o.Keep))}
+	c.buf = append(c.buf, `{"messages":[`...)
+	if v := r.members["instructions"]; v != nil && string(v) != "null" {
+		tok, ok := token(v)
+		if !ok {
+			return nil, &wire.ParamError{Param: "instructions", Msg: "must be a string"}
+		}
+		c.next("system")
+		c.member("content")
+		c.buf = append(wire.AppendToken(c.buf, tok), '}')
+	}
+	if err := c.messages(items); err != nil {
 		return nil, err
 	}
-	chat["messages"] = append(msgs, conv...)
+	c.buf = append(c.buf, ']')
+	// The other members, few and small, marshalled after the messages.
+	chat := map[string]any{"model": r.Model}
 	if o.Keep {
 		r.keep(chat, o.HostedTools)
 		if o.Previous != nil && o.Previous.Items > 0 {
@@ -272,7 +273,31 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 	if err := r.reasoningAndFormat(chat, o.Effort); err != nil {
 		return nil, err
 	}
-	return json.Marshal(chat)
+	rest, err := json.Marshal(chat)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(c.buf, ','), rest[1:]...), nil // rest has at least the model
+}
+
+// chatSize is about the length of the chat body Chat writes: the items
+// it reads (with keep, each once more beside its chat form), and the
+// other members, which it may write twice (the tools translated and, with
+// keep, as declared).
+func (r *Request) chatSize(items []json.RawMessage, keep bool) int {
+	n := 512
+	for _, it := range items {
+		n += len(it) + 64
+		if keep {
+			n += len(it)
+		}
+	}
+	for k, v := range r.members {
+		if k != "input" {
+			n += 2 * len(v)
+		}
+	}
+	return n + n/16
 }
 
 // keep puts what the chat model has no slot for in the request's own
@@ -407,38 +432,52 @@ func (r *Request) reaches(items []json.RawMessage, o ChatOptions) error {
 		}
 	}
 	for i, raw := range items {
-		var it struct {
-			Type    string          `json:"type"`
-			Role    string          `json:"role"`
-			ID      string          `json:"id"`
-			Content json.RawMessage `json:"content"`
-		}
-		if json.Unmarshal(raw, &it) != nil {
-			continue // the translation says what is wrong with it
-		}
-		if it.Type == "item_reference" || it.Type == "" && it.Role == "" && it.ID != "" {
-			if err := allow(translate.ReachItems, fmt.Sprintf("input[%d]", i)); err != nil {
-				return err
-			}
-		}
-		if len(it.Content) == 0 || it.Content[0] != '[' {
-			continue
-		}
-		var parts []struct {
-			Type    string `json:"type"`
-			FileID  string `json:"file_id"`
-			FileURL string `json:"file_url"`
-		}
-		_ = json.Unmarshal(it.Content, &parts)
-		for k, p := range parts {
-			if p.FileID != "" || p.Type == "input_file" && p.FileURL != "" {
-				if err := allow(translate.ReachFiles, fmt.Sprintf("input[%d].content[%d]", i, k)); err != nil {
-					return err
-				}
-			}
+		if err := itemReaches(raw, i, allow); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// itemReaches refuses what input item i reaches past itself that allow
+// refuses: an item reference, a file part naming a file the upstream
+// keeps (or a URL it fetches). The item is read in place.
+func itemReaches(raw []byte, i int, allow func(kind, param string) error) error {
+	var typ, role, id, content []byte
+	if !wire.EachMember(raw, func(k string, v []byte) bool {
+		switch k {
+		case "type":
+			typ = v
+		case "role":
+			role = v
+		case "id":
+			id = v
+		case "content":
+			content = v
+		}
+		return true
+	}) {
+		return nil // the translation says what is wrong with it
+	}
+	if wire.StringIs(typ, "item_reference") || typ == nil && role == nil && len(id) > 2 && id[0] == '"' {
+		if err := allow(translate.ReachItems, fmt.Sprintf("input[%d]", i)); err != nil {
+			return err
+		}
+	}
+	if len(content) == 0 || content[0] != '[' {
+		return nil
+	}
+	var err error
+	wire.EachElement(content, func(k int, p []byte) bool {
+		typ, _ := wire.Member(p, "type")
+		fileID, _ := wire.Member(p, "file_id")
+		fileURL, _ := wire.Member(p, "file_url")
+		if len(fileID) > 2 && fileID[0] == '"' || wire.StringIs(typ, "input_file") && len(fileURL) > 2 && fileURL[0] == '"' {
+			err = allow(translate.ReachFiles, fmt.Sprintf("input[%d].content[%d]", i, k))
+		}
+		return err == nil
+	})
+	return err
 }
 
 // clientRun are the tool types the client runs, by the name of the tool
@@ -578,7 +617,9 @@ func (r *Request) reasoningAndFormat(chat map[string]any, effort bool) error {
 	return nil
 }
 
-// item is the part of an input item the translation reads.
+
+// item is an item as the answer's translation reads it (decoded: the
+// items of an upstream's answer, and what a kept item says).
 type item struct {
 	Type      string          `json:"type"`
 	Role      string          `json:"role"`
@@ -593,239 +634,6 @@ type item struct {
 	} `json:"summary"`
 	ID               string `json:"id"`
 	EncryptedContent string `json:"encrypted_content"`
-}
-
-// assistant gathers one assistant turn: an assistant message and the
-// function_call items that follow it.
-type assistant struct {
-	text      strings.Builder
-	reasoning strings.Builder
-	calls     []map[string]any
-	open      bool
-	carried   Carried // the encrypted reasoning items sent back, with the calls after them
-	encrypted bool    // carried holds a reasoning item
-	kept      []json.RawMessage
-	first     int // the index of its first item
-	last      int // the index of its last item
-}
-
-// add takes item i into the turn.
-func (a *assistant) add(raw json.RawMessage, i int) {
-	if len(a.kept) == 0 {
-		a.first = i
-	}
-	a.open, a.last = true, i
-	a.kept = append(a.kept, raw)
-}
-
-func (a *assistant) message(o ChatOptions) json.RawMessage {
-	m := map[string]any{"role": "assistant", "content": nil}
-	if a.text.Len() > 0 {
-		m["content"] = a.text.String()
-	}
-	if o.Keep && len(a.kept) > 0 {
-		m[translate.ItemsMember] = a.kept
-		if a.text.Len() == 0 && len(a.calls) == 0 {
-			m["content"] = "" // only items the chat model has no slot for, which the kept items carry
-		}
-	}
-	if len(a.calls) > 0 {
-		m["tool_calls"] = a.calls
-	}
-	if a.reasoning.Len() > 0 && o.ReasoningField != "" {
-		m[o.ReasoningField] = a.reasoning.String()
-	}
-	if a.encrypted && o.CarriedMember != "" {
-		if c := a.carried.encode(); c != nil {
-			m[o.CarriedMember] = string(c)
-		}
-	}
-	b, _ := json.Marshal(m)
-	return b
-}
-
-// carry keeps a reasoning item the client sent back with encrypted
-// content in the sealed form, still sealed, for the turn's carried
-// member: the upstream's translator opens it for the upstream the
-// request goes to (open). An item not in the sealed form is left to the
-// summary alone.
-func (a *assistant) carry(raw json.RawMessage, it item) {
-	if _, _, ok := unseal(it.EncryptedContent); !ok {
-		return
-	}
-	a.carried.Sealed, a.encrypted = true, true
-	a.carried.Items = append(a.carried.Items, carriedItem{Type: "reasoning", Reasoning: raw})
-}
-
-// conversation gathers the chat messages of input items.
-type conversation struct {
-	o    ChatOptions
-	out  []json.RawMessage
-	turn assistant
-}
-
-// messages translates input items into chat messages.
-func messages(items []json.RawMessage, o ChatOptions) ([]json.RawMessage, error) {
-	c := conversation{o: o}
-	for i, raw := range items {
-		var it item
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d]", i), Msg: "must be an input item object"}
-		}
-		if it.Type == "" && it.Role != "" {
-			it.Type = "message"
-		}
-		if err := c.item(i, raw, it); err != nil {
-			return nil, err
-		}
-	}
-	c.flush()
-	return c.out, nil
-}
-
-// previous marks a message made from the previous response's items only
-// (the last of its items is one of them).
-func (c *conversation) previous(m json.RawMessage, last int) json.RawMessage {
-	if c.o.Keep && c.o.Previous != nil && last < c.o.Previous.Items {
-		m, _ = wire.SetMember(m, json.RawMessage("true"), translate.PreviousMember)
-	}
-	return m
-}
-
-// flush ends the assistant turn being gathered.
-func (c *conversation) flush() {
-	if t := &c.turn; t.open {
-		c.out = append(c.out, c.previous(t.message(c.o), t.last))
-		if p := c.o.Previous; p != nil && t.first < p.Items && t.last >= p.Items {
-			p.Items = 0 // a turn that spans the previous response's end: nothing can stand for part of it
-		}
-	}
-	c.turn = assistant{}
-}
-
-// item takes input item i.
-func (c *conversation) item(i int, raw json.RawMessage, it item) error {
-	o, turn := c.o, &c.turn
-	switch it.Type {
-	case "message":
-		if it.Role == "assistant" {
-			if turn.open && len(turn.calls) > 0 {
-				c.flush() // a new assistant turn after calls
-			}
-			c.turn.add(raw, i)
-			return assistantText(&c.turn.text, it.Content, i)
-		}
-		c.flush()
-		m, err := inputMessage(it, i, o.Keep)
-		if err != nil {
-			return err
-		}
-		c.out = append(c.out, c.previous(keptIn(m, o.Keep, raw), i))
-	case "function_call":
-		turn.add(raw, i)
-		name := it.Name
-		if it.Namespace != "" {
-			name = it.Namespace + NamespaceSep + name
-		}
-		turn.calls = append(turn.calls, map[string]any{"id": it.CallID, "type": "function",
-			"function": map[string]string{"name": name, "arguments": it.Arguments}})
-		if turn.encrypted {
-			turn.carried.Items = append(turn.carried.Items, carriedItem{Type: "function_call", ID: it.ID, CallID: it.CallID})
-		}
-	case "function_call_output":
-		c.flush()
-		content, err := outputText(it.Output, i)
-		if err != nil {
-			return err
-		}
-		m, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": it.CallID, "content": content})
-		c.out = append(c.out, c.previous(keptIn(m, o.Keep, raw), i))
-	case "reasoning":
-		if turn.open && len(turn.calls) > 0 {
-			c.flush()
-		}
-		open := c.turn.open // reasoning alone makes no turn
-		c.turn.add(raw, i)
-		c.turn.open = open
-		for _, s := range it.Summary {
-			c.turn.reasoning.WriteString(s.Text)
-		}
-		if o.CarriedMember != "" && it.EncryptedContent != "" {
-			c.turn.carry(raw, it)
-		}
-	default:
-		if o.DropHosted && !o.Keep && hostedCall(it.Type) {
-			return nil // the call of a hosted tool left out: the chat model has no slot for it
-		}
-		if !o.Keep || it.Type == "" {
-			return &wire.ParamError{Param: fmt.Sprintf("input[%d].type", i), Msg: fmt.Sprintf("%q items are not supported by this gateway", wire.Clip(it.Type)), Unsupported: true}
-		}
-		// A hosted tool's call (web_search_call, …) or another item the
-		// chat model has no slot for: kept with the assistant turn it
-		// belongs to, in its place.
-		turn.add(raw, i)
-	}
-	return nil
-}
-
-// hostedCall reports an item that is a hosted tool's call (web_search_call,
-// file_search_call, …), which carries nothing the conversation needs.
-func hostedCall(typ string) bool {
-	tool, ok := strings.CutSuffix(typ, "_call")
-	return ok && hosted(tool)
-}
-
-// keptIn adds the item a message was made from to it, with keep.
-func keptIn(m json.RawMessage, keep bool, item json.RawMessage) json.RawMessage {
-	if !keep {
-		return m
-	}
-	out, _ := wire.SetMember(m, json.RawMessage(`[`+string(item)+`]`), translate.ItemsMember)
-	return out
-}
-
-// inputMessage translates a user, system or developer message; with keep,
-// parts the chat model has no slot for (files, images by file id) are
-// left to the kept item.
-func inputMessage(it item, i int, keep bool) (json.RawMessage, error) {
-	switch it.Role {
-	case "user", "system", "developer":
-	default:
-		return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].role", i), Msg: fmt.Sprintf("%q is not a message role; use user, system, developer or assistant", wire.Clip(it.Role))}
-	}
-	if s, ok := wire.AsString(it.Content); ok {
-		return json.Marshal(map[string]string{"role": it.Role, "content": s})
-	}
-	var parts []struct {
-		Type     string          `json:"type"`
-		Text     string          `json:"text"`
-		ImageURL string          `json:"image_url"`
-		FileID   string          `json:"file_id"`
-		Detail   json.RawMessage `json:"detail"`
-	}
-	if json.Unmarshal(it.Content, &parts) != nil {
-		return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].content", i), Msg: "must be a string or an array of content parts"}
-	}
-	var out []map[string]any
-	for k, p := range parts {
-		switch {
-		case p.Type == "input_text" || p.Type == "output_text":
-			out = append(out, map[string]any{"type": "text", "text": p.Text})
-		case p.Type == "input_image" && p.ImageURL != "":
-			img := map[string]any{"url": p.ImageURL}
-			if len(p.Detail) > 0 && string(p.Detail) != "null" {
-				img["detail"] = p.Detail
-			}
-			out = append(out, map[string]any{"type": "image_url", "image_url": img})
-		case keep:
-		default:
-			return nil, &wire.ParamError{Param: fmt.Sprintf("input[%d].content[%d].type", i, k), Msg: fmt.Sprintf("%q parts are not supported by this gateway (images by image_url only)", wire.Clip(p.Type)), Unsupported: true}
-		}
-	}
-	if len(out) == 0 && keep {
-		return json.Marshal(map[string]any{"role": it.Role, "content": ""}) // the kept item carries its parts
-	}
-	return json.Marshal(map[string]any{"role": it.Role, "content": out})
 }
 
 // assistantText appends an assistant message's text.
@@ -848,22 +656,3 @@ func assistantText(b *strings.Builder, content json.RawMessage, i int) error {
 	return nil
 }
 
-// outputText is a function_call_output's output as text: a string, or
-// its text parts joined.
-func outputText(output json.RawMessage, i int) (string, error) {
-	if s, ok := wire.AsString(output); ok {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(output, &parts) != nil {
-		return "", &wire.ParamError{Param: fmt.Sprintf("input[%d].output", i), Msg: "must be a string or an array of input_text parts"}
-	}
-	var b bytes.Buffer
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
