@@ -449,7 +449,7 @@ func appendInner(buf, v []byte) []byte {
 // turn is what an assistant message's blocks hold, counted first.
 type turn struct {
 	blocks, texts, thinking, thoughts, calls, other int
-	text                                    []byte // the one text block's token
+	text                                            []byte // the one text block's token
 }
 
 // assistant translates an assistant message: its text as content, its

@@ -580,4 +580,3 @@ func toolChoice(raw json.RawMessage, names map[string]bool, chat map[string]any)
 	}
 	return nil
 }
-

@@ -617,7 +617,6 @@ func (r *Request) reasoningAndFormat(chat map[string]any, effort bool) error {
 	return nil
 }
 
-
 // item is an item as the answer's translation reads it (decoded: the
 // items of an upstream's answer, and what a kept item says).
 type item struct {
@@ -655,4 +654,3 @@ func assistantText(b *strings.Builder, content json.RawMessage, i int) error {
 	}
 	return nil
 }
-
