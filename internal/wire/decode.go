@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // DecodeRequest decodes a chat-completions request body. It requires a JSON
@@ -326,27 +328,48 @@ func (d *decoder) messageList(at int) ([]Message, int, error) {
 		}
 		return nil, 0, typeError("messages", b, at, "an array of message objects")
 	}
-	// Sized from the body (a transcript's messages are typically some
-	// hundreds of bytes), so a long transcript does not regrow the slice.
-	// A body the gateway wrote is counted first: the translation's
-	// memory is held to a constant times the client's body.
-	n := min(max(len(b)/400, 8), 4096)
+	// A body the gateway wrote is counted first; a client's messages are
+	// read into a scratch list kept between requests and copied out at
+	// their number: a transcript costs its messages once, not a regrown
+	// list's worth, and no second scan of the body.
 	if d.translated {
-		n = ArrayLen(b[at:])
+		msgs := make([]Message, 0, ArrayLen(b[at:]))
+		return d.messagesInto(at, msgs)
 	}
-	msgs := make([]Message, 0, n)
-	r := readArray(b, at)
+	scratch := scratchMessages.Get().(*[]Message)
+	msgs, end, err := d.messagesInto(at, (*scratch)[:0])
+	var out []Message
+	if err == nil {
+		out = slices.Clone(msgs)
+	}
+	if cap(msgs) <= maxScratch {
+		clear(msgs)
+		*scratch = msgs[:0]
+		scratchMessages.Put(scratch)
+	}
+	return out, end, err
+}
+
+// scratchMessages are lists a client's messages are read into, of at
+// most maxScratch messages.
+var scratchMessages = sync.Pool{New: func() any { return new([]Message) }}
+
+const maxScratch = 4096
+
+// messagesInto reads the messages array at b[at] into msgs.
+func (d *decoder) messagesInto(at int, msgs []Message) ([]Message, int, error) {
+	r := readArray(d.b, at)
 	for {
 		ok, err := r.more()
 		if err != nil {
-			return nil, 0, err
+			return msgs, 0, err
 		}
 		if !ok {
 			return msgs, r.i, nil
 		}
 		msgs = append(msgs, Message{})
 		if r.i, err = d.message(r.i, len(msgs)-1, &msgs[len(msgs)-1]); err != nil {
-			return nil, 0, err
+			return msgs, 0, err
 		}
 	}
 }
