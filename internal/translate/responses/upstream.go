@@ -59,12 +59,13 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if rest, id := afterPrevious(req, o); id != "" {
 		b["previous_response_id"], msgs = id, rest
 	}
-	input, dropped, err := inputItems(msgs, o.CarriedMember, o.Upstream, o.Sealer)
+	in := items{b: make([]byte, 0, inputSize(msgs))}
+	in.b = append(in.b, `{"input":[`...)
+	dropped, err := in.inputItems(msgs, o.CarriedMember, o.Upstream, o.Sealer)
 	if err != nil {
 		return r, err
 	}
 	r.DroppedReasoning = dropped
-	b["input"] = input
 	if req.Stream {
 		b["stream"] = true
 	}
@@ -87,8 +88,44 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 		return r, err
 	}
 	withKept(req, b)
-	r.Body, err = json.Marshal(b)
-	return r, err
+	// The other members, few and small, marshalled after the items.
+	rest, err := json.Marshal(b)
+	if err != nil {
+		return r, err
+	}
+	r.Body = append(append(in.b, ']', ','), rest[1:]...)
+	return r, nil
+}
+
+// inputSize is about the length of the input items written for msgs:
+// each message's bytes (its kept items among them) and room for the
+// names.
+func inputSize(msgs []wire.Message) int {
+	n := 4096
+	for _, m := range msgs {
+		n += len(m.Raw) + len(m.Content) + 96
+	}
+	return n + n/8
+}
+
+// items writes input items into one buffer, comma-separated.
+type items struct {
+	b []byte
+	n int
+}
+
+// add writes a whole item.
+func (w *items) add(raw []byte) {
+	w.next()
+	w.b = append(w.b, raw...)
+}
+
+// next starts an item.
+func (w *items) next() {
+	if w.n > 0 {
+		w.b = append(w.b, ',')
+	}
+	w.n++
 }
 
 // withKept adds to a translated request what a Responses API client sent
@@ -159,54 +196,65 @@ func keptTools(raw json.RawMessage, translated any) any {
 	return out
 }
 
-// inputItems turns the messages into input items: messages (system and
+// inputItems writes the messages as input items: messages (system and
 // developer keep their role and place), function_call items for an
 // assistant's calls (with the reasoning items restored for the turn),
 // function_call_output items for tool replies.
-func inputItems(msgs []wire.Message, carriedMember, upstream string, sealer translate.Sealer) ([]json.RawMessage, int, error) {
-	var out []json.RawMessage
+func (w *items) inputItems(msgs []wire.Message, carriedMember, upstream string, sealer translate.Sealer) (int, error) {
 	dropped := 0
 	for i, m := range msgs {
+		kept := keptItems(m, upstream, sealer)
 		switch m.Role {
 		case "system", "developer", "user":
-			if kept := keptItems(m, upstream, sealer); kept != nil {
-				out = append(out, kept...)
+			if kept != nil {
+				w.addAll(kept)
 				continue
 			}
-			item, err := upstreamMessage(m, i)
-			if err != nil {
-				return nil, 0, err
-			}
-			if item != nil {
-				out = append(out, item)
+			if err := w.upstreamMessage(m, i); err != nil {
+				return 0, err
 			}
 		case "assistant":
 			// The items as the client sent them, while they say what the
 			// turn says — unless they lack the reasoning the gateway
 			// restored for the turn (a client that drops reasoning items),
 			// which the translation puts back in front of its calls.
-			if kept := keptItems(m, upstream, sealer); kept != nil && itemsSay(kept, translate.ReplyText(m.Content), callsOf(m)) &&
+			if kept != nil && itemsSay(kept, translate.ReplyText(m.Content), callsOf(m)) &&
 				(hasReasoning(kept) || !restores(m, carriedMember)) {
-				out = append(out, kept...)
+				w.addAll(kept)
 				continue
 			}
-			items, n, err := assistantItems(m, i, carriedMember, upstream, sealer)
+			n, err := w.assistantItems(m, i, carriedMember, upstream, sealer)
 			if err != nil {
-				return nil, 0, err
+				return 0, err
 			}
-			out, dropped = append(out, items...), dropped+n
+			dropped += n
 		case "tool":
-			if kept := keptItems(m, upstream, sealer); len(kept) == 1 && outputFor(kept[0], m.ToolCallID) {
-				out = append(out, kept...)
+			if len(kept) == 1 && outputFor(kept[0], m.ToolCallID) {
+				w.add(kept[0])
 				continue
 			}
-			b, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": m.ToolCallID, "output": translate.ReplyText(m.Content)})
-			out = append(out, b)
+			w.next()
+			w.b = append(w.b, `{"type":"function_call_output","call_id":`...)
+			w.b = wire.AppendString(w.b, m.ToolCallID)
+			w.b = append(w.b, `,"output":`...)
+			if tok, ok := token(m.Content); ok {
+				w.b = wire.AppendToken(w.b, tok) // a string, as it was written
+			} else {
+				w.b = wire.AppendString(w.b, translate.ReplyText(m.Content))
+			}
+			w.b = append(w.b, '}')
 		default:
-			return nil, 0, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Responses API", wire.Clip(m.Role)), Unsupported: true}
+			return 0, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Responses API", wire.Clip(m.Role)), Unsupported: true}
 		}
 	}
-	return out, dropped, nil
+	return dropped, nil
+}
+
+// addAll writes whole items.
+func (w *items) addAll(raws []json.RawMessage) {
+	for _, raw := range raws {
+		w.add(raw)
+	}
 }
 
 // afterPrevious returns, for a conversation that continues a response
@@ -273,14 +321,14 @@ func unchanged(m wire.Message, upstream string, s translate.Sealer) bool {
 func keptItems(m wire.Message, upstream string, s translate.Sealer) []json.RawMessage {
 	items := translate.Kept(m, translate.ItemsMember)
 	for k, raw := range items {
-		var it item
-		if json.Unmarshal(raw, &it) != nil {
+		it, ok := readItem(raw)
+		if !ok {
 			return nil
 		}
-		if it.Type != "reasoning" || it.EncryptedContent == "" {
+		if it.Type != "reasoning" || len(it.encrypt) <= 2 {
 			continue
 		}
-		enc, ok := open(it.EncryptedContent, upstream, s)
+		enc, ok := open(text(it.encrypt), upstream, s)
 		if !ok {
 			return nil
 		}
@@ -292,8 +340,8 @@ func keptItems(m wire.Message, upstream string, s translate.Sealer) []json.RawMe
 // hasReasoning reports items with a reasoning item.
 func hasReasoning(items []json.RawMessage) bool {
 	for _, raw := range items {
-		var it item
-		if json.Unmarshal(raw, &it) == nil && it.Type == "reasoning" {
+		typ, _ := wire.Member(raw, "type")
+		if wire.StringIs(typ, "reasoning") {
 			return true
 		}
 	}
@@ -332,84 +380,117 @@ func callsOf(m wire.Message) [][2]string {
 // itemsSay reports whether items say what an assistant turn says: the
 // same text (their assistant messages' output_text and refusals joined),
 // the same function calls (call ids and names, in order).
-func itemsSay(items []json.RawMessage, text string, calls [][2]string) bool {
-	var said strings.Builder
-	k := 0
+func itemsSay(items []json.RawMessage, said string, calls [][2]string) bool {
+	k, at := 0, 0
 	for i, raw := range items {
-		var it item
-		if json.Unmarshal(raw, &it) != nil {
+		it, ok := readItem(raw)
+		if !ok {
 			return false
 		}
 		switch it.Type {
 		case "message", "":
-			if assistantText(&said, it.Content, i) != nil {
+			var t assistant
+			if turnText(&t, it.content, i) != nil {
 				return false
 			}
+			for _, tok := range t.text {
+				n, ok := wire.StringPrefix(tok, said[at:])
+				if !ok {
+					return false
+				}
+				at += n
+			}
 		case "function_call":
-			if k >= len(calls) || calls[k] != [2]string{it.CallID, it.Name} {
+			if k >= len(calls) || !wire.StringIs(it.callID, calls[k][0]) || !wire.StringIs(it.name, calls[k][1]) {
 				return false
 			}
 			k++
 		}
 	}
-	return k == len(calls) && said.String() == text
+	return k == len(calls) && at == len(said)
 }
 
 // outputFor reports whether a kept item is the function_call_output for
 // the call.
 func outputFor(raw json.RawMessage, callID string) bool {
-	var it item
-	return json.Unmarshal(raw, &it) == nil && it.Type == "function_call_output" && it.CallID == callID
+	typ, _ := wire.Member(raw, "type")
+	id, _ := wire.Member(raw, "call_id")
+	return wire.StringIs(typ, "function_call_output") && wire.StringIs(id, callID)
 }
 
-// chatPart is one content part of a chat message.
-type chatPart struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	ImageURL json.RawMessage `json:"image_url"`
+// upstreamMessage writes a system, developer or user message as a
+// message item (nothing for an empty one): its text as input_text parts
+// (each as it was written), images as input_image.
+func (w *items) upstreamMessage(m wire.Message, i int) error {
+	mark, n := len(w.b), w.n
+	w.next()
+	w.b = append(w.b, `{"type":"message","role":`...)
+	w.b = wire.AppendString(w.b, m.Role)
+	w.b = append(w.b, `,"content":[`...)
+	parts := 0
+	if tok, ok := token(m.Content); ok {
+		if len(tok) > 2 {
+			w.b = append(wire.AppendToken(append(w.b, `{"type":"input_text","text":`...), tok), '}')
+			parts++
+		}
+	} else if len(m.Content) > 0 {
+		var err error
+		if !wire.EachElement(m.Content, func(k int, p []byte) bool {
+			parts, err = w.part(p, parts, i, k)
+			return err == nil
+		}) && err == nil {
+			err = &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if parts == 0 {
+		w.b, w.n = w.b[:mark], n
+		return nil
+	}
+	w.b = append(w.b, "]}"...)
+	return nil
 }
 
-// upstreamMessage turns a system, developer or user message into a message
-// item (nil for an empty one): its text as input_text parts, images as
-// input_image.
-func upstreamMessage(m wire.Message, i int) (json.RawMessage, error) {
-	var parts []map[string]any
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		if s != "" {
-			parts = append(parts, map[string]any{"type": "input_text", "text": s})
-		}
-	} else if len(m.Content) > 0 && string(m.Content) != "null" {
-		var cps []chatPart
-		if json.Unmarshal(m.Content, &cps) != nil {
-			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
-		}
-		for k, p := range cps {
-			switch p.Type {
-			case "text":
-				parts = append(parts, map[string]any{"type": "input_text", "text": p.Text})
-			case "image_url":
-				var u struct {
-					URL    string `json:"url"`
-					Detail string `json:"detail"`
-				}
-				if json.Unmarshal(p.ImageURL, &u) != nil {
-					_ = json.Unmarshal(p.ImageURL, &u.URL)
-				}
-				img := map[string]any{"type": "input_image", "image_url": u.URL, "detail": "auto"}
-				if u.Detail != "" {
-					img["detail"] = u.Detail
-				}
-				parts = append(parts, img)
-			default:
-				return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to a responses upstream here", wire.Clip(p.Type)), Unsupported: true}
-			}
+// part writes content part k of message i (a text, an image) as the
+// parts-th part, and returns the parts written.
+func (w *items) part(p []byte, parts, i, k int) (int, error) {
+	typ, _ := wire.Member(p, "type")
+	sep := func() {
+		if parts > 0 {
+			w.b = append(w.b, ',')
 		}
 	}
-	if len(parts) == 0 {
-		return nil, nil
+	switch {
+	case wire.StringIs(typ, "text"):
+		txt, _ := wire.Member(p, "text")
+		tok, ok := token(txt)
+		if !ok && txt != nil {
+			return parts, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+		}
+		sep()
+		w.b = append(wire.AppendToken(append(w.b, `{"type":"input_text","text":`...), tok), '}')
+	case wire.StringIs(typ, "image_url"):
+		raw, _ := wire.Member(p, "image_url")
+		var u struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		}
+		if json.Unmarshal(raw, &u) != nil {
+			_ = json.Unmarshal(raw, &u.URL)
+		}
+		if u.Detail == "" {
+			u.Detail = "auto"
+		}
+		sep()
+		w.b = wire.AppendString(append(w.b, `{"type":"input_image","image_url":`...), u.URL)
+		w.b = append(wire.AppendString(append(w.b, `,"detail":`...), u.Detail), '}')
+	default:
+		t, _ := wire.String(typ)
+		return parts, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to a responses upstream here", wire.Clip(t)), Unsupported: true}
 	}
-	return json.Marshal(map[string]any{"type": "message", "role": m.Role, "content": parts})
+	return parts + 1, nil
 }
 
 // assistantItems are an assistant turn's items: its text as an assistant
@@ -417,15 +498,17 @@ func upstreamMessage(m wire.Message, i int) (json.RawMessage, error) {
 // remembered for the turn (or sent back by the client) go back in front
 // of the calls they preceded, which then carry their item ids — unless
 // another upstream issued them (dropped, counted).
-func assistantItems(m wire.Message, i int, carriedMember, upstream string, sealer translate.Sealer) ([]json.RawMessage, int, error) {
-	var out []json.RawMessage
-	var text string
-	if json.Unmarshal(m.Content, &text) != nil && len(m.Content) > 0 && string(m.Content) != "null" {
-		text = translate.ReplyText(m.Content)
+func (w *items) assistantItems(m wire.Message, i int, carriedMember, upstream string, sealer translate.Sealer) (int, error) {
+	tok, plain := token(m.Content)
+	if !plain && len(m.Content) > 0 {
+		if text := translate.ReplyText(m.Content); text != "" {
+			tok = wire.AppendString(nil, text)
+		}
 	}
-	if text != "" {
-		b, _ := json.Marshal(map[string]any{"type": "message", "role": "assistant", "content": []map[string]string{{"type": "output_text", "text": text}}})
-		out = append(out, b)
+	if len(tok) > 2 {
+		w.next()
+		w.b = append(w.b, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":`...)
+		w.b = append(wire.AppendToken(w.b, tok), "}]}"...)
 	}
 	calls := map[string]wire.ToolCall{}
 	for _, c := range m.ToolCalls {
@@ -435,27 +518,23 @@ func assistantItems(m wire.Message, i int, carriedMember, upstream string, seale
 	restored, dropped := restoredItems(m, carriedMember, calls, upstream, sealer)
 	for _, it := range restored {
 		if it.Type == "reasoning" {
-			out = append(out, it.Reasoning)
+			w.add(it.Reasoning)
 			continue
 		}
-		b, err := functionCallItem(calls[it.CallID], it.ID, i)
-		if err != nil {
-			return nil, 0, err
+		if err := w.functionCallItem(calls[it.CallID], it.ID, i); err != nil {
+			return 0, err
 		}
-		out = append(out, b)
 		sent[it.CallID] = true
 	}
 	for _, c := range m.ToolCalls {
 		if sent[c.ID] {
 			continue
 		}
-		b, err := functionCallItem(c, "", i)
-		if err != nil {
-			return nil, 0, err
+		if err := w.functionCallItem(c, "", i); err != nil {
+			return 0, err
 		}
-		out = append(out, b)
 	}
-	return out, dropped, nil
+	return dropped, nil
 }
 
 // openAll opens each reasoning item's sealed encrypted content for
@@ -525,21 +604,30 @@ func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall
 	return out, 0
 }
 
-// functionCallItem is a function_call item for a chat call (with its item id when
-// its reasoning goes back with it).
-func functionCallItem(c wire.ToolCall, id string, i int) (json.RawMessage, error) {
-	args := c.Function.ArgumentsText()
-	if args == "" {
-		args = "{}"
-	}
-	item := map[string]any{"type": "function_call", "call_id": c.ID, "name": c.Function.Name, "arguments": args}
-	if id != "" {
-		item["id"] = id
-	}
+// functionCallItem writes a function_call item for a chat call (with its
+// item id when its reasoning goes back with it).
+func (w *items) functionCallItem(c wire.ToolCall, id string, i int) error {
 	if c.ID == "" {
-		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls", i), Msg: "a call without an id cannot be sent to a responses upstream"}
+		return &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls", i), Msg: "a call without an id cannot be sent to a responses upstream"}
 	}
-	return json.Marshal(item)
+	w.next()
+	w.b = append(w.b, `{"type":"function_call","call_id":`...)
+	w.b = wire.AppendString(w.b, c.ID)
+	if id != "" {
+		w.b = wire.AppendString(append(w.b, `,"id":`...), id)
+	}
+	w.b = wire.AppendString(append(w.b, `,"name":`...), c.Function.Name)
+	w.b = append(w.b, `,"arguments":`...)
+	switch args := c.Function.Arguments; {
+	case len(args) > 2 && args[0] == '"':
+		w.b = wire.AppendToken(w.b, args) // a string, as it was written
+	case c.Function.ArgumentsText() == "":
+		w.b = append(w.b, `"{}"`...)
+	default:
+		w.b = wire.AppendString(w.b, c.Function.ArgumentsText())
+	}
+	w.b = append(w.b, '}')
+	return nil
 }
 
 // upstreamTools translates function tools (strict kept) and tool_choice.

@@ -249,10 +249,10 @@ func TestReasoningRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for upstream, want := range map[string]string{
-		"a": `"input":[{"content":[{"text":"go","type":"input_text"}],"role":"user","type":"message"},` + rs +
-			`,{"arguments":"{}","call_id":"call_1","id":"fc_1","name":"f","type":"function_call"},{"call_id":"call_1","output":"ok","type":"function_call_output"}]`,
-		"b": `"input":[{"content":[{"text":"go","type":"input_text"}],"role":"user","type":"message"},` +
-			`{"arguments":"{}","call_id":"call_1","name":"f","type":"function_call"},{"call_id":"call_1","output":"ok","type":"function_call_output"}]`,
+		"a": `"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},` + rs +
+			`,{"type":"function_call","call_id":"call_1","id":"fc_1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"call_1","output":"ok"}]`,
+		"b": `"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},` +
+			`{"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"call_1","output":"ok"}]`,
 	} {
 		tr, err := UpstreamRequest(req, translate.Options{Model: "o4", CarriedMember: restoredMember, Upstream: upstream})
 		if err != nil || !strings.Contains(string(tr.Body), want) || tr.DroppedReasoning != map[string]int{"a": 0, "b": 1}[upstream] {
