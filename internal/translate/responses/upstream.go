@@ -98,12 +98,16 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 }
 
 // inputSize is about the length of the input items written for msgs:
-// each message's bytes (its kept items among them) and room for the
-// names.
+// each message's bytes (which hold its kept items, or what its items say)
+// and room for the names.
 func inputSize(msgs []wire.Message) int {
 	n := 4096
 	for _, m := range msgs {
-		n += len(m.Raw) + len(m.Content) + 96
+		if m.Raw != nil {
+			n += len(m.Raw) + 64
+		} else {
+			n += len(m.Content) + 128
+		}
 	}
 	return n + n/8
 }
