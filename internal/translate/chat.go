@@ -54,8 +54,7 @@ func TextOf(raw json.RawMessage) string {
 // ReplyText is a tool reply's content as text: a string, or its text
 // parts joined.
 func ReplyText(c json.RawMessage) string {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
+	if s, ok := wire.AsString(c); ok {
 		return s
 	}
 	var parts []struct {

@@ -21,7 +21,11 @@ var Translator translate.Outbound = translate.Functions{RequestFunc: Request, Wh
 const SkipSignature = "skip_thought_signature_validator"
 
 type part struct {
-	Text             string    `json:"text,omitempty"`
+	Text string `json:"text,omitempty"`
+	// text, in a request, is Text as the client wrote it (a JSON string
+	// token), which appendPart writes in its place.
+	text             []byte
+
 	InlineData       *blob     `json:"inlineData,omitempty"`
 	FunctionCall     *call     `json:"functionCall,omitempty"`
 	FunctionResponse *response `json:"functionResponse,omitempty"`
@@ -98,8 +102,139 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if req.Stream {
 		r.Path = "/models/" + url.PathEscape(o.Model) + ":streamGenerateContent?alt=sse"
 	}
-	r.Body, err = json.Marshal(b)
+	r.Body, err = b.appendJSON()
 	return r, err
+}
+
+// appendJSON writes the body into one buffer: its contents and system
+// instruction part by part (each text as the client wrote it), then the
+// other members, few and small, marshalled.
+func (b *body) appendJSON() ([]byte, error) {
+	rest, err := json.Marshal(struct {
+		Tools            []tools         `json:"tools,omitempty"`
+		ToolConfig       json.RawMessage `json:"toolConfig,omitempty"`
+		GenerationConfig map[string]any  `json:"generationConfig,omitempty"`
+	}{b.Tools, b.ToolConfig, b.GenerationConfig})
+	if err != nil {
+		return nil, err
+	}
+	n := len(rest) + 64
+	for _, p := range systemParts(b.SystemInstruction) {
+		n += partSize(p)
+	}
+	for _, c := range b.Contents {
+		n += 32
+		for _, p := range c.Parts {
+			n += partSize(p)
+		}
+	}
+	out := append(make([]byte, 0, n), `{"contents":[`...)
+	for k, c := range b.Contents {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = appendContent(out, c)
+	}
+	out = append(out, ']')
+	if b.SystemInstruction != nil {
+		out = appendContent(append(out, `,"systemInstruction":`...), *b.SystemInstruction)
+	}
+	if len(rest) > 2 {
+		out = append(append(out, ','), rest[1:len(rest)-1]...)
+	}
+	return append(out, '}'), nil
+}
+
+// systemParts are the system instruction's parts, nil for none.
+func systemParts(c *content) []part {
+	if c == nil {
+		return nil
+	}
+	return c.Parts
+}
+
+// partSize is about the length appendPart writes for p.
+func partSize(p part) int {
+	n := 40 + len(p.Text) + len(p.text) + len(p.ThoughtSignature)
+	if p.InlineData != nil {
+		n += len(p.InlineData.MimeType) + len(p.InlineData.Data) + 32
+	}
+	if c := p.FunctionCall; c != nil {
+		n += len(c.ID) + len(c.Name) + len(c.Args) + 32
+	}
+	if r := p.FunctionResponse; r != nil {
+		n += len(r.ID) + len(r.Name) + len(r.Response) + 32
+	}
+	return n
+}
+
+// appendContent writes a content (a turn, or the system instruction).
+func appendContent(out []byte, c content) []byte {
+	out = append(out, '{')
+	if c.Role != "" {
+		out = append(wire.AppendString(append(out, `"role":`...), c.Role), ',')
+	}
+	out = append(out, `"parts":[`...)
+	for k, p := range c.Parts {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = appendPart(out, p)
+	}
+	return append(out, "]}"...)
+}
+
+// appendPart writes a part as json.Marshal would (its members in the
+// struct's order, the empty ones left out), a text as the client wrote it.
+func appendPart(out []byte, p part) []byte {
+	out = append(out, '{')
+	sep := func() {
+		if out[len(out)-1] != '{' {
+			out = append(out, ',')
+		}
+	}
+	switch {
+	case len(p.text) > 2:
+		out = wire.AppendToken(append(out, `"text":`...), p.text)
+	case p.Text != "":
+		out = wire.AppendString(append(out, `"text":`...), p.Text)
+	}
+	if d := p.InlineData; d != nil {
+		sep()
+		out = wire.AppendString(append(out, `"inlineData":{"mimeType":`...), d.MimeType)
+		out = append(wire.AppendString(append(out, `,"data":`...), d.Data), '}')
+	}
+	if c := p.FunctionCall; c != nil {
+		sep()
+		out = append(out, `"functionCall":{`...)
+		if c.ID != "" {
+			out = append(wire.AppendString(append(out, `"id":`...), c.ID), ',')
+		}
+		out = wire.AppendString(append(out, `"name":`...), c.Name)
+		out = append(appendRaw(append(out, `,"args":`...), c.Args), '}')
+	}
+	if r := p.FunctionResponse; r != nil {
+		sep()
+		out = append(out, `"functionResponse":{`...)
+		if r.ID != "" {
+			out = append(wire.AppendString(append(out, `"id":`...), r.ID), ',')
+		}
+		out = wire.AppendString(append(out, `"name":`...), r.Name)
+		out = append(appendRaw(append(out, `,"response":`...), r.Response), '}')
+	}
+	if p.ThoughtSignature != "" {
+		sep()
+		out = wire.AppendString(append(out, `"thoughtSignature":`...), p.ThoughtSignature)
+	}
+	return append(out, '}')
+}
+
+// appendRaw writes a JSON value the translation checked, null for none.
+func appendRaw(out, v []byte) []byte {
+	if len(v) == 0 {
+		return append(out, "null"...)
+	}
+	return append(out, v...)
 }
 
 // declarations turns the function tools into one functionDeclarations

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -80,48 +81,52 @@ func (t *turns) add(role string, parts []part) {
 	t.contents = append(t.contents, content{Role: role, Parts: parts})
 }
 
-// contentPart is one content part of a chat message.
-type contentPart struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	ImageURL json.RawMessage `json:"image_url"`
-}
-
 // userParts turns a message's content (a string, or content parts) into
-// text and inline image parts; empty text is left out.
+// text and inline image parts, each text as the client wrote it; empty
+// text is left out. The parts are read in place.
 func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
 	if len(c) == 0 || string(c) == "null" {
 		return nil, nil
 	}
-	var s string
-	if json.Unmarshal(c, &s) == nil {
-		if s == "" {
+	if c[0] == '"' {
+		if len(c) <= 2 {
 			return nil, nil
 		}
-		return []part{{Text: s}}, nil
-	}
-	var cps []contentPart
-	if err := json.Unmarshal(c, &cps); err != nil {
-		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+		return []part{{text: c}}, nil
 	}
 	var out []part
-	for k, p := range cps {
+	var err error
+	if !wire.EachElement(c, func(k int, raw []byte) bool {
+		typ, _ := wire.Member(raw, "type")
 		switch {
-		case p.Type == "text":
-			if p.Text != "" {
-				out = append(out, part{Text: p.Text})
+		case wire.StringIs(typ, "text"):
+			txt, _ := wire.Member(raw, "text")
+			if len(txt) > 0 && txt[0] != '"' && string(txt) != "null" {
+				err = notParts(i)
+			} else if len(txt) > 2 {
+				out = append(out, part{text: txt})
 			}
-		case p.Type == "image_url" && images:
-			ip, err := imagePart(p.ImageURL, fmt.Sprintf("messages[%d].content[%d].image_url", i, k))
-			if err != nil {
-				return nil, err
+		case wire.StringIs(typ, "image_url") && images:
+			url, _ := wire.Member(raw, "image_url")
+			var ip part
+			if ip, err = imagePart(url, fmt.Sprintf("messages[%d].content[%d].image_url", i, k)); err == nil {
+				out = append(out, ip)
 			}
-			out = append(out, ip)
 		default:
-			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to a gemini upstream here", wire.Clip(p.Type)), Unsupported: true}
+			t, _ := wire.String(typ)
+			err = &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to a gemini upstream here", wire.Clip(t)), Unsupported: true}
 		}
+		return err == nil
+	}) && err == nil {
+		err = notParts(i)
 	}
-	return out, nil
+	return out, err
+}
+
+// notParts is the error for message i's content that is neither a
+// string nor content parts.
+func notParts(i int) error {
+	return &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
 }
 
 // modelParts are an assistant turn's parts: its text, then one
@@ -175,17 +180,16 @@ func responsePart(m wire.Message, i int, names map[string]string) ([]part, error
 	if !ok {
 		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_call_id", i), Msg: "answers no call of an earlier assistant message"}
 	}
-	text := translate.ReplyText(m.Content)
-	resp := json.RawMessage(nil)
-	trimmed := strings.TrimSpace(text)
+	text := []byte(translate.ReplyText(m.Content))
+	var resp json.RawMessage
+	trimmed := bytes.TrimSpace(text)
 	switch {
-	case strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)):
-		resp = json.RawMessage(trimmed)
-	case trimmed != "" && json.Valid([]byte(trimmed)):
-		resp = json.RawMessage(`{"result":` + trimmed + `}`)
+	case len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed):
+		resp = trimmed
+	case len(trimmed) > 0 && json.Valid(trimmed):
+		resp = append(append([]byte(`{"result":`), trimmed...), '}')
 	default:
-		b, _ := json.Marshal(map[string]string{"result": text})
-		resp = b
+		resp = append(wire.AppendString([]byte(`{"result":`), text), '}')
 	}
 	return []part{{FunctionResponse: &response{ID: m.ToolCallID, Name: name, Response: resp}}}, nil
 }
