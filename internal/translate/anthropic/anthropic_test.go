@@ -21,34 +21,34 @@ func TestRequest(t *testing.T) {
 	}{
 		{"system and developer to system, cache_control kept",
 			`"messages":[{"role":"system","content":"Be brief."},{"role":"developer","content":[{"type":"text","text":"Cite.","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"hi"}]`,
-			`{"model":"claude","max_tokens":4096,"system":[{"type":"text","text":"Be brief."},{"type":"text","text":"Cite.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`},
+			`{"model":"claude","max_tokens":4096,"system":[{"type":"text","text":"Be brief."},{"type":"text","text":"Cite.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`},
 		{"turns of one role merged, empty turns dropped",
 			`"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"assistant","content":""},{"role":"user","content":"c"}]`,
 			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"text","text":"c"}]}]}`},
 		{"calls to tool_use, replies to tool_result in the next user turn",
 			`"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":"Checking.","tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"toolu_2","type":"function","function":{"name":"get_weather","arguments":""}}]},{"role":"tool","tool_call_id":"toolu_1","content":"sunny"},{"role":"tool","tool_call_id":"toolu_2","content":[{"type":"text","text":"rain"}]},{"role":"user","content":"thanks"}]`,
-			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"weather?"}]},{"role":"assistant","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}},{"type":"tool_use","id":"toolu_2","name":"get_weather","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"rain"}]},{"type":"text","text":"thanks"}]}]}`},
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}},{"type":"tool_use","id":"toolu_2","name":"get_weather","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"rain"}]},{"type":"text","text":"thanks"}]}]}`},
 		{"restored thinking goes first",
 			`"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],"restored_thinking_blocks":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"c2ln\"},{\"type\":\"redacted_thinking\",\"data\":\"eyJ\"}]"},{"role":"tool","tool_call_id":"t1","content":"ok"}]`,
-			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"c2ln"},{"type":"redacted_thinking","data":"eyJ"},{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`},
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"c2ln"},{"type":"redacted_thinking","data":"eyJ"},{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`},
 		{"images: a data URL to base64, another to url",
 			`"messages":[{"role":"user","content":[{"type":"text","text":"what is it?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBOR"}},{"type":"image_url","image_url":{"url":"https://example.com/a.jpg"}}]}]`,
 			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"what is it?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}},{"type":"image","source":{"type":"url","url":"https://example.com/a.jpg"}}]}]}`},
 		{"tools, required, parallel off",
 			`"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","description":"Does f.","parameters":{"type":"object"}}},{"type":"function","function":{"name":"g"}}],"tool_choice":"required","parallel_tool_calls":false`,
-			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"name":"f","description":"Does f.","input_schema":{"type":"object"}},{"name":"g","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`},
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","description":"Does f.","input_schema":{"type":"object"}},{"name":"g","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`},
 		{"a named function, none, auto",
 			`"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}`,
-			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"tool","name":"f"}}`},
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"tool","name":"f"}}`},
 		{"none",
 			`"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none","parallel_tool_calls":false`,
-			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"none"}}`},
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"none"}}`},
 		{"limits and sampling, user to metadata, stream",
 			`"messages":[{"role":"user","content":"x"}],"max_completion_tokens":300,"stop":"END","temperature":0.2,"top_p":0.9,"user":"u-1","stream":true,"seed":7`,
-			`{"model":"claude","max_tokens":300,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"stop_sequences":["END"],"temperature":0.2,"top_p":0.9,"metadata":{"user_id":"u-1"},"stream":true}`},
+			`{"model":"claude","max_tokens":300,"messages":[{"role":"user","content":"x"}],"stop_sequences":["END"],"temperature":0.2,"top_p":0.9,"metadata":{"user_id":"u-1"},"stream":true}`},
 		{"thinking: temperature dropped",
 			`"messages":[{"role":"user","content":"x"}],"max_tokens":2048,"temperature":0.5,"thinking":{"type":"enabled","budget_tokens":1024}`,
-			`{"model":"claude","max_tokens":2048,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"thinking":{"type":"enabled","budget_tokens":1024}}`},
+			`{"model":"claude","max_tokens":2048,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":1024}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := UpstreamRequest(wiretest.Request(t, tc.members), translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
@@ -87,15 +87,15 @@ func TestRequestKeptBlocks(t *testing.T) {
 			`"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1_2","type":"function","function":{"name":"f","arguments":"{}"}}],"toolgate_blocks":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
 				`{"role":"tool","tool_call_id":"t1_2","content":"ok","toolgate_blocks":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}],` +
 				`"tools":[{"type":"function","function":{"name":"f"}}],"toolgate_request":{"tools":[{"name":"f","input_schema":{"type":"object"}},{"name":"g","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}]}`,
-			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"tool_use","id":"t1_2","name":"f","input":{}}]},` +
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1_2","name":"f","input":{}}]},` +
 				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1_2","content":"ok"}]}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}},{"type":"web_search_20250305","name":"web_search"}]}`},
 		{"a Messages client's system message in the conversation stays in its place",
 			`"messages":[{"role":"system","content":"Be brief.","toolgate_blocks":[{"type":"text","text":"Be brief."}]},{"role":"user","content":"go"},{"role":"system","content":"Env.","toolgate_blocks":[{"type":"text","text":"Env."}]}]`,
-			`{"model":"claude","max_tokens":4096,"system":[{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"system","content":[{"type":"text","text":"Env."}]}]}`},
+			`{"model":"claude","max_tokens":4096,"system":[{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":"go"},{"role":"system","content":[{"type":"text","text":"Env."}]}]}`},
 		{"thinking dropped by the client: the restored thinking first",
 			`"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}],` +
 				`"restored_thinking_blocks":"[{\"type\":\"thinking\",\"thinking\":\"Hm.\",\"signature\":\"c2ln\"}]","toolgate_blocks":[` + search + `,{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}]`,
-			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"c2ln"},` + search + `,{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
+			`{"model":"claude","max_tokens":4096,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"thinking","thinking":"Hm.","signature":"c2ln"},` + search + `,{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
 				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -408,7 +408,7 @@ func (r *Request) reaches(o ChatOptions) error {
 		if len(m.Content) == 0 || m.Content[0] != '[' {
 			continue
 		}
-		if err := fileBlocks(m.Content, fmt.Sprintf("messages.%d.content", i), allow, 0); err != nil {
+		if err := fileBlocks(m.Content, place{msg: i, block: -1}, allow); err != nil {
 			return err
 		}
 	}
@@ -416,9 +416,10 @@ func (r *Request) reaches(o ChatOptions) error {
 }
 
 // fileBlocks checks the blocks of a content array (and of the tool
-// results in it) that name a file the upstream keeps, read in place.
-func fileBlocks(content json.RawMessage, param string, allow func(translate.Reach) error, depth int) error {
-	if len(content) == 0 || content[0] != '[' || depth > 1 {
+// results in it) that name a file the upstream keeps, read in place; at
+// names the content, for the error only.
+func fileBlocks(content json.RawMessage, at place, allow func(translate.Reach) error) error {
+	if len(content) == 0 || content[0] != '[' {
 		return nil
 	}
 	var err error
@@ -428,10 +429,10 @@ func fileBlocks(content json.RawMessage, param string, allow func(translate.Reac
 		sourceType, _ := wire.Member(source, "type")
 		switch {
 		case wire.StringIs(typ, "container_upload"), wire.StringIs(sourceType, "file"):
-			err = allow(translate.Reach{Kind: translate.ReachFiles, Param: fmt.Sprintf("%s.%d", param, k)})
-		case wire.StringIs(typ, "tool_result"):
+			err = allow(translate.Reach{Kind: translate.ReachFiles, Param: fmt.Sprintf("%s.%d", at, k)})
+		case wire.StringIs(typ, "tool_result") && at.block < 0:
 			inner, _ := wire.Member(b, "content")
-			err = fileBlocks(inner, fmt.Sprintf("%s.%d.content", param, k), allow, depth+1)
+			err = fileBlocks(inner, place{msg: at.msg, block: k}, allow)
 		}
 		return err == nil
 	})

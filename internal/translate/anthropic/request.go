@@ -270,11 +270,9 @@ func lastToolTurnUnthought(msgs []Message) bool {
 // blockType reads a block's "type" (the blocks are the translator's own,
 // so their type is their first member).
 func blockType(b json.RawMessage) string {
-	var t struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(b, &t)
-	return t.Type
+	typ, _ := wire.Member(b, "type")
+	s, _ := wire.String(typ)
+	return s
 }
 
 // size is about the length of the body appendJSON writes: its blocks, its
@@ -286,6 +284,7 @@ func (r *Request) size() int {
 	}
 	for _, m := range r.Messages {
 		n += 32
+		n += len(m.Content)
 		for _, b := range m.blocks {
 			n += len(b) + 1
 		}
@@ -318,6 +317,10 @@ func (r *Request) appendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = wire.AppendString(append(b, `{"role":`...), m.Role)
+		if m.blocks == nil && m.Content != nil {
+			b = append(append(append(b, `,"content":`...), m.Content...), '}') // a string, as it was written
+			continue
+		}
 		b = append(appendArray(append(b, `,"content":`...), m.blocks), '}')
 	}
 	b = append(b, ']')

@@ -38,6 +38,12 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 			continue
 		case "user":
 			role = "user"
+			if tok, ok := textOnly(m.Content); ok && kept == nil {
+				// A string: sent as the content, as it was written (a
+				// block of its own only when merged with the turn before).
+				out = appendTurn(out, Message{Role: role, Content: tok})
+				continue
+			}
 			if blocks = kept; kept == nil {
 				blocks, err = contentBlocks(m.Content, i, true)
 			}
@@ -63,13 +69,33 @@ func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMe
 			dropped++ // Anthropic refuses empty turns (C12)
 			continue
 		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].blocks = append(out[n-1].blocks, blocks...)
-			continue
-		}
-		out = append(out, Message{Role: role, blocks: blocks})
+		out = appendTurn(out, Message{Role: role, blocks: blocks})
 	}
 	return system, out, dropped, nil
+}
+
+// textOnly is a content that is a non-empty string, as it was written.
+func textOnly(c json.RawMessage) (json.RawMessage, bool) {
+	return c, len(c) > 2 && c[0] == '"'
+}
+
+// appendTurn appends m (its blocks, or its text in Content) to the last
+// turn when it has the same role, as a turn of its own otherwise: a turn
+// of a string that is merged becomes its text block.
+func appendTurn(out []Message, m Message) []Message {
+	n := len(out)
+	if n == 0 || out[n-1].Role != m.Role {
+		return append(out, m)
+	}
+	last := &out[n-1]
+	if last.Content != nil {
+		last.blocks, last.Content = []json.RawMessage{quotedTextBlock(last.Content)}, nil
+	}
+	if m.Content != nil {
+		m.blocks = []json.RawMessage{quotedTextBlock(m.Content)}
+	}
+	last.blocks = append(last.blocks, m.blocks...)
+	return out
 }
 
 // assistantSays reports whether kept blocks still say what the assistant
