@@ -270,6 +270,9 @@ func lastToolTurnUnthought(msgs []Message) bool {
 // blockType reads a block's "type" (the blocks are the translator's own,
 // so their type is their first member).
 func blockType(b json.RawMessage) string {
+	if len(b) > 0 && b[0] == '"' {
+		return "text" // quotedTextBlock's
+	}
 	typ, _ := wire.Member(b, "type")
 	s, _ := wire.String(typ)
 	return s
@@ -286,7 +289,7 @@ func (r *Request) size() int {
 		n += 32
 		n += len(m.Content)
 		for _, b := range m.blocks {
-			n += len(b) + 1
+			n += len(b) + 24
 		}
 	}
 	for _, t := range r.upTools {
@@ -346,12 +349,17 @@ func (r *Request) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendArray writes JSON values as an array.
+// appendArray writes blocks as an array: a JSON string among them is
+// the text block of that text (quotedTextBlock).
 func appendArray(b []byte, vs []json.RawMessage) []byte {
 	b = append(b, '[')
 	for i, v := range vs {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if len(v) > 0 && v[0] == '"' {
+			b = append(append(append(b, `{"type":"text","text":`...), v...), '}')
+			continue
 		}
 		b = append(b, v...)
 	}

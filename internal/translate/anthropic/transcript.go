@@ -190,12 +190,10 @@ func textBlock(text, cacheControl json.RawMessage) json.RawMessage {
 }
 
 // quotedTextBlock is a text block whose text is quoted, a JSON string the
-// client wrote (checked when its request was decoded): copied as it is,
-// neither decoded nor encoded again.
-func quotedTextBlock(quoted json.RawMessage) json.RawMessage {
-	b := make([]byte, 0, len(quoted)+24)
-	return append(append(append(b, `{"type":"text","text":`...), quoted...), '}')
-}
+// client wrote (checked when its request was decoded): the string
+// itself, a view of the request, which appendArray writes as the text
+// block it stands for — neither copied, decoded nor encoded again.
+func quotedTextBlock(quoted json.RawMessage) json.RawMessage { return quoted }
 
 // imageBlock turns an image_url part into an image block: a data: URL
 // becomes a base64 source, any other URL a url source.
