@@ -24,7 +24,7 @@ type part struct {
 	Text string `json:"text,omitempty"`
 	// text, in a request, is Text as the client wrote it (a JSON string
 	// token), which appendPart writes in its place.
-	text             []byte
+	text []byte
 
 	InlineData       *blob     `json:"inlineData,omitempty"`
 	FunctionCall     *call     `json:"functionCall,omitempty"`
