@@ -98,13 +98,12 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 }
 
 // inputSize is about the length of the input items written for msgs:
-// each message's bytes (which hold its kept items, or what its items say)
-// and room for the names.
+// each message's kept items, or its content and room for the names.
 func inputSize(msgs []wire.Message) int {
 	n := 4096
 	for _, m := range msgs {
-		if m.Raw != nil {
-			n += len(m.Raw) + 64
+		if kept := translate.Own(m, translate.ItemsMember); kept != nil {
+			n += len(kept)
 		} else {
 			n += len(m.Content) + 128
 		}
