@@ -357,3 +357,26 @@ func FuzzAnthropicEvents(f *testing.F) {
 		wiretest.Translate(t, NewUpstreamStream(translate.StreamOptions{Thoughts: true}), "claude", a, b, c) // a Messages client's
 	})
 }
+
+// FuzzAnthropicRequest: any chat request the decoder takes is translated
+// into a Messages request that is JSON, or refused with a client error;
+// nothing panics.
+func FuzzAnthropicRequest(f *testing.F) {
+	f.Add(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":"b\u00e9<"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBOR"}}]},` +
+		`{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"ok"},{"role":"user","content":"c \ud800"}]}`)
+	f.Add(`{"model":"m","messages":[{"role":"user","content":"\"q\""},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":""}}]},{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"r"}]}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := wire.DecodeRequest([]byte(body))
+		if err != nil {
+			return
+		}
+		r, err := UpstreamRequest(req, translate.Options{Model: "m", DefaultMaxTokens: 10, CarriedMember: "carried"})
+		var pe *wire.ParamError
+		switch {
+		case err == nil && !json.Valid(r.Body):
+			t.Fatalf("%s translated to %s", body, r.Body)
+		case err != nil && !errors.As(err, &pe):
+			t.Fatalf("error of type %T: %v", err, err)
+		}
+	})
+}

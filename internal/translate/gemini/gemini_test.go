@@ -330,3 +330,25 @@ func FuzzGeminiSchema(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGeminiRequest: any chat request the decoder takes is translated
+// into JSON or refused with a client error; nothing panics.
+func FuzzGeminiRequest(f *testing.F) {
+	f.Add(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"a\u00e9<"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBOR"}}]},` +
+		`{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"{\"ok\":true}"}]}`)
+	f.Add(`{"model":"m","messages":[{"role":"user","content":"\"q\""},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":""}}]},{"role":"tool","tool_call_id":"c","content":"plain \ud800"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required"}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := wire.DecodeRequest([]byte(body))
+		if err != nil {
+			return
+		}
+		r, err := Request(req, translate.Options{Model: "m", CarriedMember: "carried"})
+		var pe *wire.ParamError
+		switch {
+		case err == nil && !json.Valid(r.Body):
+			t.Fatalf("%s translated to %s", body, r.Body)
+		case err != nil && !errors.As(err, &pe):
+			t.Fatalf("error of type %T: %v", err, err)
+		}
+	})
+}

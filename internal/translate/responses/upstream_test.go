@@ -339,3 +339,26 @@ func TestAfterPrevious(t *testing.T) {
 		}
 	}
 }
+
+// FuzzResponsesUpstreamRequest: any chat request the decoder takes is
+// translated into a Responses request that is JSON, or refused with a
+// client error; nothing panics.
+func FuzzResponsesUpstreamRequest(f *testing.F) {
+	f.Add(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"a\u00e9<"},{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"low"}}]},` +
+		`{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"ok"}]}]}`)
+	f.Add(`{"model":"m","messages":[{"role":"user","content":"\"q\""},{"role":"assistant","content":[{"type":"text","text":"t"}],"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":{"a":1}}}]},{"role":"tool","tool_call_id":"c","content":"plain \ud800"}],"tools":[{"type":"function","function":{"name":"f"}}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := wire.DecodeRequest([]byte(body))
+		if err != nil {
+			return
+		}
+		r, err := UpstreamRequest(req, translate.Options{Model: "m", CarriedMember: "carried", Upstream: "u"})
+		var pe *wire.ParamError
+		switch {
+		case err == nil && !json.Valid(r.Body):
+			t.Fatalf("%s translated to %s", body, r.Body)
+		case err != nil && !errors.As(err, &pe):
+			t.Fatalf("error of type %T: %v", err, err)
+		}
+	})
+}
