@@ -94,10 +94,8 @@ func TestAnthropicThinkingRestored(t *testing.T) {
 	}
 	var sent struct {
 		Messages []struct {
-			Role    string `json:"role"`
-			Content []struct {
-				Type, Signature string
-			} `json:"content"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"` // a user's text may be a string
 		} `json:"messages"`
 	}
 	if err := json.Unmarshal(s.LastRequest(), &sent); err != nil {
@@ -105,7 +103,8 @@ func TestAnthropicThinkingRestored(t *testing.T) {
 	}
 	thoughts := 0
 	for _, m := range sent.Messages {
-		if m.Role == "assistant" && m.Content[0].Type == "thinking" && m.Content[0].Signature != "" {
+		var blocks []struct{ Type, Signature string }
+		if m.Role == "assistant" && json.Unmarshal(m.Content, &blocks) == nil && blocks[0].Type == "thinking" && blocks[0].Signature != "" {
 			thoughts++
 		}
 	}
