@@ -63,14 +63,6 @@ func (r *Request) userID() string {
 	return ""
 }
 
-// thought is a thinking block as Anthropic takes it back.
-type thought struct {
-	Type      string `json:"type"`
-	Thinking  string `json:"thinking,omitempty"`
-	Signature string `json:"signature,omitempty"`
-	Data      string `json:"data,omitempty"`
-}
-
 // The bounds on content blocks, checked before any is translated: a
 // block costs the translation far more than its bytes (a tiny text block
 // is 27 bytes of JSON), so a request of many small blocks is refused
