@@ -580,6 +580,26 @@ func TestAnthropicURL(t *testing.T) {
 	}
 }
 
+// An upstream's URL may name the model once, as a whole segment of its
+// path (Azure OpenAI's deployment URLs); its api_version is a version.
+func TestModelInURL(t *testing.T) {
+	for _, tc := range []struct{ url, version, want string }{
+		{"https://r.openai.azure.com/openai/deployments/{model}", "2024-10-21", ""},
+		{"https://r.openai.azure.com/openai/deployments/{model}/", "2024-10-01-preview", ""},
+		{"https://r.openai.azure.com/openai/v1", "", ""},
+		{"https://{model}.example/v1", "", "must be an absolute http or https URL"},
+		{"https://r.example/d/{model}/x/{model}", "", "may name the model once"},
+		{"https://r.example/d/{deployment}", "", "may name the model once"},
+		{"https://r.example/d/x{model}", "", "as a whole segment of its path"},
+		{"https://r.openai.azure.com/openai/deployments/{model}", "2024-10-21&x=1", "api_version: must be a version"},
+	} {
+		_, err := Parse([]byte(`upstreams: [{name: a, url: "`+tc.url+`", api_version: "`+tc.version+`"}]`+"\nroutes: [{model: m, upstream: a}]\n"), env(nil))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s %q: %v, want %q", tc.url, tc.version, err, tc.want)
+		}
+	}
+}
+
 // The in-memory stores' default bounds are shares of the memory limit
 // (server.memory_limit, or the container's the binary reads): a fifth for
 // responses (each key a quarter of that), a tenth for remembered

@@ -241,8 +241,15 @@ type Upstream struct {
 	// https://api.anthropic.com/v1; protocol gemini:
 	// /models/{model}:generateContent, e.g. to
 	// https://generativelanguage.googleapis.com/v1beta). Required unless
-	// Simulator is set.
+	// Simulator is set. A path segment {model} stands for the model each
+	// request is sent for (the route's upstream_model, else the client's),
+	// path-escaped: Azure OpenAI's deployment URLs,
+	// https://R.openai.azure.com/openai/deployments/{model}.
 	URL string `yaml:"url"`
+	// APIVersion is the api-version query parameter every request to
+	// this upstream carries (Azure OpenAI's deployment URLs require one,
+	// e.g. 2024-10-21). Default none.
+	APIVersion string `yaml:"api_version"`
 	// AnthropicVersion is the anthropic-version header of a protocol
 	// anthropic upstream. Default 2023-06-01.
 	AnthropicVersion string `yaml:"anthropic_version"`

@@ -282,6 +282,10 @@ func (u *Upstream) checkURL(p *problems, path string) {
 		p.add(path+".url", "must be an absolute http or https URL, got %q", u.URL)
 		return
 	}
+	u.checkPlaceholder(p, path, pu)
+	if u.APIVersion != "" && strings.Trim(u.APIVersion, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != "" {
+		p.add(path+".api_version", "must be a version such as 2024-10-21, got %q", u.APIVersion)
+	}
 	last := pu.Path[strings.LastIndex(strings.TrimSuffix(pu.Path, "/"), "/")+1:]
 	last = strings.TrimSuffix(last, "/")
 	switch {
@@ -291,6 +295,20 @@ func (u *Upstream) checkURL(p *problems, path string) {
 		p.add(path+".url", "must end with the API version, as in https://api.openai.com/v1 (the gateway appends /responses to it), got %q", u.URL)
 	case u.Protocol.Value == translate.Gemini && last != "v1beta" && last != "v1" && last != "v1alpha":
 		p.add(path+".url", "must end with the API version, as in https://generativelanguage.googleapis.com/v1beta (the gateway appends /models/{model}:generateContent to it), got %q", u.URL)
+	}
+}
+
+// checkPlaceholder checks where an upstream's URL names the model: at
+// most once, as a whole segment of its path.
+func (u *Upstream) checkPlaceholder(p *problems, path string, pu *url.URL) {
+	const model = "{model}"
+	n := strings.Count(u.URL, model)
+	switch {
+	case n == 0 && !strings.ContainsAny(u.URL, "{}"):
+	case n > 1, strings.Contains(pu.Host, "{") || pu.RawQuery != "", strings.Count(u.URL, "{") != n:
+		p.add(path+".url", "may name the model once, as a segment of its path ({model}), got %q", u.URL)
+	case !strings.Contains("/"+strings.Trim(pu.Path, "/")+"/", "/"+model+"/"):
+		p.add(path+".url", "must hold {model} as a whole segment of its path, as in https://R.openai.azure.com/openai/deployments/{model}, got %q", u.URL)
 	}
 }
 

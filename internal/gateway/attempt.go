@@ -68,7 +68,8 @@ func (g *Gateway) attempt(ctx context.Context, x *exchange, t *try) error {
 	a := observe.Attempt{Route: p.name, Upstream: p.upstream.name, Provider: p.upstream.protocol.String(), Model: x.rec.Model}
 	ctx, span := g.startAttempt(ctx, x, &a)
 	sent := time.Now()
-	resp, reconnected, err := p.upstream.client.Send(ctx, upstream.Call{Body: t.body, Header: x.r.Header, Stream: t.req.Stream, Path: t.path, Extra: x.api.upstreamHeader(x, p.upstream)})
+	resp, reconnected, err := p.upstream.client.Send(ctx, upstream.Call{Body: t.body, Header: x.r.Header, Stream: t.req.Stream, Path: t.path,
+		Model: p.targetModel(x.req.Model), Extra: x.api.upstreamHeader(x, p.upstream)})
 	t.record = x.noteAttempt(a, reconnected)
 	defer func() {
 		x.rec.UpstreamDuration += time.Since(sent)

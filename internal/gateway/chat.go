@@ -35,8 +35,9 @@ type exchange struct {
 	reserved   int64
 	admittedAt time.Time
 	// outputLimit is a forwarded body's max_tokens (0: none), for its
-	// reservation.
+	// reservation; model the model it names (the route's when none).
 	outputLimit int64
+	model       string
 	// api is the client's API: it writes the answer and failures.
 	api clientAPI
 	// edge is the request of a client API other than chat completions

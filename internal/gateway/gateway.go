@@ -215,9 +215,14 @@ func (g *Gateway) openState(opts Options) error {
 func upstreamClient(u config.Upstream) *upstream.Client {
 	s := setupOf(u)
 	path, headers := s.Path, s.Headers
+	var query string
+	if u.APIVersion != "" {
+		query = "api-version=" + u.APIVersion
+	}
 	return upstream.New(upstream.Target{
 		Name:             u.Name,
 		URL:              u.URL,
+		Query:            query,
 		Path:             path,
 		APIKey:           u.APIKey,
 		AuthHeader:       u.AuthHeader,

@@ -171,7 +171,7 @@ func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	delete(fields, "max_tokens")
 	delete(fields, "stream")
 	countBody, _ := json.Marshal(fields)
-	resp, _, err := p.upstream.client.Send(r.Context(), upstream.Call{Body: countBody, Header: r.Header, Path: "/messages/count_tokens"})
+	resp, _, err := p.upstream.client.Send(r.Context(), upstream.Call{Body: countBody, Header: r.Header, Path: "/messages/count_tokens", Model: p.targetModel(req.Model)})
 	if err != nil {
 		return 0, err
 	}

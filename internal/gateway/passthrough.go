@@ -125,6 +125,7 @@ func (g *Gateway) receivePassthrough(w http.ResponseWriter, r *http.Request, rec
 		return nil, nil, &PassthroughError{Method: r.Method, Path: r.URL.Path, Upstream: x.plan.upstream.name}
 	}
 	rec.Route, rec.Upstream, rec.Model = route.Name, x.plan.upstream.name, wire.Clip(model)
+	x.model = model
 	return x, body, nil
 }
 
@@ -233,7 +234,8 @@ func (g *Gateway) forwardTo(x *exchange, p *plan, body []byte) (*http.Response, 
 			last = nil
 		}
 		sent := time.Now()
-		resp, reconnected, err := p.upstream.client.Forward(r.Context(), upstream.Forwarded{Method: r.Method, Path: path, Query: r.URL.RawQuery, Body: body, Header: r.Header})
+		resp, reconnected, err := p.upstream.client.Forward(r.Context(), upstream.Forwarded{Method: r.Method, Path: path, Query: r.URL.RawQuery, Body: body, Header: r.Header,
+			Model: p.targetModel(x.model)})
 		x.rec.UpstreamDuration += time.Since(sent)
 		a := x.noteAttempt(observe.Attempt{Route: p.name, Upstream: p.upstream.name, Provider: p.upstream.protocol.String()}, reconnected)
 		if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {

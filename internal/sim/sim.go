@@ -97,6 +97,7 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("POST /v1beta/models/{call}", s.gemini)
 	s.mux.HandleFunc("POST /v1beta/openai/chat/completions", s.geminiCompat)
 	s.mux.HandleFunc("POST /v1/responses", s.responses)
+	s.azureRoutes()
 	if opts.Fast {
 		s.fast = map[fastKey][]byte{}
 		for _, sc := range []script{scriptText, scriptTool, scriptParallel} {

@@ -24,8 +24,13 @@ import (
 type Target struct {
 	// Name is the configured upstream name.
 	Name string
-	// URL is the API base URL; Path is appended.
+	// URL is the API base URL; Path is appended. It may name the model
+	// with ModelPlaceholder (Azure OpenAI's deployment URLs): each call's
+	// model goes there, path-escaped.
 	URL string
+	// Query is added to every request's query (Azure OpenAI's
+	// api-version=…), "" for none.
+	Query string
 	// Path is the endpoint below URL; "" is "/chat/completions".
 	Path string
 	// APIKey is sent in AuthHeader; empty sends no credentials.
@@ -154,6 +159,9 @@ type Call struct {
 	Header http.Header
 	Stream bool
 	Path   string
+	// Model is the model the call is for, which a URL naming
+	// ModelPlaceholder takes.
+	Model string
 	// Extra are headers sent as they are, besides the allowed ones of
 	// Header (a Messages API client's anthropic-beta, to an Anthropic
 	// upstream).
@@ -171,6 +179,9 @@ type Call struct {
 func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reconnected bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, &Error{Upstream: c.target.Name, Kind: KindCanceled, Err: context.Cause(ctx)}
+	}
+	if err := c.checkModel(call.Model); err != nil {
+		return nil, false, err
 	}
 	// The call's own cancel lets an error body's read be abandoned on time
 	// (closing a body that is being read would wait for the read).
@@ -310,11 +321,60 @@ func (o *onceBody) Read(p []byte) (int, error) {
 // Forwarded is a client's request of the rest of the API, as Forward sends
 // it: its method, its path below the upstream's base URL (without its /v1:
 // "/embeddings"), its raw query, its body and its headers (of which only
-// the content type, Accept and the allowed headers go on).
+// the content type, Accept and the allowed headers go on), and the model
+// it names, which a URL naming ModelPlaceholder takes.
 type Forwarded struct {
 	Method, Path, Query string
 	Body                []byte
 	Header              http.Header
+	Model               string
+}
+
+// ModelPlaceholder in an upstream's URL stands for each call's model (a
+// deployment's name: https://R.openai.azure.com/openai/deployments/{model}).
+const ModelPlaceholder = "{model}"
+
+// checkModel refuses a model a URL naming ModelPlaceholder cannot take:
+// none, or a dot segment, which would name another path.
+func (c *Client) checkModel(model string) error {
+	if !strings.Contains(c.target.URL, ModelPlaceholder) {
+		return nil
+	}
+	switch model {
+	case "":
+		return &PathError{Path: c.target.URL, Reason: "names the model, and the request names none"}
+	case ".", "..":
+		return &PathError{Path: model, Reason: "is a dot segment, which this upstream's URL cannot name as a model"}
+	}
+	return nil
+}
+
+// ownQuery is a client's query without the parameters the upstream's own
+// query sets (a client's api-version does not go beside the configured
+// one).
+func (c *Client) ownQuery(q string) string {
+	if c.target.Query == "" || q == "" {
+		return q
+	}
+	var kept []string
+	for p := range strings.SplitSeq(q, "&") {
+		name, _, _ := strings.Cut(p, "=")
+		if !strings.Contains("&"+c.target.Query, "&"+name+"=") {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "&")
+}
+
+// withQuery adds the upstream's own query (Target.Query) to a URL.
+func (c *Client) withQuery(u string) string {
+	switch {
+	case c.target.Query == "":
+		return u
+	case strings.Contains(u, "?"):
+		return u + "&" + c.target.Query
+	}
+	return u + "?" + c.target.Query
 }
 
 // Forward sends a request of the rest of the API (embeddings,
@@ -334,10 +394,19 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 	if c.base == nil {
 		return nil, false, &Error{Upstream: c.target.Name, Kind: KindConnect, Err: fmt.Errorf("the upstream URL %q does not parse", c.target.URL)}
 	}
-	target, err := joinPath(c.base, f.Path, f.Query)
+	if err := c.checkModel(f.Model); err != nil {
+		return nil, false, err
+	}
+	if strings.Contains(f.Model, "/") && strings.Contains(c.base.Path, ModelPlaceholder) {
+		return nil, false, &PathError{Path: f.Model, Reason: "is a model with a '/', which this upstream's URL cannot name"}
+	}
+	base := *c.base
+	base.Path = strings.Replace(base.Path, ModelPlaceholder, f.Model, 1)
+	target, err := joinPath(&base, f.Path, c.ownQuery(f.Query))
 	if err != nil {
 		return nil, false, err
 	}
+	target = c.withQuery(target)
 	ctx, cancel := context.WithCancel(ctx)
 	build := func(ctx context.Context) *http.Request {
 		var b io.Reader
@@ -387,6 +456,7 @@ func (c *Client) request(ctx context.Context, call Call) *http.Request {
 	if call.Path != "" {
 		u = strings.TrimSuffix(c.target.URL, "/") + call.Path
 	}
+	u = c.withQuery(strings.Replace(u, ModelPlaceholder, url.PathEscape(call.Model), 1))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, requestBody(call.Body))
 	if err != nil { // a path the translator escaped does not fail; the base URL was checked at load
 		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, c.url, requestBody(call.Body))

@@ -130,6 +130,48 @@ func TestAuthHeader(t *testing.T) {
 	}
 }
 
+// A URL naming the model takes each call's, path-escaped, and every
+// request carries the upstream's own query: beside a path's own, and in
+// place of a forwarded request's parameter of the same name. A model that
+// is a dot segment, or none, is refused before anything is sent.
+func TestModelAndQueryInURL(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = append(got, r.URL.RequestURI()) }))
+	defer srv.Close()
+	c := newClient(Target{Name: "u", URL: srv.URL + "/openai/deployments/{model}", Query: "api-version=2024-10-21"})
+	defer c.CloseIdleConnections()
+	for _, call := range []Call{{Body: []byte(`{}`), Model: "gpt-4o"}, {Body: []byte(`{}`), Model: "a/b c"}, {Body: []byte(`{}`), Model: "m", Path: "/x:stream?alt=sse"}} {
+		resp, _, err := c.Send(context.Background(), call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	resp, _, err := c.Forward(context.Background(), Forwarded{Method: "POST", Path: "/embeddings", Query: "api-version=old&user=x", Body: []byte(`{}`), Header: http.Header{}, Model: "emb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	want := []string{"/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21", "/openai/deployments/a%2Fb%20c/chat/completions?api-version=2024-10-21",
+		"/openai/deployments/m/x:stream?alt=sse&api-version=2024-10-21", "/openai/deployments/emb/embeddings?user=x&api-version=2024-10-21"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("sent %q, want %q", got, want)
+	}
+	for _, model := range []string{"", "..", "."} {
+		var pe *PathError
+		if _, _, err := c.Send(context.Background(), Call{Body: []byte(`{}`), Model: model}); !errors.As(err, &pe) {
+			t.Errorf("model %q: %v", model, err)
+		}
+	}
+	var pe *PathError
+	if _, _, err := c.Forward(context.Background(), Forwarded{Method: "POST", Path: "/embeddings", Header: http.Header{}, Model: "a/b"}); !errors.As(err, &pe) {
+		t.Errorf("a forwarded model with a '/': %v", err)
+	}
+	if len(got) != 4 {
+		t.Errorf("%d requests sent, want 4", len(got))
+	}
+}
+
 // Response headers: only the allow-listed ones pass (the upstream
 // account's rate limits, organization and cookies stay), the upstream's
 // request id is renamed, and a header the gateway set wins.

@@ -1,0 +1,96 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+)
+
+// azureConfig routes "az-*" to a deployment URL of the simulator's Azure
+// mode (the deployment is the model each request is sent for), "azv1-*"
+// to its v1 API through chat completions and "azr-*" through the
+// Responses API, and "nover-*" to a deployment URL without an
+// api-version.
+const azureConfig = `
+upstreams:
+  - {name: azure, url: "UPSTREAM_URL/openai/deployments/{model}", api_version: "2024-10-21", api_key: "` + sim.AzureKey + `", auth_header: api-key}
+  - {name: azure-v1, url: "UPSTREAM_URL/openai/v1", api_key: "` + sim.AzureKey + `", auth_header: api-key}
+  - {name: azure-responses, protocol: responses, url: "UPSTREAM_URL/openai/v1", api_key: "` + sim.AzureKey + `", auth_header: api-key}
+  - {name: azure-nover, url: "UPSTREAM_URL/openai/deployments/{model}", api_key: "` + sim.AzureKey + `", auth_header: api-key}
+routes:
+  - {model: "az-*", upstream: azure}
+  - {model: "gpt-4o", upstream: azure, upstream_model: "sim-text-strict", passthrough: true}
+  - {model: "azv1-*", upstream: azure-v1}
+  - {model: "azr-*", upstream: azure-responses}
+  - {model: "nover-*", upstream: azure-nover}
+`
+
+// Azure OpenAI's deployment URLs and its v1 API, through the gateway: a
+// deployment named by the model each request is sent for, with the
+// api-version and the api-key the resource requires, for chat,
+// Responses and Messages clients; a transcript repaired before a strict
+// deployment sees it; a passthrough call (embeddings) to the deployment.
+func TestAzureOpenAI(t *testing.T) {
+	e, s := gatewaytest.StartSim(t, sim.Options{}, azureConfig)
+	ctx := context.Background()
+	c := e.Client("k")
+	// A streamed tool call from a deployment (the client's model names it).
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "az-sim-tool", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("weather?")},
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "get_weather"})}})
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if stream.Err() != nil || len(acc.Choices) != 1 || len(acc.Choices[0].Message.ToolCalls) != 1 {
+		t.Fatalf("a deployment's streamed tool call: %v %+v", stream.Err(), acc.Choices)
+	}
+	if got := s.LastHeader().Get("Api-Key"); got != sim.AzureKey {
+		t.Errorf("api-key sent: %q", got)
+	}
+	// The route's upstream model is the deployment; a call nothing
+	// answered is sealed before the strict deployment sees it.
+	broken := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go"), {OfAssistant: &openai.ChatCompletionAssistantMessageParam{
+		ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: "call_1", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "get_weather", Arguments: "{}"}}}}}},
+		openai.UserMessage("and?")}
+	if r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o", Messages: broken}); err != nil || len(r.Choices) != 1 {
+		t.Fatalf("a broken transcript to a strict deployment: %v\n%s", err, s.LastRequest())
+	}
+	if !strings.Contains(string(s.LastRequest()), `"tool_call_id":"call_1"`) {
+		t.Errorf("the call was not sealed: %s", s.LastRequest())
+	}
+	// A Responses client and a Messages client, to a deployment.
+	if r, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "az-sim-text", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}); err != nil || r.OutputText() == "" {
+		t.Fatalf("a Responses client to a deployment: %v", err)
+	}
+	ac := anthropic.NewClient(aoption.WithBaseURL("http://"+e.Addr+"/"), aoption.WithAPIKey("k"), aoption.WithMaxRetries(0))
+	if m, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "az-sim-text", MaxTokens: 64, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}); err != nil || len(m.Content) == 0 {
+		t.Fatalf("a Messages client to a deployment: %v", err)
+	}
+	// The v1 API: chat completions, and the Responses API itself.
+	if r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "azv1-sim-text", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}); err != nil || r.Choices[0].Message.Content == "" {
+		t.Fatalf("the v1 API's chat: %v", err)
+	}
+	if r, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "azr-sim-text", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}); err != nil || r.OutputText() == "" {
+		t.Fatalf("the v1 API's Responses: %v", err)
+	}
+	// The rest of /v1 goes to the deployment too, the client's own
+	// api-version replaced by the configured one.
+	if resp, body := e.Do(t, "POST", "/embeddings?api-version=bogus", `{"model":"gpt-4o","input":"hi"}`, "Authorization", "Bearer k"); resp.StatusCode != http.StatusOK {
+		t.Errorf("embeddings to a deployment: %d %s", resp.StatusCode, body)
+	}
+	// Without the api-version Azure knows no such resource: the client
+	// is told so, naming the upstream.
+	resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"nover-sim-text","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer k")
+	if resp.StatusCode < 400 || !strings.Contains(body, "Resource not found") {
+		t.Errorf("no api-version: %d %s", resp.StatusCode, body)
+	}
+}
