@@ -32,6 +32,7 @@ routes:
   - {model: "azv1-*", upstream: azure-v1}
   - {model: "azr-*", upstream: azure-responses}
   - {model: "nover-*", upstream: azure-nover}
+  - {model: "dots", upstream: azure, upstream_model: ".."}
 `
 
 // Azure OpenAI's deployment URLs and its v1 API, through the gateway: a
@@ -86,6 +87,12 @@ func TestAzureOpenAI(t *testing.T) {
 	// api-version replaced by the configured one.
 	if resp, body := e.Do(t, "POST", "/embeddings?api-version=bogus", `{"model":"gpt-4o","input":"hi"}`, "Authorization", "Bearer k"); resp.StatusCode != http.StatusOK {
 		t.Errorf("embeddings to a deployment: %d %s", resp.StatusCode, body)
+	}
+	// A model that is no path segment names no deployment: refused, nothing sent.
+	before := s.Requests()
+	if resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"dots","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer k"); resp.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(body, `"invalid_value"`) || s.Requests() != before {
+		t.Errorf("a dot segment as the deployment: %d %s", resp.StatusCode, body)
 	}
 	// Without the api-version Azure knows no such resource: the client
 	// is told so, naming the upstream.

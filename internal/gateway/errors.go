@@ -111,6 +111,9 @@ func known(e, err error) (failure, bool) {
 	case *upstream.PathError:
 		return client(http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_path", "",
 			fmt.Sprintf("The request path %s %s; send the path of the resource itself, written once, with no dot segment or encoded separator.", wire.Clip(e.Path), e.Reason))), true
+	case *upstream.ModelError:
+		return client(http.StatusBadRequest, wire.NewError("invalid_request_error", "invalid_value", "model",
+			modelMessage(e))), true
 	case *StoredResponseError:
 		return client(storedResponseError(e)), true
 	case *CoolingError:
@@ -433,3 +436,12 @@ func passedOver(err error) ([]*RefusedError, error) {
 
 // dollars formats nano-dollars as dollars, to the micro-dollar.
 func dollars(nano int64) string { return strconv.FormatFloat(budget.USD(nano), 'f', 6, 64) }
+
+// modelMessage says why a route's upstream, whose URL names the model,
+// cannot take a request's model.
+func modelMessage(e *upstream.ModelError) string {
+	if e.Model == "" {
+		return "A model " + e.Reason + "."
+	}
+	return fmt.Sprintf("The model %q %s.", wire.Clip(e.Model), e.Reason)
+}

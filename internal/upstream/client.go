@@ -334,6 +334,14 @@ type Forwarded struct {
 // deployment's name: https://R.openai.azure.com/openai/deployments/{model}).
 const ModelPlaceholder = "{model}"
 
+// ModelError is a model an upstream's URL cannot name (ModelPlaceholder):
+// nothing was sent.
+type ModelError struct {
+	Model, Reason string
+}
+
+func (e *ModelError) Error() string { return "the model " + wire.Clip(e.Model) + " " + e.Reason }
+
 // checkModel refuses a model a URL naming ModelPlaceholder cannot take:
 // none, or a dot segment, which would name another path.
 func (c *Client) checkModel(model string) error {
@@ -342,9 +350,9 @@ func (c *Client) checkModel(model string) error {
 	}
 	switch model {
 	case "":
-		return &PathError{Path: c.target.URL, Reason: "names the model, and the request names none"}
+		return &ModelError{Reason: "is needed: this upstream's URL names the model, and the request names none"}
 	case ".", "..":
-		return &PathError{Path: model, Reason: "is a dot segment, which this upstream's URL cannot name as a model"}
+		return &ModelError{Model: model, Reason: "is a dot segment, which this upstream's URL cannot name"}
 	}
 	return nil
 }
@@ -398,7 +406,7 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 		return nil, false, err
 	}
 	if strings.Contains(f.Model, "/") && strings.Contains(c.base.Path, ModelPlaceholder) {
-		return nil, false, &PathError{Path: f.Model, Reason: "is a model with a '/', which this upstream's URL cannot name"}
+		return nil, false, &ModelError{Model: f.Model, Reason: "holds a '/', which this upstream's URL cannot name on the rest of the API"}
 	}
 	base := *c.base
 	base.Path = strings.Replace(base.Path, ModelPlaceholder, f.Model, 1)

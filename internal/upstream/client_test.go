@@ -158,12 +158,12 @@ func TestModelAndQueryInURL(t *testing.T) {
 		t.Errorf("sent %q, want %q", got, want)
 	}
 	for _, model := range []string{"", "..", "."} {
-		var pe *PathError
-		if _, _, err := c.Send(context.Background(), Call{Body: []byte(`{}`), Model: model}); !errors.As(err, &pe) {
+		var me *ModelError
+		if _, _, err := c.Send(context.Background(), Call{Body: []byte(`{}`), Model: model}); !errors.As(err, &me) {
 			t.Errorf("model %q: %v", model, err)
 		}
 	}
-	var pe *PathError
+	var pe *ModelError
 	if _, _, err := c.Forward(context.Background(), Forwarded{Method: "POST", Path: "/embeddings", Header: http.Header{}, Model: "a/b"}); !errors.As(err, &pe) {
 		t.Errorf("a forwarded model with a '/': %v", err)
 	}
