@@ -19,6 +19,7 @@ type rendered struct {
 	services       []*corev1.Service
 	configMaps     []*corev1.ConfigMap
 	serviceMonitor *monitoringv1.ServiceMonitor
+	serviceAccount *corev1.ServiceAccount
 }
 
 // render renders deploy/helm/toolgate with Helm's engine for the default
@@ -69,6 +70,9 @@ func render(t *testing.T, values string) (rendered, error) {
 			case "v1 ConfigMap":
 				r.configMaps = append(r.configMaps, &corev1.ConfigMap{})
 				into = r.configMaps[len(r.configMaps)-1]
+			case "v1 ServiceAccount":
+				r.serviceAccount = &corev1.ServiceAccount{}
+				into = r.serviceAccount
 			case "monitoring.coreos.com/v1 ServiceMonitor":
 				r.serviceMonitor = &monitoringv1.ServiceMonitor{}
 				into = r.serviceMonitor
@@ -172,6 +176,17 @@ serviceMonitor: {enabled: true}
 		if metrics == nil || metrics.Spec.ClusterIP != "None" || len(metrics.Spec.Ports) != 1 || metrics.Spec.Ports[0].Name != "admin" ||
 			r.serviceMonitor.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != "metrics" || metrics.Labels["app.kubernetes.io/component"] != "metrics" {
 			t.Errorf("the metrics service %+v, selected by %+v", metrics, r.serviceMonitor.Spec.Selector)
+		}
+	})
+	t.Run("service account for workload identity", func(t *testing.T) {
+		r := mustRender(t, `{serviceAccount: {create: true, annotations: {iam.gke.io/gcp-service-account: gw@p.iam.gserviceaccount.com}}}`)
+		sa := r.serviceAccount
+		if sa == nil || sa.Name != "gw-toolgate" || sa.Annotations["iam.gke.io/gcp-service-account"] != "gw@p.iam.gserviceaccount.com" ||
+			r.deployment.Spec.Template.Spec.ServiceAccountName != "gw-toolgate" {
+			t.Errorf("service account %+v, the pods' %q", sa, r.deployment.Spec.Template.Spec.ServiceAccountName)
+		}
+		if r := mustRender(t, `{}`); r.serviceAccount != nil || r.deployment.Spec.Template.Spec.ServiceAccountName != "" {
+			t.Errorf("a service account by default")
 		}
 	})
 	t.Run("admin exposed", func(t *testing.T) {

@@ -600,6 +600,23 @@ func TestModelInURL(t *testing.T) {
 	}
 }
 
+// Vertex AI: a publisher's URL for Anthropic's and Google's models, auth
+// google, which sends no key.
+func TestVertexUpstream(t *testing.T) {
+	for _, tc := range []struct{ upstream, want string }{
+		{`{name: a, protocol: anthropic, url: "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/anthropic", auth: google}`, ""},
+		{`{name: a, protocol: gemini, url: "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google", auth: google}`, ""},
+		{`{name: a, protocol: anthropic, url: "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google"}`, "must end with the API version"},
+		{`{name: a, protocol: gemini, url: "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google", auth: google, api_key: k}`, "api_key: is not sent with auth: google"},
+		{`{name: a, url: "https://x/v1", auth: aws}`, "auth:"},
+	} {
+		_, err := Parse([]byte("upstreams: ["+tc.upstream+"]\nroutes: [{model: m, upstream: a}]\n"), env(nil))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.upstream, err, tc.want)
+		}
+	}
+}
+
 // The in-memory stores' default bounds are shares of the memory limit
 // (server.memory_limit, or the container's the binary reads): a fifth for
 // responses (each key a quarter of that), a tenth for remembered

@@ -88,6 +88,7 @@ func (s *Server) defaults() {
 
 func (u *Upstream) defaults() {
 	u.Protocol.orDefault("openai")
+	u.Auth.orDefault("key")
 	switch u.Protocol.Name {
 	case "anthropic":
 		setStr(&u.AuthHeader, "x-api-key")

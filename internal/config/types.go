@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/state"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 	"go.yaml.in/yaml/v3"
 )
@@ -262,6 +263,10 @@ type Upstream struct {
 	Simulator bool `yaml:"simulator"`
 	// APIKey is the upstream's key, usually "${SOME_ENV_VAR}". Optional.
 	APIKey string `yaml:"api_key"`
+	// Auth is how the upstream is authenticated: key (APIKey in
+	// AuthHeader, the default) or google (Google Application Default
+	// Credentials, an OAuth token as the bearer: Vertex AI).
+	Auth Enum[upstream.Auth] `yaml:"auth"`
 	// AuthHeader is the header that carries APIKey. "Authorization" (the
 	// default; x-api-key for protocol anthropic, x-goog-api-key for
 	// protocol gemini) sends "Bearer <key>"; any other header sends the key

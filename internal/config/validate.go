@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/state"
 	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/upstream"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -231,6 +232,10 @@ func (u *Upstream) check(p *problems, path string, names map[string]bool) {
 	}
 	names[u.Name] = true
 	u.Protocol.parse(p, path+".protocol")
+	u.Auth.parse(p, path+".auth")
+	if u.Auth.Value != upstream.AuthKey && u.APIKey != "" {
+		p.add(path+".api_key", "is not sent with auth: %s (its credentials give the token); leave it out", u.Auth.Name)
+	}
 	u.checkURL(p, path)
 	u.ToolCallContent.parse(p, path+".tool_call_content")
 	u.OutputLimitField.parse(p, path+".output_limit_field")
@@ -289,6 +294,9 @@ func (u *Upstream) checkURL(p *problems, path string) {
 	last := pu.Path[strings.LastIndex(strings.TrimSuffix(pu.Path, "/"), "/")+1:]
 	last = strings.TrimSuffix(last, "/")
 	switch {
+	case u.Protocol.Value == translate.Anthropic && last == "anthropic" && strings.HasSuffix(pu.Path, "/publishers/anthropic"),
+		u.Protocol.Value == translate.Gemini && last == "google" && strings.HasSuffix(pu.Path, "/publishers/google"):
+		// Vertex AI: a publisher's models, below a project and location.
 	case u.Protocol.Value == translate.Anthropic && last != "v1":
 		p.add(path+".url", "must end with the API version, as in https://api.anthropic.com/v1 (the gateway appends /messages to it), got %q", u.URL)
 	case u.Protocol.Value == translate.Responses && last != "v1":
@@ -296,6 +304,16 @@ func (u *Upstream) checkURL(p *problems, path string) {
 	case u.Protocol.Value == translate.Gemini && last != "v1beta" && last != "v1" && last != "v1alpha":
 		p.add(path+".url", "must end with the API version, as in https://generativelanguage.googleapis.com/v1beta (the gateway appends /models/{model}:generateContent to it), got %q", u.URL)
 	}
+}
+
+// Vertex reports an upstream that is a publisher's models on Google
+// Vertex AI (its URL's path ends with /publishers/anthropic or
+// /publishers/google): their endpoints name the model, and an Anthropic
+// model takes its version in the body.
+func (u *Upstream) Vertex() bool {
+	pu, err := url.Parse(u.URL)
+	return err == nil && (strings.HasSuffix(strings.TrimSuffix(pu.Path, "/"), "/publishers/anthropic") ||
+		strings.HasSuffix(strings.TrimSuffix(pu.Path, "/"), "/publishers/google"))
 }
 
 // checkPlaceholder checks where an upstream's URL names the model: at

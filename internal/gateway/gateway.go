@@ -219,10 +219,15 @@ func upstreamClient(u config.Upstream) *upstream.Client {
 	if u.APIVersion != "" {
 		query = "api-version=" + u.APIVersion
 	}
+	var tokens upstream.TokenSource
+	if u.Auth.Value == upstream.AuthGoogle {
+		tokens = upstream.GoogleTokens()
+	}
 	return upstream.New(upstream.Target{
 		Name:             u.Name,
 		URL:              u.URL,
 		Query:            query,
+		Tokens:           tokens,
 		Path:             path,
 		APIKey:           u.APIKey,
 		AuthHeader:       u.AuthHeader,

@@ -162,7 +162,8 @@ func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	tr, err := p.upstream.translator.Request(chat, translate.Options{Model: p.targetModel(req.Model), DefaultMaxTokens: 1, CarriedMember: carriedMember})
+	model := p.targetModel(req.Model)
+	tr, err := p.upstream.translator.Request(chat, translate.Options{Model: model, DefaultMaxTokens: 1, CarriedMember: carriedMember, Vertex: p.upstream.vertex})
 	if err != nil {
 		return 0, err
 	}
@@ -170,8 +171,14 @@ func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	_ = json.Unmarshal(tr.Body, &fields)
 	delete(fields, "max_tokens")
 	delete(fields, "stream")
+	path := "/messages/count_tokens"
+	if p.upstream.vertex {
+		// Vertex AI counts at an endpoint of its own, the model in the body.
+		path = anthropic.VertexCountTokensPath
+		fields["model"], _ = json.Marshal(model)
+	}
 	countBody, _ := json.Marshal(fields)
-	resp, _, err := p.upstream.client.Send(r.Context(), upstream.Call{Body: countBody, Header: r.Header, Path: "/messages/count_tokens", Model: p.targetModel(req.Model)})
+	resp, _, err := p.upstream.client.Send(r.Context(), upstream.Call{Body: countBody, Header: r.Header, Path: path, Model: model})
 	if err != nil {
 		return 0, err
 	}

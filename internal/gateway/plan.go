@@ -97,7 +97,7 @@ var translators = map[translate.Protocol]translate.Outbound{
 // says (translate.Outbound.Setup; chat completions: the configured
 // headers).
 func setupOf(u config.Upstream) translate.Setup {
-	c := translate.UpstreamConfig{Headers: u.Headers, Version: u.AnthropicVersion, DefaultMaxTokens: u.DefaultMaxTokens}
+	c := translate.UpstreamConfig{Headers: u.Headers, Version: u.AnthropicVersion, DefaultMaxTokens: u.DefaultMaxTokens, Vertex: u.Vertex()}
 	if tr := translators[u.Protocol.Value]; tr != nil {
 		return tr.Setup(c)
 	}
@@ -114,6 +114,8 @@ type upstreamPlan struct {
 	// defaultMaxTokens is the output limit sent when nothing sets one,
 	// for a protocol that requires one (Anthropic's max_tokens; 0: none).
 	defaultMaxTokens int
+	// vertex: a publisher's models on Google Vertex AI (config's Vertex).
+	vertex bool
 	client           *upstream.Client
 	quirks           wire.Quirks
 	// reasoning is where the upstream puts reasoning; field, the member it
@@ -196,6 +198,7 @@ func resolveUpstream(u *config.Upstream, c *upstream.Client) *upstreamPlan {
 		// translator reads. Anthropic refuses a forced tool_choice while
 		// thinking.
 		p.defaultMaxTokens = setupOf(*u).MaxTokens
+		p.vertex = u.Vertex()
 		p.reasoning, p.field, p.restore = wire.ReasoningContent, carriedMember, true
 		p.refusesForced = p.protocol == translate.Anthropic
 		p.carry = policy.Carry{Space: p.protocol.String() + ":", Field: carriedMember}

@@ -102,7 +102,7 @@ func (pr *prepared) encode(model string, sealer translate.Sealer) error {
 		return err
 	}
 	r, err := up.translator.Request(pr.req, translate.Options{Model: model, DefaultMaxTokens: up.defaultMaxTokens, CarriedMember: carriedMember,
-		UpstreamStore: pr.plan.upstreamStore, Upstream: up.name, Sealer: sealer})
+		UpstreamStore: pr.plan.upstreamStore, Upstream: up.name, Sealer: sealer, Vertex: up.vertex})
 	if err != nil {
 		return err
 	}

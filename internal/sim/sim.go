@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -43,6 +44,11 @@ type Options struct {
 	// encrypted reasoning: a simulator of another organization refuses it.
 	// Default "org-sim".
 	Org string
+	// GoogleKey is the public key of the service account the Vertex
+	// mode's token endpoint issues tokens to; TokenTTL their life
+	// (default an hour).
+	GoogleKey *rsa.PublicKey
+	TokenTTL  time.Duration
 }
 
 // Sim is the simulated provider. It implements http.Handler.
@@ -64,6 +70,8 @@ type Sim struct {
 	// stored are the Responses mode's responses kept with store: true
 	// (their input and output items), for previous_response_id.
 	stored map[string][]json.RawMessage
+	// tokens are the Vertex mode's access tokens, with their expiry.
+	tokens map[string]time.Time
 }
 
 type fastKey struct {
@@ -98,6 +106,7 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("POST /v1beta/openai/chat/completions", s.geminiCompat)
 	s.mux.HandleFunc("POST /v1/responses", s.responses)
 	s.azureRoutes()
+	s.vertexRoutes()
 	if opts.Fast {
 		s.fast = map[fastKey][]byte{}
 		for _, sc := range []script{scriptText, scriptTool, scriptParallel} {

@@ -74,6 +74,9 @@ type UpstreamConfig struct {
 	Version string
 	// DefaultMaxTokens is the output limit for a request that sets none.
 	DefaultMaxTokens int
+	// Vertex: the upstream is a publisher's models on Google Vertex AI
+	// (…/publishers/anthropic), whose endpoints name the model.
+	Vertex bool
 }
 
 // Setup is what every request to an upstream of a protocol carries.
@@ -110,6 +113,9 @@ type Options struct {
 	// Sealer checks the tags of the state a client sends back (a
 	// Responses reasoning item's encrypted content).
 	Sealer Sealer
+	// Vertex: the upstream is a publisher's models on Google Vertex AI
+	// (UpstreamConfig.Vertex).
+	Vertex bool
 }
 
 // Sealer tags state the gateway hands a client to carry back (a

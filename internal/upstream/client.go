@@ -31,6 +31,9 @@ type Target struct {
 	// Query is added to every request's query (Azure OpenAI's
 	// api-version=…), "" for none.
 	Query string
+	// Tokens, when set, gives the bearer token every call is sent with
+	// (a cloud's short-lived credentials) instead of APIKey.
+	Tokens TokenSource
 	// Path is the endpoint below URL; "" is "/chat/completions".
 	Path string
 	// APIKey is sent in AuthHeader; empty sends no credentials.
@@ -183,10 +186,14 @@ func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reco
 	if err := c.checkModel(call.Model); err != nil {
 		return nil, false, err
 	}
+	token, err := c.token()
+	if err != nil {
+		return nil, false, err
+	}
 	// The call's own cancel lets an error body's read be abandoned on time
 	// (closing a body that is being read would wait for the read).
 	ctx, cancel := context.WithCancel(ctx)
-	resp, reconnected, err = c.roundTrip(ctx, func(ctx context.Context) *http.Request { return c.request(ctx, call) })
+	resp, reconnected, err = c.roundTrip(ctx, func(ctx context.Context) *http.Request { return withToken(c.request(ctx, call), token) })
 	if err != nil {
 		e := c.transportError(ctx, err)
 		cancel()
@@ -334,6 +341,28 @@ type Forwarded struct {
 // deployment's name: https://R.openai.azure.com/openai/deployments/{model}).
 const ModelPlaceholder = "{model}"
 
+// token is the bearer token the upstream's credentials give a call now
+// ("" for an upstream authenticated by its key); an upstream's failure,
+// nothing sent, when they give none.
+func (c *Client) token() (string, error) {
+	if c.target.Tokens == nil {
+		return "", nil
+	}
+	t, err := c.target.Tokens.Token()
+	if err != nil {
+		return "", &Error{Upstream: c.target.Name, Kind: KindConnect, Err: err}
+	}
+	return t, nil
+}
+
+// withToken sends req with the bearer token, when there is one.
+func withToken(req *http.Request, token string) *http.Request {
+	if token != "" {
+		req.Header["Authorization"] = []string{"Bearer " + token}
+	}
+	return req
+}
+
 // ModelError is a model an upstream's URL cannot name (ModelPlaceholder):
 // nothing was sent.
 type ModelError struct {
@@ -415,6 +444,10 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 		return nil, false, err
 	}
 	target = c.withQuery(target)
+	token, err := c.token()
+	if err != nil {
+		return nil, false, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	build := func(ctx context.Context) *http.Request {
 		var b io.Reader
@@ -431,7 +464,7 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 			req.Header.Set("Accept", a)
 		}
 		c.authorize(req)
-		return req
+		return withToken(req, token)
 	}
 	resp, reconnected, err = c.roundTrip(ctx, build)
 	if err != nil {

@@ -380,3 +380,27 @@ func FuzzAnthropicRequest(f *testing.F) {
 		}
 	})
 }
+
+// Claude on Vertex AI: the model in the path (rawPredict, or
+// streamRawPredict for a stream), the version in the body, no model
+// member; Setup names no path and sends no anthropic-version header.
+func TestVertexRequest(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		members := `"messages":[{"role":"user","content":"hi"}]`
+		if stream {
+			members += `,"stream":true`
+		}
+		r, err := UpstreamRequest(wiretest.Request(t, members), translate.Options{Model: "claude-sonnet-4@2025", DefaultMaxTokens: 64, Vertex: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"anthropic_version":"vertex-2023-10-16","max_tokens":64,"messages":[{"role":"user","content":"hi"}]` + map[bool]string{true: `,"stream":true`}[stream] + `}`
+		path := map[bool]string{false: "/models/claude-sonnet-4@2025:rawPredict", true: "/models/claude-sonnet-4@2025:streamRawPredict"}[stream]
+		if string(r.Body) != want || r.Path != path {
+			t.Errorf("stream %v: %s %s, want %s %s", stream, r.Path, r.Body, path, want)
+		}
+	}
+	if s := Setup(translate.UpstreamConfig{Version: "2023-06-01", Vertex: true}); s.Path != "" || s.Headers["anthropic-version"] != "" {
+		t.Errorf("setup %+v", s)
+	}
+}

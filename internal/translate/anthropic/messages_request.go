@@ -42,6 +42,9 @@ type Request struct {
 	// keptTools are the tools as a client declared them, sent in place
 	// of upTools (withKept).
 	keptTools json.RawMessage
+	// vertex: the body goes to Claude on Vertex AI (the model in the
+	// path, anthropic_version in the body).
+	vertex bool
 }
 
 // Message is one message of a Request: its content as a client sent it

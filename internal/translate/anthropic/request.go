@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,11 +26,32 @@ func Setup(c translate.UpstreamConfig) translate.Setup {
 	if headers == nil {
 		headers = map[string]string{}
 	}
+	if c.Vertex {
+		// Vertex AI: the version goes in the body, the path names the
+		// model (UpstreamRequest).
+		return translate.Setup{Headers: headers, MaxTokens: c.DefaultMaxTokens}
+	}
 	if _, set := headers["anthropic-version"]; !set {
 		headers["anthropic-version"] = c.Version
 	}
 	return translate.Setup{Path: "/messages", Headers: headers, MaxTokens: c.DefaultMaxTokens}
 }
+
+// VertexVersion is the anthropic_version a request to Claude on Vertex AI
+// carries in its body.
+const VertexVersion = "vertex-2023-10-16"
+
+// VertexPath is the endpoint of a model on Vertex AI, below the
+// publisher's URL: rawPredict, or streamRawPredict for a stream.
+func VertexPath(model string, stream bool) string {
+	if stream {
+		return "/models/" + url.PathEscape(model) + ":streamRawPredict"
+	}
+	return "/models/" + url.PathEscape(model) + ":rawPredict"
+}
+
+// VertexCountTokensPath is count_tokens on Vertex AI, the model in the body.
+const VertexCountTokensPath = "/models/count-tokens:rawPredict"
 
 type tool struct {
 	Name        string          `json:"name"`
@@ -53,7 +75,10 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if n, ok := translate.IntMember(req, "max_tokens", "max_completion_tokens"); ok {
 		maxTokens = n
 	}
-	b := Request{Model: o.Model, Stream: req.Stream, MaxTokens: &maxTokens}
+	b := Request{Model: o.Model, Stream: req.Stream, MaxTokens: &maxTokens, vertex: o.Vertex}
+	if o.Vertex {
+		rep.Path = VertexPath(o.Model, req.Stream)
+	}
 	var err error
 	if b.upSystem, b.Messages, rep.DroppedEmpty, err = transcript(req.Messages, o.CarriedMember); err != nil {
 		return rep, err
@@ -115,6 +140,8 @@ func (r *Request) writes(k string) bool {
 	switch k {
 	case "model", "max_tokens", "messages":
 		return true
+	case "anthropic_version":
+		return r.vertex
 	case "system":
 		return len(r.upSystem) > 0
 	case "stream":
@@ -307,8 +334,11 @@ func (r *Request) size() int {
 // each message's blocks and each member as the gateway holds them (JSON
 // it built or checked), never marshalled again.
 func (r *Request) appendJSON(b []byte) []byte {
-	b = append(b, `{"model":`...)
-	b = wire.AppendString(b, r.Model)
+	if r.vertex {
+		b = append(b, `{"anthropic_version":"`+VertexVersion+`"`...) // the model is in the path
+	} else {
+		b = wire.AppendString(append(b, `{"model":`...), r.Model)
+	}
 	b = append(b, `,"max_tokens":`...)
 	b = strconv.AppendInt(b, int64(*r.MaxTokens), 10)
 	if len(r.upSystem) > 0 {

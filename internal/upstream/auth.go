@@ -1,0 +1,102 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+
+	"github.com/toolgate/toolgate/internal/enum"
+)
+
+// Auth is how an upstream is authenticated: its key (Target.APIKey, the
+// default), or a cloud's short-lived credentials.
+type Auth uint8
+
+// The ways an upstream is authenticated.
+const (
+	AuthKey    Auth = iota // the configured key, in its header
+	AuthGoogle             // Google Application Default Credentials: an OAuth token as the bearer (Vertex AI)
+)
+
+var authNames = []string{"key", "google"}
+
+func (a Auth) String() string { return authNames[a] }
+
+// Names are the names Parse takes.
+func (Auth) Names() []string { return slices.Clone(authNames) }
+
+// Parse reads a configured way: key or google.
+func (Auth) Parse(s string) (Auth, error) { return enum.Parse[Auth](authNames, s) }
+
+// TokenSource gives the bearer token a call is sent with, fetched and
+// refreshed before it expires by its owner; safe for concurrent use.
+type TokenSource interface {
+	Token() (string, error)
+}
+
+// GoogleScope is the OAuth scope Vertex AI's calls need.
+const GoogleScope = "https://www.googleapis.com/auth/cloud-platform"
+
+// tokenTimeout bounds each request for a token (to Google's token
+// endpoint, or the metadata server): a call waits for it at most so long.
+const tokenTimeout = 30 * time.Second
+
+// GoogleTokens is a TokenSource of Google Application Default Credentials
+// (a service account's key file named by GOOGLE_APPLICATION_CREDENTIALS,
+// workload identity, gcloud's user credentials, the metadata server of
+// GKE, Cloud Run or Compute Engine), found at the first call: the token is
+// kept and fetched again shortly before it expires. Credentials that are
+// not found are looked for again at a later call, not before retryFind.
+func GoogleTokens() TokenSource { return &googleTokens{} }
+
+type googleTokens struct {
+	mu     sync.Mutex
+	src    oauth2.TokenSource
+	err    error
+	failed time.Time
+}
+
+// retryFind is how long a failure to find credentials stands before they
+// are looked for again.
+const retryFind = 10 * time.Second
+
+func (g *googleTokens) Token() (string, error) {
+	src, err := g.source()
+	if err != nil {
+		return "", err
+	}
+	t, err := src.Token() // cached, and refreshed shortly before it expires
+	if err != nil {
+		return "", fmt.Errorf("google credentials: %w", err)
+	}
+	return t.AccessToken, nil
+}
+
+// source finds the credentials once (again after retryFind when that
+// failed).
+func (g *googleTokens) source() (oauth2.TokenSource, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.src != nil {
+		return g.src, nil
+	}
+	if g.err != nil && time.Since(g.failed) < retryFind {
+		return nil, g.err
+	}
+	// Every request for a token is bounded: the token source keeps this
+	// context and its client for the refreshes.
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenTimeout})
+	creds, err := google.FindDefaultCredentials(ctx, GoogleScope)
+	if err != nil {
+		g.err, g.failed = fmt.Errorf("google credentials: %w", err), time.Now()
+		return nil, g.err
+	}
+	g.src, g.err = creds.TokenSource, nil
+	return g.src, nil
+}
