@@ -116,8 +116,8 @@ type upstreamPlan struct {
 	defaultMaxTokens int
 	// vertex: a publisher's models on Google Vertex AI (config's Vertex).
 	vertex bool
-	client           *upstream.Client
-	quirks           wire.Quirks
+	client *upstream.Client
+	quirks wire.Quirks
 	// reasoning is where the upstream puts reasoning; field, the member it
 	// takes it back in ("" for inline think tags: nothing to restore).
 	reasoning wire.ReasoningSource
