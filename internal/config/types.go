@@ -264,8 +264,9 @@ type Upstream struct {
 	// APIKey is the upstream's key, usually "${SOME_ENV_VAR}". Optional.
 	APIKey string `yaml:"api_key"`
 	// Auth is how the upstream is authenticated: key (APIKey in
-	// AuthHeader, the default) or google (Google Application Default
-	// Credentials, an OAuth token as the bearer: Vertex AI).
+	// AuthHeader, the default), google (Google Application Default
+	// Credentials, an OAuth token as the bearer: Vertex AI) or azure
+	// (a Microsoft Entra ID token as the bearer: Azure OpenAI).
 	Auth Enum[upstream.Auth] `yaml:"auth"`
 	// AuthHeader is the header that carries APIKey. "Authorization" (the
 	// default; x-api-key for protocol anthropic, x-goog-api-key for

@@ -3,8 +3,12 @@ package gateway_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -99,5 +103,50 @@ func TestAzureOpenAI(t *testing.T) {
 	resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"nover-sim-text","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer k")
 	if resp.StatusCode < 400 || !strings.Contains(body, "Resource not found") {
 		t.Errorf("no api-version: %d %s", resp.StatusCode, body)
+	}
+}
+
+// auth: azure — a Microsoft Entra ID token as the bearer, from a
+// workload identity (the federated token file AKS projects) and from a
+// managed identity (App Service's endpoint); tokens that expire at once
+// are fetched again for each call, and no call fails for it.
+func TestAzureEntraID(t *testing.T) {
+	const config = `
+upstreams:
+  - {name: azure, url: "UPSTREAM_URL/openai/deployments/{model}", api_version: "2024-10-21", auth: azure}
+routes:
+  - {model: "*", upstream: azure}
+`
+	for _, identity := range []string{"workload", "managed"} {
+		t.Run(identity, func(t *testing.T) {
+			s := sim.New(sim.Options{AzureAssertion: "federated-token", TokenTTL: 2 * time.Second})
+			up := httptest.NewServer(s)
+			t.Cleanup(up.Close)
+			for _, k := range []string{"AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "IDENTITY_ENDPOINT", "IDENTITY_HEADER"} {
+				t.Setenv(k, "")
+			}
+			t.Setenv("AZURE_TENANT_ID", "tenant")
+			t.Setenv("AZURE_CLIENT_ID", "app")
+			t.Setenv("AZURE_AUTHORITY_HOST", up.URL)
+			if identity == "workload" {
+				file := filepath.Join(t.TempDir(), "token")
+				if err := os.WriteFile(file, []byte("federated-token\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("AZURE_FEDERATED_TOKEN_FILE", file)
+			} else {
+				t.Setenv("IDENTITY_ENDPOINT", up.URL+"/msi/token")
+				t.Setenv("IDENTITY_HEADER", sim.AzureIdentityHeader)
+			}
+			e := gatewaytest.Start(t, up.URL, config)
+			for range 2 {
+				if r, err := e.Client("k").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "sim-text", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}); err != nil || len(r.Choices) != 1 {
+					t.Fatalf("with an Entra ID token: %v", err)
+				}
+			}
+			if got := s.LastHeader().Get("Authorization"); !strings.HasPrefix(got, "Bearer eyJ0.sim-entra-") || s.TokensIssued() != 2 {
+				t.Errorf("sent %q, %d tokens issued for 2 calls", got, s.TokensIssued())
+			}
+		})
 	}
 }

@@ -220,8 +220,11 @@ func upstreamClient(u config.Upstream) *upstream.Client {
 		query = "api-version=" + u.APIVersion
 	}
 	var tokens upstream.TokenSource
-	if u.Auth.Value == upstream.AuthGoogle {
+	switch u.Auth.Value {
+	case upstream.AuthGoogle:
 		tokens = upstream.GoogleTokens()
+	case upstream.AuthAzure:
+		tokens = upstream.AzureTokens()
 	}
 	return upstream.New(upstream.Target{
 		Name:             u.Name,

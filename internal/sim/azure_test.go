@@ -2,11 +2,18 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/azure"
@@ -52,9 +59,39 @@ func TestAzureModeSDK(t *testing.T) {
 	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized || !strings.Contains(ae.Message, "Access denied") {
 		t.Errorf("a wrong key: %v", err)
 	}
+	// A Microsoft Entra ID token, as the SDK asks for it (its scope) and
+	// sends it (the bearer).
+	entra := openai.NewClient(azure.WithEndpoint(srv.URL, "2024-10-21"), azure.WithTokenCredential(secretCredential{srv.URL}), azure.WithUnsafeAllowHTTP(), option.WithMaxRetries(0))
+	if c, err := entra.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "sim-text", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}); err != nil || c.Choices[0].Message.Content == "" {
+		t.Fatalf("an Entra ID token: %v", err)
+	}
 	resp, err := http.Post(srv.URL+"/openai/deployments/sim-text/chat/completions", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("no api-version: %v %v", err, resp)
 	}
 	resp.Body.Close()
+}
+
+// secretCredential is a service principal's secret as azidentity's
+// ClientSecretCredential uses it: a client-credentials request to Entra
+// ID's token endpoint (here the simulator's) for the scopes asked.
+type secretCredential struct{ authority string }
+
+func (c secretCredential) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	form := url.Values{"client_id": {"app"}, "client_secret": {AzureSecret}, "grant_type": {"client_credentials"}, "scope": {strings.Join(o.Scopes, " ")}}
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.authority+"/tenant/oauth2/v2.0/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return azcore.AccessToken{}, err
+	}
+	defer resp.Body.Close()
+	var t struct {
+		AccessToken string `json:"access_token"`
+		ExpiresIn   int    `json:"expires_in"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil || t.AccessToken == "" {
+		return azcore.AccessToken{}, fmt.Errorf("no token: %v (%s)", err, resp.Status)
+	}
+	return azcore.AccessToken{Token: t.AccessToken, ExpiresOn: time.Now().Add(time.Duration(t.ExpiresIn) * time.Second)}, nil
 }

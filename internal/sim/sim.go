@@ -49,6 +49,9 @@ type Options struct {
 	// (default an hour).
 	GoogleKey *rsa.PublicKey
 	TokenTTL  time.Duration
+	// AzureAssertion is the federated token (a workload identity's) the
+	// Azure mode's Entra ID takes for a token; "" takes none.
+	AzureAssertion string
 }
 
 // Sim is the simulated provider. It implements http.Handler.

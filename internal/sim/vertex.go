@@ -64,20 +64,27 @@ func (s *Sim) googleToken(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, "invalid_scope", "The scope cloud-platform is needed.")
 		return
 	}
+	token, ttl := s.issue("ya29.sim-")
+	b, _ := json.Marshal(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": int(ttl / time.Second)})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// issue makes an access token that starts with prefix, valid for
+// Options.TokenTTL (default an hour).
+func (s *Sim) issue(prefix string) (string, time.Duration) {
 	ttl := s.opts.TokenTTL
 	if ttl <= 0 {
 		ttl = time.Hour
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.tokens == nil {
 		s.tokens = map[string]time.Time{}
 	}
-	token := fmt.Sprintf("ya29.sim-%d", len(s.tokens)+1)
+	token := fmt.Sprintf("%s%d", prefix, len(s.tokens)+1)
 	s.tokens[token] = time.Now().Add(ttl)
-	s.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": int(ttl / time.Second)})
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
+	return token, ttl
 }
 
 // assertion is what a service account's JWT claims.
