@@ -92,6 +92,18 @@ func TestAzureOpenAI(t *testing.T) {
 	if resp, body := e.Do(t, "POST", "/embeddings?api-version=bogus", `{"model":"gpt-4o","input":"hi"}`, "Authorization", "Bearer k"); resp.StatusCode != http.StatusOK {
 		t.Errorf("embeddings to a deployment: %d %s", resp.StatusCode, body)
 	}
+	// Parallel calls, a throttle (429 with its Retry-After) and a stream
+	// cut mid-answer, from a deployment.
+	par := accumulate(t, e, openai.ChatCompletionNewParams{Model: "az-sim-parallel", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
+	if par.err != nil || len(par.msg.ToolCalls) < 2 || par.msg.ToolCalls[0].ID == par.msg.ToolCalls[1].ID {
+		t.Errorf("parallel calls: %v, %d calls", par.err, len(par.msg.ToolCalls))
+	}
+	if resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"az-sim-error-429","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer k"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a throttle: %d %s", resp.StatusCode, body)
+	}
+	if r := accumulate(t, e, openai.ChatCompletionNewParams{Model: "az-sim-cut", Messages: gatewaytest.UserMsg("hi")}); r.err == nil {
+		t.Error("a cut stream ended cleanly")
+	}
 	// A model that is no path segment names no deployment: refused, nothing sent.
 	before := s.Requests()
 	if resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"dots","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer k"); resp.StatusCode != http.StatusBadRequest ||

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
@@ -97,5 +99,43 @@ func TestVertexAI(t *testing.T) {
 	// token source) before the next.
 	if n := s.TokensIssued(); n < 6 {
 		t.Errorf("%d tokens issued for 6 calls", n)
+	}
+	vertexFailures(t, e)
+}
+
+// Through Vertex AI as through the providers' own APIs: a Responses
+// client, parallel calls, a broken transcript repaired before the
+// simulator (strict on pairing) sees it, a throttle answered 429 with its
+// Retry-After, a stream cut mid-answer an error to the client.
+func vertexFailures(t *testing.T, e *gatewaytest.Env) {
+	ctx := context.Background()
+	c := e.Client("k")
+	if r, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "claude-text", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}); err != nil || r.OutputText() == "" {
+		t.Fatalf("a Responses client: %v", err)
+	}
+	for _, model := range []string{"claude-parallel", "gemini-parallel"} {
+		p := accumulate(t, e, openai.ChatCompletionNewParams{Model: model, Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
+		if p.err != nil || len(p.msg.ToolCalls) != 2 || p.msg.ToolCalls[0].ID == p.msg.ToolCalls[1].ID {
+			t.Errorf("%s: %v %+v", model, p.err, p.msg.ToolCalls)
+		}
+	}
+	broken := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go"), {OfAssistant: &openai.ChatCompletionAssistantMessageParam{
+		ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: "call_1", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "get_weather", Arguments: "{}"}}}}}},
+		openai.UserMessage("and?")}
+	for _, model := range []string{"claude-text", "gemini-text"} {
+		if r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: broken, Tools: weatherTool}); err != nil || len(r.Choices) != 1 {
+			t.Errorf("%s, a broken transcript: %v", model, err)
+		}
+	}
+	for _, model := range []string{"claude-error-429", "gemini-error-429"} {
+		resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer k")
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: %d %v %s", model, resp.StatusCode, resp.Header, body)
+		}
+	}
+	for _, model := range []string{"claude-cut", "gemini-cut"} {
+		if r := accumulate(t, e, openai.ChatCompletionNewParams{Model: model, Messages: gatewaytest.UserMsg("hi")}); r.err == nil {
+			t.Errorf("%s: a cut stream ended cleanly", model)
+		}
 	}
 }
