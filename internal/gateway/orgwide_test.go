@@ -129,6 +129,9 @@ routes:
 		{"/chat/completions", `{"model":"sim-text","messages":[{"role":"user","content":"hi","Content":"other"}]}`},
 		{"/responses", `{"model":"sim-text","Max_Output_Tokens":100000,"input":"hi"}`},
 		{"/messages", `{"model":"claude-text","max_tokens":16,"Max_Tokens":100000,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/messages", `{"model":"claude-text","max_tokens":16,"messages":[{"role":"user","Content":"hi"}]}`},
+		{"/responses", `{"model":"sim-text","input":[{"role":"user","content":"hi","Content":"other"}]}`},
+		{"/responses", `{"model":"sim-text","input":[{"type":"function_call","call_id":"c","name":"f","Arguments":"{}"}]}`},
 		{"/completions", `{"model":"sim-text","MAX_TOKENS":100000,"prompt":"hi"}`},
 	} {
 		before := s.Requests()

@@ -64,6 +64,14 @@ var (
 	toolFunction    = []string{"name", "description", "parameters", "strict"}
 )
 
+// CaseVariant refuses name, a member of the object at param, when it is
+// one of known spelled in another case or as a Unicode fold of it (the
+// members a client API's translator reads of a message or an item), as
+// the chat decoder refuses one of its own.
+func CaseVariant(name string, known []string, param string) error {
+	return knownVariant(name, known, func() string { return param + "." + name })
+}
+
 // knownVariant refuses name when it is a member of known spelled in
 // another case (see TopMembers); param names where.
 func knownVariant(name string, known []string, param func() string) error {

@@ -205,6 +205,8 @@ func (r *Request) messages(v json.RawMessage) error {
 				m.Role, err = roleOf(v, i)
 			case "content":
 				m.Content = v
+			default:
+				err = wire.CaseVariant(k, messageMembers, fmt.Sprintf("messages.%d", i))
 			}
 			return err == nil
 		})
@@ -221,6 +223,10 @@ func (r *Request) messages(v json.RawMessage) error {
 	}
 	return err
 }
+
+// messageMembers are the members of a message the translator reads: one
+// spelled in another case is refused, not read or passed on.
+var messageMembers = []string{"role", "content"}
 
 // roleOf reads a message's role: the usual ones as constants.
 func roleOf(v []byte, i int) (string, error) {

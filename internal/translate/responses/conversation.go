@@ -16,7 +16,13 @@ type inItem struct {
 	Type, Role                                      string
 	content, output, summary                        []byte
 	callID, name, namespace, arguments, id, encrypt []byte
+	// variant is a member spelled as one the translation reads, in
+	// another case (refused: wire.CaseVariant), "" for none.
+	variant string
 }
+
+// itemMembers are the members of an item the translation reads.
+var itemMembers = []string{"type", "role", "content", "output", "summary", "call_id", "name", "namespace", "arguments", "id", "encrypted_content"}
 
 // known are the item types and roles the translation reads, as
 // constants: nothing is allocated to read them.
@@ -88,6 +94,8 @@ func readItem(raw []byte) (inItem, bool) {
 		}
 		if tok != nil {
 			*tok, ok = token(v)
+		} else if it.variant == "" && wire.CaseVariant(k, itemMembers, "") != nil {
+			it.variant = k
 		}
 		return ok
 	})
@@ -190,6 +198,9 @@ func (c *conversation) messages(items []json.RawMessage) error {
 		it, ok := readItem(raw)
 		if !ok {
 			return &wire.ParamError{Param: fmt.Sprintf("input[%d]", i), Msg: "must be an input item object"}
+		}
+		if it.variant != "" {
+			return wire.CaseVariant(it.variant, itemMembers, fmt.Sprintf("input[%d]", i))
 		}
 		if err := c.item(i, raw, it); err != nil {
 			return err
