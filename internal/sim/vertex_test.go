@@ -29,7 +29,7 @@ func TestVertexModeSDK(t *testing.T) {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	creds, err := google.CredentialsFromJSON(ctx, ServiceAccountJSON(key, srv.URL+"/token"), "https://www.googleapis.com/auth/cloud-platform")
+	creds, err := google.CredentialsFromJSONWithType(ctx, ServiceAccountJSON(key, srv.URL+"/token"), google.ServiceAccount, "https://www.googleapis.com/auth/cloud-platform")
 	if err != nil {
 		t.Fatal(err)
 	}
