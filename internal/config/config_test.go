@@ -608,7 +608,7 @@ func TestVertexUpstream(t *testing.T) {
 		{`{name: a, protocol: gemini, url: "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google", auth: google}`, ""},
 		{`{name: a, protocol: anthropic, url: "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google"}`, "must end with the API version"},
 		{`{name: a, protocol: gemini, url: "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google", auth: google, api_key: k}`, "api_key: is not sent with auth: google"},
-		{`{name: a, url: "https://x/v1", auth: aws}`, "auth:"},
+		{`{name: a, url: "https://x/v1", auth: kerberos}`, "auth:"},
 	} {
 		_, err := Parse([]byte("upstreams: ["+tc.upstream+"]\nroutes: [{model: m, upstream: a}]\n"), env(nil))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

@@ -266,8 +266,14 @@ type Upstream struct {
 	// Auth is how the upstream is authenticated: key (APIKey in
 	// AuthHeader, the default), google (Google Application Default
 	// Credentials, an OAuth token as the bearer: Vertex AI) or azure
-	// (a Microsoft Entra ID token as the bearer: Azure OpenAI).
+	// (a Microsoft Entra ID token as the bearer: Azure OpenAI) or aws
+	// (AWS Signature Version 4 with the default credentials chain:
+	// Amazon Bedrock).
 	Auth Enum[upstream.Auth] `yaml:"auth"`
+	// Region is the AWS region requests are signed for with auth: aws.
+	// Default the one the URL's host names (bedrock-runtime.REGION.amazonaws.com),
+	// else the environment's (AWS_REGION).
+	Region string `yaml:"region"`
 	// AuthHeader is the header that carries APIKey. "Authorization" (the
 	// default; x-api-key for protocol anthropic, x-goog-api-key for
 	// protocol gemini) sends "Bearer <key>"; any other header sends the key

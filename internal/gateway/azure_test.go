@@ -162,3 +162,38 @@ routes:
 		})
 	}
 }
+
+// auth: aws — Amazon Bedrock's OpenAI-compatible chat completions, every
+// request signed with AWS Signature Version 4 from the default
+// credentials chain (here the environment's); the simulator signs what
+// it received again and compares. Credentials it does not know are
+// Bedrock's 403, which the client gets as the gateway's 502.
+func TestBedrockSigned(t *testing.T) {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": sim.AWSAccessKey, "AWS_SECRET_ACCESS_KEY": sim.AWSSecretKey, "AWS_SESSION_TOKEN": "",
+		"AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": ""} {
+		t.Setenv(k, v)
+	}
+	e, s := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: bedrock, url: "UPSTREAM_URL/openai/v1", auth: aws, region: us-west-2}
+routes:
+  - {model: "*", upstream: bedrock}
+`)
+	r := accumulate(t, e, openai.ChatCompletionNewParams{Model: "sim-tool", Messages: gatewaytest.UserMsg("weather?"), Tools: weatherTool})
+	if r.err != nil || len(r.msg.ToolCalls) != 1 {
+		t.Fatalf("a signed stream: %v %+v", r.err, r.msg.ToolCalls)
+	}
+	if a := s.LastHeader().Get("Authorization"); !strings.Contains(a, "/us-west-2/bedrock/aws4_request") {
+		t.Errorf("signed as %q", a)
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	e2, _ := gatewaytest.StartSim(t, sim.Options{}, `
+upstreams:
+  - {name: bedrock, url: "UPSTREAM_URL/openai/v1", auth: aws, region: us-west-2}
+routes:
+  - {model: "*", upstream: bedrock}
+`)
+	if resp, body := e2.Do(t, "POST", "/chat/completions", `{"model":"sim-text","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer k"); resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "upstream_auth_failed") {
+		t.Errorf("a wrong secret: %d %s", resp.StatusCode, body)
+	}
+}

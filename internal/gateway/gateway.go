@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -220,17 +221,25 @@ func upstreamClient(u config.Upstream) *upstream.Client {
 		query = "api-version=" + u.APIVersion
 	}
 	var tokens upstream.TokenSource
+	var signer upstream.Signer
 	switch u.Auth.Value {
 	case upstream.AuthGoogle:
 		tokens = upstream.GoogleTokens()
 	case upstream.AuthAzure:
 		tokens = upstream.AzureTokens()
+	case upstream.AuthAWS:
+		region := u.Region
+		if pu, err := url.Parse(u.URL); err == nil && region == "" {
+			region = upstream.RegionOf(pu.Host)
+		}
+		signer = upstream.AWSSigner(region)
 	}
 	return upstream.New(upstream.Target{
 		Name:             u.Name,
 		URL:              u.URL,
 		Query:            query,
 		Tokens:           tokens,
+		Signer:           signer,
 		Path:             path,
 		APIKey:           u.APIKey,
 		AuthHeader:       u.AuthHeader,

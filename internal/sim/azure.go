@@ -79,6 +79,10 @@ func (s *Sim) azureDeployment(next http.HandlerFunc) http.HandlerFunc {
 // api-version is optional there).
 func (s *Sim) azureV1(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if bedrockSigned(r) {
+			s.bedrockOpenAI(w, r, next) // the same path on Amazon Bedrock
+			return
+		}
 		if !s.azureAuthorized(r) {
 			azureError(w, http.StatusUnauthorized, "401", "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
 			return

@@ -23,16 +23,17 @@ const (
 	AuthKey    Auth = iota // the configured key, in its header
 	AuthGoogle             // Google Application Default Credentials: an OAuth token as the bearer (Vertex AI)
 	AuthAzure              // Microsoft Entra ID: a token as the bearer (Azure OpenAI; AzureTokens)
+	AuthAWS                // AWS Signature Version 4 with the default credentials chain (Amazon Bedrock; AWSSigner)
 )
 
-var authNames = []string{"key", "google", "azure"}
+var authNames = []string{"key", "google", "azure", "aws"}
 
 func (a Auth) String() string { return authNames[a] }
 
 // Names are the names Parse takes.
 func (Auth) Names() []string { return slices.Clone(authNames) }
 
-// Parse reads a configured way: key, google or azure.
+// Parse reads a configured way: key, google, azure or aws.
 func (Auth) Parse(s string) (Auth, error) { return enum.Parse[Auth](authNames, s) }
 
 // TokenSource gives the bearer token a call is sent with, fetched and

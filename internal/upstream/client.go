@@ -34,6 +34,9 @@ type Target struct {
 	// Tokens, when set, gives the bearer token every call is sent with
 	// (a cloud's short-lived credentials) instead of APIKey.
 	Tokens TokenSource
+	// Signer, when set, signs every call (AWS Signature Version 4)
+	// instead of APIKey.
+	Signer Signer
 	// Path is the endpoint below URL; "" is "/chat/completions".
 	Path string
 	// APIKey is sent in AuthHeader; empty sends no credentials.
@@ -190,10 +193,16 @@ func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reco
 	if err != nil {
 		return nil, false, err
 	}
+	signing, err := c.signing(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	// The call's own cancel lets an error body's read be abandoned on time
 	// (closing a body that is being read would wait for the read).
 	ctx, cancel := context.WithCancel(ctx)
-	resp, reconnected, err = c.roundTrip(ctx, func(ctx context.Context) *http.Request { return withToken(c.request(ctx, call), token) })
+	resp, reconnected, err = c.roundTrip(ctx, func(ctx context.Context) *http.Request {
+		return c.sign(withToken(c.request(ctx, call), token), call.Body, signing)
+	})
 	if err != nil {
 		e := c.transportError(ctx, err)
 		cancel()
@@ -355,6 +364,30 @@ func (c *Client) token() (string, error) {
 	return t, nil
 }
 
+// signing are the credentials the upstream's Signer signs a call with
+// now (nil without a Signer); an upstream's failure, nothing sent, when
+// there are none.
+func (c *Client) signing(ctx context.Context) (any, error) {
+	if c.target.Signer == nil {
+		return nil, nil
+	}
+	creds, err := c.target.Signer.Credentials(ctx)
+	if err != nil {
+		return nil, &Error{Upstream: c.target.Name, Kind: KindConnect, Err: err}
+	}
+	return creds, nil
+}
+
+// sign signs req (its headers all set) with the credentials, when the
+// upstream signs its calls. A request the signer cannot sign goes
+// unsigned, and the upstream refuses it.
+func (c *Client) sign(req *http.Request, body []byte, creds any) *http.Request {
+	if creds != nil {
+		_ = c.target.Signer.Sign(req, body, creds)
+	}
+	return req
+}
+
 // withToken sends req with the bearer token, when there is one.
 func withToken(req *http.Request, token string) *http.Request {
 	if token != "" {
@@ -448,6 +481,10 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 	if err != nil {
 		return nil, false, err
 	}
+	signing, err := c.signing(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	build := func(ctx context.Context) *http.Request {
 		var b io.Reader
@@ -464,7 +501,7 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 			req.Header.Set("Accept", a)
 		}
 		c.authorize(req)
-		return withToken(req, token)
+		return c.sign(withToken(req, token), body, signing)
 	}
 	resp, reconnected, err = c.roundTrip(ctx, build)
 	if err != nil {

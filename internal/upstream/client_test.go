@@ -441,3 +441,13 @@ func TestTransportErrorWithoutURL(t *testing.T) {
 		t.Fatalf("error %v (kind %v)", err, e)
 	}
 }
+
+// An AWS endpoint's host names its region.
+func TestRegionOf(t *testing.T) {
+	for host, want := range map[string]string{"bedrock-runtime.us-east-1.amazonaws.com": "us-east-1", "bedrock-runtime.eu-west-3.amazonaws.com:443": "eu-west-3",
+		"bedrock-runtime-fips.us-gov-west-1.amazonaws.com": "us-gov-west-1", "proxy.example": "", "127.0.0.1:8080": ""} {
+		if got := RegionOf(host); got != want {
+			t.Errorf("%s: %q, want %q", host, got, want)
+		}
+	}
+}
