@@ -8,13 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/testing/wait"
 	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -448,6 +450,36 @@ func TestRegionOf(t *testing.T) {
 		"bedrock-runtime-fips.us-gov-west-1.amazonaws.com": "us-gov-west-1", "proxy.example": "", "127.0.0.1:8080": ""} {
 		if got := RegionOf(host); got != want {
 			t.Errorf("%s: %q, want %q", host, got, want)
+		}
+	}
+}
+
+// A token endpoint's answer: its expiry as expires_in (Entra ID's, a
+// number) or expires_on (a managed identity's, a string of seconds since
+// the epoch); an error answer names what the endpoint said.
+func TestTokenResponse(t *testing.T) {
+	in := time.Now().Add(time.Hour).Unix()
+	for _, tc := range []struct {
+		status      int
+		body, token string
+		wantExpiry  bool
+	}{
+		{200, `{"access_token":"a","expires_in":3599,"token_type":"Bearer"}`, "a", true},
+		{200, `{"access_token":"b","expires_on":"` + strconv.FormatInt(in, 10) + `"}`, "b", true},
+		{400, `{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided."}`, "", false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tc.status)
+			_, _ = w.Write([]byte(tc.body))
+		}))
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		token, expires, err := tokenResponse(req)
+		srv.Close()
+		switch {
+		case tc.token == "" && (err == nil || !strings.Contains(err.Error(), "AADSTS7000215")):
+			t.Errorf("%s: %q %v", tc.body, token, err)
+		case tc.token != "" && (err != nil || token != tc.token || time.Until(expires) < 50*time.Minute):
+			t.Errorf("%s: %q %v %v", tc.body, token, expires, err)
 		}
 	}
 }
