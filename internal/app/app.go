@@ -40,6 +40,7 @@ import (
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/upstream"
 )
 
 // World is what the process reads and writes outside itself.
@@ -150,7 +151,10 @@ func check(path string, w World) error {
 	}
 	fmt.Fprintf(w.Stdout, "%s: valid (%d upstreams, %d routes, %d client keys)\n", configName(path), len(cfg.Upstreams), len(cfg.Routes), len(cfg.Keys))
 	for _, u := range cfg.Upstreams {
-		if !u.Simulator && u.APIKey == "" {
+		switch {
+		case u.Auth.Value != upstream.AuthKey:
+			fmt.Fprintf(w.Stdout, "note: upstream %s authenticates with %s credentials, looked for at its first request (%s); without them its requests fail (502)\n", u.Name, u.Auth.Name, cloudCredentials[u.Auth.Value])
+		case !u.Simulator && u.APIKey == "":
 			fmt.Fprintf(w.Stdout, "note: upstream %s has no api_key: its provider will refuse the requests routed to it (502 upstream_auth_failed), unless it needs none\n", u.Name)
 		}
 	}
@@ -158,6 +162,13 @@ func check(path string, w World) error {
 		fmt.Fprintln(w.Stdout, "note: responses.seal_key is not set: each process seals the encrypted reasoning it hands Responses clients with a secret made at start, so an item another replica handed out, or this one before a restart, goes back without its reasoning")
 	}
 	return nil
+}
+
+// cloudCredentials say where each cloud's credentials are looked for.
+var cloudCredentials = map[upstream.Auth]string{
+	upstream.AuthGoogle: "Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS, workload identity, the metadata server",
+	upstream.AuthAzure:  "AZURE_CLIENT_SECRET or AZURE_FEDERATED_TOKEN_FILE with AZURE_TENANT_ID and AZURE_CLIENT_ID, else a managed identity",
+	upstream.AuthAWS:    "the AWS default chain: AWS_ACCESS_KEY_ID, the shared config, SSO, IRSA, Pod Identity, ECS, EC2",
 }
 
 // fitMemory sets the memory the gateway may use: server.memory_limit,

@@ -333,6 +333,15 @@ func TestCheck(t *testing.T) {
 	if err := run(context.Background(), []string{"demo"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "cmd/demo") {
 		t.Errorf("toolgate demo does not say where the demo went: %v", err)
 	}
+	// An upstream authenticated by a cloud's credentials is not said to
+	// lack a key: check says where they are looked for.
+	cloud := filepath.Join(dir, "cloud.yaml")
+	os.WriteFile(cloud, []byte("upstreams: [{name: v, protocol: gemini, url: \"https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google\", auth: google}]\nroutes: [{model: \"*\", upstream: v}]\n"), 0o600)
+	out.Reset()
+	if err := run(context.Background(), []string{"check", "--config", cloud}, func(string) string { return "" }, &out, io.Discard); err != nil ||
+		strings.Contains(out.String(), "no api_key") || !strings.Contains(out.String(), "upstream v authenticates with google credentials") {
+		t.Errorf("a cloud's credentials: %v %q", err, out.String())
+	}
 	// A Responses upstream without responses.seal_key: check says what
 	// that means; with one, nothing.
 	for secret, note := range map[string]bool{"": true, "responses: {seal_key: \"a secret all replicas share\"}\n": false} {
