@@ -695,6 +695,34 @@ func EachMember(raw []byte, fn func(key string, v []byte) bool) bool {
 	}
 }
 
+// StringToken is v when it is a JSON string, nil for null; ok is false
+// for any other value (a member absent is nil, and not ok).
+func StringToken(v []byte) (tok []byte, ok bool) {
+	switch {
+	case string(v) == "null":
+		return nil, true
+	case len(v) > 0 && v[0] == '"':
+		return v, true
+	}
+	return nil, false
+}
+
+// KnownString decodes the JSON string v, one of known returned as that
+// constant (nothing allocated for a usual type or role); null is "".
+func KnownString(v []byte, known []string) (string, bool) {
+	if inner, plain := plainString(v); plain {
+		for _, k := range known {
+			if string(inner) == k {
+				return k, true
+			}
+		}
+	}
+	if string(v) == "null" {
+		return "", true
+	}
+	return stringOf(v)
+}
+
 // plainString is the text of v when v is a JSON string written without
 // escapes (its text is then its bytes): the usual string, read in place.
 func plainString(v []byte) ([]byte, bool) {

@@ -93,7 +93,7 @@ func FuzzEachMember(f *testing.F) {
 	})
 }
 
-// StringIs and StringPrefix agree with a decoded string.
+// StringIs, StringPrefix and KnownString agree with a decoded string.
 func FuzzStringIs(f *testing.F) {
 	for _, s := range [][2]string{{`"abc"`, "abc"}, {`"a\u0062c"`, "abcd"}, {`null`, ""}, {`5`, "5"}, {"\"\xff\"", "\ufffd"}, {`"ab"`, "abc"}, {`"\u00e9"`, "é!"}} {
 		f.Add([]byte(s[0]), s[1])
@@ -108,6 +108,9 @@ func FuzzStringIs(f *testing.F) {
 		}
 		if got := StringIs(v, want); got != (ok && text == want) {
 			t.Fatalf("StringIs(%q, %q) = %v; decoded %q %v", v, want, got, text, ok)
+		}
+		if got, kok := KnownString(v, []string{"text", want}); kok != ok || ok && got != text {
+			t.Fatalf("KnownString(%q) = %q %v; decoded %q %v", v, got, kok, text, ok)
 		}
 		n, got := StringPrefix(v, want)
 		if got != (ok && strings.HasPrefix(want, text)) || got && n != len(text) {

@@ -14,10 +14,9 @@ import (
 // string a client wrote is copied as it was written, so a request costs
 // its translation about its own size once more, whatever its shape.
 type translator struct {
+	translate.ChatWriter
 	o            ChatOptions
 	droppedCache int
-	buf          []byte
-	n            int // messages written
 }
 
 // keep: the upstream is Anthropic's, and each chat message keeps the
@@ -36,39 +35,9 @@ type block struct {
 	isError                                                    bool
 }
 
-// typeOf is a block's type: the usual ones as constants, nothing
-// allocated for them.
-func typeOf(v []byte) (string, bool) {
-	switch string(v) {
-	case `"text"`:
-		return "text", true
-	case `"image"`:
-		return "image", true
-	case `"tool_use"`:
-		return "tool_use", true
-	case `"tool_result"`:
-		return "tool_result", true
-	case `"thinking"`:
-		return "thinking", true
-	case `"redacted_thinking"`:
-		return "redacted_thinking", true
-	case "null":
-		return "", true
-	}
-	return wire.String(v)
-}
-
-// stringToken is v when it is a JSON string, nil for null; ok is false
-// for any other value.
-func stringToken(v []byte) (tok []byte, ok bool) {
-	switch {
-	case string(v) == "null":
-		return nil, true
-	case len(v) > 0 && v[0] == '"':
-		return v, true
-	}
-	return nil, false
-}
+// blockTypes are the block types the translator reads, decoded as
+// constants (nothing allocated for them).
+var blockTypes = []string{"text", "image", "tool_use", "tool_result", "thinking", "redacted_thinking"}
 
 // readBlock reads one block in place; false when it is no object or a
 // member has the wrong type.
@@ -79,7 +48,7 @@ func readBlock(raw []byte) (block, bool) {
 		var tok *[]byte
 		switch k {
 		case "type":
-			b.Type, ok = typeOf(v)
+			b.Type, ok = wire.KnownString(v, blockTypes)
 			return ok
 		case "is_error":
 			b.isError, ok = string(v) == "true", string(v) == "true" || string(v) == "false" || string(v) == "null"
@@ -112,7 +81,7 @@ func readBlock(raw []byte) (block, bool) {
 			tok = &b.toolName
 		}
 		if tok != nil {
-			*tok, ok = stringToken(v)
+			*tok, ok = wire.StringToken(v)
 		}
 		return ok
 	})
@@ -128,7 +97,7 @@ func str(tok []byte) string {
 // eachBlock calls fn with each block of a content: a string (or null) is
 // one text block, an array its blocks, read in place.
 func eachBlock(c []byte, param place, fn func(k int, b block) error) error {
-	if s, ok := stringToken(c); ok {
+	if s, ok := wire.StringToken(c); ok {
 		b := block{Type: "text", text: s}
 		return fn(0, b)
 	}
@@ -172,59 +141,41 @@ func (p place) at(k int, field string) string { return fmt.Sprintf("%s.%d.%s", p
 // isArray: a content sent as blocks, not a string.
 func isArray(c []byte) bool { return len(c) > 0 && c[0] == '[' }
 
-// next starts a message of role, after a comma when one came before.
-func (t *translator) next(role string) {
-	if t.n > 0 {
-		t.buf = append(t.buf, ',')
-	}
-	t.n++
-	t.buf = append(t.buf, `{"role":"`...)
-	t.buf = append(t.buf, role...)
-	t.buf = append(t.buf, '"')
-}
-
-// member writes the name of a message's next member.
-func (t *translator) member(name string) {
-	t.buf = append(t.buf, ',', '"')
-	t.buf = append(t.buf, name...)
-	t.buf = append(t.buf, '"', ':')
-}
-
 // blocksMember writes the blocks a message keeps, as sent: those of
 // content that pick says.
 func (t *translator) blocksMember(content []byte, pick func(b block) bool) {
-	t.member(translate.BlocksMember)
-	t.buf = append(t.buf, '[')
+	t.Member(translate.BlocksMember)
+	t.Buf = append(t.Buf, '[')
 	n := 0
 	_ = eachBlock(content, place{}, func(_ int, b block) error {
 		if pick(b) {
 			if n > 0 {
-				t.buf = append(t.buf, ',')
+				t.Buf = append(t.Buf, ',')
 			}
-			t.buf = append(t.buf, b.raw...)
+			t.Buf = append(t.Buf, b.raw...)
 			n++
 		}
 		return nil
 	})
-	t.buf = append(t.buf, ']')
+	t.Buf = append(t.Buf, ']')
 }
 
 // system turns the system prompt (or a system message) into a system
 // message.
 func (t *translator) system(raw []byte, param place) error {
-	mark := len(t.buf)
-	n := t.n
-	t.next("system")
-	t.member("content")
+	mark := len(t.Buf)
+	n := t.N
+	t.Next("system")
+	t.Member("content")
 	parts, err := t.parts(raw, param, false)
 	if err != nil || parts == 0 {
-		t.buf, t.n = t.buf[:mark], n
+		t.Buf, t.N = t.Buf[:mark], n
 		return err
 	}
 	if t.keep() && isArray(raw) {
 		t.blocksMember(raw, func(block) bool { return true })
 	}
-	t.buf = append(t.buf, '}')
+	t.Buf = append(t.Buf, '}')
 	return nil
 }
 
@@ -260,37 +211,37 @@ func (t *translator) user(content []byte, param place) error {
 		if b.Type != "tool_result" {
 			return nil
 		}
-		t.next("tool")
-		t.member("content")
+		t.Next("tool")
+		t.Member("content")
 		if err := t.resultText(b, place{msg: param.msg, block: k}); err != nil {
 			return err
 		}
-		t.member("tool_call_id")
-		t.buf = wire.AppendToken(t.buf, b.useID)
+		t.Member("tool_call_id")
+		t.Buf = wire.AppendToken(t.Buf, b.useID)
 		if keep {
-			t.member(translate.BlocksMember)
-			t.buf = append(t.buf, '[')
-			t.buf = append(t.buf, b.raw...)
-			t.buf = append(t.buf, ']')
+			t.Member(translate.BlocksMember)
+			t.Buf = append(t.Buf, '[')
+			t.Buf = append(t.Buf, b.raw...)
+			t.Buf = append(t.Buf, ']')
 		}
-		t.buf = append(t.buf, '}')
+		t.Buf = append(t.Buf, '}')
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if tok, ok := stringToken(content); ok {
+	if tok, ok := wire.StringToken(content); ok {
 		// A string: the chat message's content, as it was written.
 		if len(tok) > 2 {
-			t.next("user")
-			t.member("content")
-			t.buf = append(wire.AppendToken(t.buf, tok), '}')
+			t.Next("user")
+			t.Member("content")
+			t.Buf = append(wire.AppendToken(t.Buf, tok), '}')
 		}
 		return nil
 	}
-	mark, n := len(t.buf), t.n
-	t.next("user")
-	t.member("content")
+	mark, n := len(t.Buf), t.N
+	t.Next("user")
+	t.Member("content")
 	parts, err := t.parts(content, param, true)
 	if err != nil {
 		return err
@@ -306,25 +257,25 @@ func (t *translator) user(content []byte, param place) error {
 	}
 	switch {
 	case parts == 0 && rest == 0:
-		t.buf, t.n = t.buf[:mark], n // nothing but tool results
+		t.Buf, t.N = t.Buf[:mark], n // nothing but tool results
 		return nil
 	case parts == 0:
 		// Blocks the chat model has no slot for (a document, …),
 		// which the kept blocks carry.
-		t.buf = append(t.buf[:len(t.buf)-2], `""`...)
+		t.Buf = append(t.Buf[:len(t.Buf)-2], `""`...)
 	}
 	if rest > 0 {
 		t.blocksMember(content, func(b block) bool { return b.Type != "tool_result" })
 	}
-	t.buf = append(t.buf, '}')
+	t.Buf = append(t.Buf, '}')
 	return nil
 }
 
 // resultText writes a tool_result's content as text (an error marked
 // so): a string as it was sent.
 func (t *translator) resultText(b block, param place) error {
-	if tok, ok := stringToken(b.content); ok && !b.isError {
-		t.buf = wire.AppendToken(t.buf, tok)
+	if tok, ok := wire.StringToken(b.content); ok && !b.isError {
+		t.Buf = wire.AppendToken(t.Buf, tok)
 		return nil
 	}
 	var sb strings.Builder
@@ -351,57 +302,57 @@ func (t *translator) resultText(b block, param place) error {
 	if b.isError {
 		text = "Error: " + text
 	}
-	t.buf = wire.AppendString(t.buf, text)
+	t.Buf = wire.AppendString(t.Buf, text)
 	return nil
 }
 
 // parts writes text and image blocks as chat content parts (an array),
 // and returns how many it wrote.
 func (t *translator) parts(content []byte, param place, images bool) (int, error) {
-	t.buf = append(t.buf, '[')
+	t.Buf = append(t.Buf, '[')
 	n := 0
 	err := eachBlock(content, param, func(k int, b block) error {
-		start := len(t.buf)
+		start := len(t.Buf)
 		if n > 0 {
-			t.buf = append(t.buf, ',')
+			t.Buf = append(t.Buf, ',')
 		}
 		switch {
 		case b.Type == "tool_result" && images:
-			t.buf = t.buf[:start]
+			t.Buf = t.Buf[:start]
 			return nil // a tool message of its own
 		case b.Type == "text":
 			if len(b.text) <= 2 {
-				t.buf = t.buf[:start]
+				t.Buf = t.Buf[:start]
 				return nil
 			}
-			t.buf = append(t.buf, `{"type":"text","text":`...)
-			t.buf = wire.AppendToken(t.buf, b.text)
+			t.Buf = append(t.Buf, `{"type":"text","text":`...)
+			t.Buf = wire.AppendToken(t.Buf, b.text)
 		case b.Type == "image" && images && !(t.keep() && !imageSource(b.source)):
-			t.buf = append(t.buf, `{"type":"image_url","image_url":{"url":`...)
+			t.Buf = append(t.Buf, `{"type":"image_url","image_url":{"url":`...)
 			var err error
-			if t.buf, err = appendImageURL(t.buf, b.source, param.at(k, "source")); err != nil {
+			if t.Buf, err = appendImageURL(t.Buf, b.source, param.at(k, "source")); err != nil {
 				return err
 			}
-			t.buf = append(t.buf, '}')
+			t.Buf = append(t.Buf, '}')
 		case t.keep():
-			t.buf = t.buf[:start]
+			t.Buf = t.Buf[:start]
 			return nil // a block the chat model has no slot for, carried as it is
 		default:
 			return &wire.ParamError{Param: param.at(k, "type"), Msg: fmt.Sprintf("a %q block cannot be sent here", wire.Clip(b.Type)), Unsupported: true}
 		}
 		if b.cacheControl != nil {
 			if t.o.Protocol == translate.Anthropic {
-				t.buf = append(t.buf, `,"cache_control":`...)
-				t.buf = append(t.buf, b.cacheControl...)
+				t.Buf = append(t.Buf, `,"cache_control":`...)
+				t.Buf = append(t.Buf, b.cacheControl...)
 			} else {
 				t.droppedCache++
 			}
 		}
-		t.buf = append(t.buf, '}')
+		t.Buf = append(t.Buf, '}')
 		n++
 		return nil
 	})
-	t.buf = append(t.buf, ']')
+	t.Buf = append(t.Buf, ']')
 	return n, err
 }
 
@@ -426,7 +377,7 @@ func appendImageURL(buf, source []byte, param string) ([]byte, error) {
 		return append(buf, '"'), nil
 	case wire.StringIs(typ, "url"):
 		url, _ := wire.Member(source, "url")
-		tok, _ := stringToken(url)
+		tok, _ := wire.StringToken(url)
 		return wire.AppendToken(buf, tok), nil
 	}
 	return buf, &wire.ParamError{Param: param, Msg: "must be a base64 or url image source", Unsupported: true}
@@ -435,7 +386,7 @@ func appendImageURL(buf, source []byte, param string) ([]byte, error) {
 // appendInner writes a string token's text without its quotes, as
 // AppendToken would write it.
 func appendInner(buf, v []byte) []byte {
-	tok, _ := stringToken(v)
+	tok, _ := wire.StringToken(v)
 	if tok == nil {
 		return buf
 	}
@@ -494,31 +445,31 @@ func (t *translator) assistant(content []byte, param place) error {
 	if text == nil && tn.calls == 0 && !carried && !keep {
 		return nil // an empty turn: nothing to send
 	}
-	t.next("assistant")
-	t.member("content")
+	t.Next("assistant")
+	t.Member("content")
 	if text == nil {
-		t.buf = append(t.buf, "null"...)
+		t.Buf = append(t.Buf, "null"...)
 	} else {
-		t.buf = append(t.buf, text...)
+		t.Buf = append(t.Buf, text...)
 	}
 	switch {
 	case carried:
-		t.member(t.o.CarriedMember)
-		t.buf = wire.AppendString(t.buf, thoughts(content))
+		t.Member(t.o.CarriedMember)
+		t.Buf = wire.AppendString(t.Buf, thoughts(content))
 	case t.o.Protocol != translate.Anthropic && tn.thinking > 0 && t.o.ReasoningField != "":
 		if r := joined(content, "thinking"); r != "" {
-			t.member(t.o.ReasoningField)
-			t.buf = wire.AppendString(t.buf, r)
+			t.Member(t.o.ReasoningField)
+			t.Buf = wire.AppendString(t.Buf, r)
 		}
 	}
 	if tn.calls > 0 {
-		t.member("tool_calls")
+		t.Member("tool_calls")
 		t.calls(content)
 	}
 	if keep {
 		t.blocksMember(content, func(block) bool { return true })
 	}
-	t.buf = append(t.buf, '}')
+	t.Buf = append(t.Buf, '}')
 	return nil
 }
 
@@ -593,28 +544,28 @@ func appendNonEmpty(buf []byte, name string, tok []byte) []byte {
 // calls writes a turn's tool_use blocks as chat tool calls, each input as
 // the arguments string ("{}" for none).
 func (t *translator) calls(content []byte) {
-	t.buf = append(t.buf, '[')
+	t.Buf = append(t.Buf, '[')
 	n := 0
 	_ = eachBlock(content, place{}, func(_ int, b block) error {
 		if b.Type != "tool_use" {
 			return nil
 		}
 		if n > 0 {
-			t.buf = append(t.buf, ',')
+			t.Buf = append(t.Buf, ',')
 		}
 		n++
-		t.buf = append(t.buf, `{"id":`...)
-		t.buf = wire.AppendToken(t.buf, b.id)
-		t.buf = append(t.buf, `,"type":"function","function":{"name":`...)
-		t.buf = wire.AppendToken(t.buf, b.name)
-		t.buf = append(t.buf, `,"arguments":`...)
+		t.Buf = append(t.Buf, `{"id":`...)
+		t.Buf = wire.AppendToken(t.Buf, b.id)
+		t.Buf = append(t.Buf, `,"type":"function","function":{"name":`...)
+		t.Buf = wire.AppendToken(t.Buf, b.name)
+		t.Buf = append(t.Buf, `,"arguments":`...)
 		input := b.input
 		if len(input) == 0 || string(input) == "null" {
 			input = []byte("{}")
 		}
-		t.buf = wire.AppendString(t.buf, input)
-		t.buf = append(t.buf, "}}"...)
+		t.Buf = wire.AppendString(t.Buf, input)
+		t.Buf = append(t.Buf, "}}"...)
 		return nil
 	})
-	t.buf = append(t.buf, ']')
+	t.Buf = append(t.Buf, ']')
 }

@@ -290,8 +290,8 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 		return Translated{}, err
 	}
 	tools, dropped := r.allowedTools(o.HostedTools)
-	t := translator{o: o, buf: make([]byte, 0, r.chatSize(o))}
-	t.buf = append(t.buf, `{"messages":[`...)
+	t := translator{o: o, ChatWriter: translate.ChatWriter{Buf: make([]byte, 0, r.chatSize(o))}}
+	t.Buf = append(t.Buf, `{"messages":[`...)
 	if len(r.System) > 0 && string(r.System) != "null" {
 		if err := t.system(r.System, systemPlace); err != nil {
 			return Translated{}, err
@@ -302,7 +302,7 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 			return Translated{}, err
 		}
 	}
-	t.buf = append(t.buf, ']')
+	t.Buf = append(t.Buf, ']')
 	// The other members, few and small, marshalled after the messages.
 	chat := map[string]any{"model": r.Model}
 	if r.Stream {
@@ -325,7 +325,7 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 	if err != nil {
 		return Translated{}, err
 	}
-	b := append(append(t.buf, ','), rest[1:]...) // rest has at least the model
+	b := append(append(t.Buf, ','), rest[1:]...) // rest has at least the model
 	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped}, nil
 }
 

@@ -28,31 +28,6 @@ var itemMembers = []string{"type", "role", "content", "output", "summary", "call
 // constants: nothing is allocated to read them.
 var known = []string{"message", "function_call", "function_call_output", "reasoning", "item_reference", "user", "assistant", "system", "developer"}
 
-// name is a type or role: a known one as its constant.
-func name(v []byte) (string, bool) {
-	for _, k := range known {
-		if len(v) == len(k)+2 && string(v[1:len(v)-1]) == k && v[0] == '"' {
-			return k, true
-		}
-	}
-	if string(v) == "null" {
-		return "", true
-	}
-	return wire.String(v)
-}
-
-// token is v when it is a JSON string, nil for null; ok is false for any
-// other value.
-func token(v []byte) ([]byte, bool) {
-	switch {
-	case string(v) == "null":
-		return nil, true
-	case len(v) > 0 && v[0] == '"':
-		return v, true
-	}
-	return nil, false
-}
-
 // text is a string token's value ("" for nil).
 func text(tok []byte) string {
 	s, _ := wire.String(tok)
@@ -68,10 +43,10 @@ func readItem(raw []byte) (inItem, bool) {
 		var tok *[]byte
 		switch k {
 		case "type":
-			it.Type, ok = name(v)
+			it.Type, ok = wire.KnownString(v, known)
 			return ok
 		case "role":
-			it.Role, ok = name(v)
+			it.Role, ok = wire.KnownString(v, known)
 			return ok
 		case "content":
 			it.content = v
@@ -93,7 +68,7 @@ func readItem(raw []byte) (inItem, bool) {
 			tok = &it.encrypt
 		}
 		if tok != nil {
-			*tok, ok = token(v)
+			*tok, ok = wire.StringToken(v)
 		} else if it.variant == "" && wire.CaseVariant(k, itemMembers, "") != nil {
 			it.variant = k
 		}
@@ -146,28 +121,9 @@ func (a *assistant) carry(raw []byte, it inItem) {
 
 // conversation writes the chat messages of input items into one buffer.
 type conversation struct {
+	translate.ChatWriter
 	o    ChatOptions
-	buf  []byte
-	n    int // messages written
 	turn assistant
-}
-
-// next starts a message of role, after a comma when one came before.
-func (c *conversation) next(role string) {
-	if c.n > 0 {
-		c.buf = append(c.buf, ',')
-	}
-	c.n++
-	c.buf = append(c.buf, `{"role":"`...)
-	c.buf = append(c.buf, role...)
-	c.buf = append(c.buf, '"')
-}
-
-// member writes the name of a message's next member.
-func (c *conversation) member(name string) {
-	c.buf = append(c.buf, ',', '"')
-	c.buf = append(c.buf, name...)
-	c.buf = append(c.buf, '"', ':')
 }
 
 // end ends a message made from items up to last: with keep, the items
@@ -175,21 +131,21 @@ func (c *conversation) member(name string) {
 // previous response's items only.
 func (c *conversation) end(kept [][]byte, last int) {
 	if c.o.Keep {
-		c.member(translate.ItemsMember)
-		c.buf = append(c.buf, '[')
+		c.Member(translate.ItemsMember)
+		c.Buf = append(c.Buf, '[')
 		for k, raw := range kept {
 			if k > 0 {
-				c.buf = append(c.buf, ',')
+				c.Buf = append(c.Buf, ',')
 			}
-			c.buf = append(c.buf, raw...)
+			c.Buf = append(c.Buf, raw...)
 		}
-		c.buf = append(c.buf, ']')
+		c.Buf = append(c.Buf, ']')
 		if c.o.Previous != nil && last < c.o.Previous.Items {
-			c.member(translate.PreviousMember)
-			c.buf = append(c.buf, "true"...)
+			c.Member(translate.PreviousMember)
+			c.Buf = append(c.Buf, "true"...)
 		}
 	}
-	c.buf = append(c.buf, '}')
+	c.Buf = append(c.Buf, '}')
 }
 
 // messages writes input items as chat messages.
@@ -227,30 +183,30 @@ func (c *conversation) flush() error {
 // assistant writes a gathered turn: its text, its calls, its reasoning
 // summaries, the encrypted reasoning it carries.
 func (c *conversation) assistant(t *assistant) error {
-	c.next("assistant")
-	c.member("content")
+	c.Next("assistant")
+	c.Member("content")
 	switch s := joined(t.text); {
 	case len(t.text) == 1 && len(t.text[0]) > 2:
-		c.buf = wire.AppendToken(c.buf, t.text[0])
+		c.Buf = wire.AppendToken(c.Buf, t.text[0])
 	case s != "":
-		c.buf = wire.AppendString(c.buf, s)
+		c.Buf = wire.AppendString(c.Buf, s)
 	case c.o.Keep && len(t.kept) > 0 && len(t.calls) == 0:
-		c.buf = append(c.buf, `""`...) // only items the chat model has no slot for, which the kept items carry
+		c.Buf = append(c.Buf, `""`...) // only items the chat model has no slot for, which the kept items carry
 	default:
-		c.buf = append(c.buf, "null"...)
+		c.Buf = append(c.Buf, "null"...)
 	}
 	if len(t.calls) > 0 {
-		c.member("tool_calls")
+		c.Member("tool_calls")
 		c.calls(t.calls)
 	}
 	if r := joined(t.reasoning); r != "" && c.o.ReasoningField != "" {
-		c.member(c.o.ReasoningField)
-		c.buf = wire.AppendString(c.buf, r)
+		c.Member(c.o.ReasoningField)
+		c.Buf = wire.AppendString(c.Buf, r)
 	}
 	if t.encrypted && c.o.CarriedMember != "" {
 		if enc := t.carried.encode(); enc != nil {
-			c.member(c.o.CarriedMember)
-			c.buf = wire.AppendString(c.buf, enc)
+			c.Member(c.o.CarriedMember)
+			c.Buf = wire.AppendString(c.Buf, enc)
 		}
 	}
 	c.end(t.kept, t.last)
@@ -272,24 +228,24 @@ func joined(toks [][]byte) string {
 // calls writes a turn's function calls as chat tool calls: a call of a
 // namespace's function by the name NamespaceSep makes.
 func (c *conversation) calls(calls []call) {
-	c.buf = append(c.buf, '[')
+	c.Buf = append(c.Buf, '[')
 	for k, fc := range calls {
 		if k > 0 {
-			c.buf = append(c.buf, ',')
+			c.Buf = append(c.Buf, ',')
 		}
-		c.buf = append(c.buf, `{"id":`...)
-		c.buf = wire.AppendToken(c.buf, fc.id)
-		c.buf = append(c.buf, `,"type":"function","function":{"name":`...)
+		c.Buf = append(c.Buf, `{"id":`...)
+		c.Buf = wire.AppendToken(c.Buf, fc.id)
+		c.Buf = append(c.Buf, `,"type":"function","function":{"name":`...)
 		if ns := text(fc.namespace); ns != "" {
-			c.buf = wire.AppendString(c.buf, ns+NamespaceSep+text(fc.name))
+			c.Buf = wire.AppendString(c.Buf, ns+NamespaceSep+text(fc.name))
 		} else {
-			c.buf = wire.AppendToken(c.buf, fc.name)
+			c.Buf = wire.AppendToken(c.Buf, fc.name)
 		}
-		c.buf = append(c.buf, `,"arguments":`...)
-		c.buf = wire.AppendToken(c.buf, fc.arguments)
-		c.buf = append(c.buf, "}}"...)
+		c.Buf = append(c.Buf, `,"arguments":`...)
+		c.Buf = wire.AppendToken(c.Buf, fc.arguments)
+		c.Buf = append(c.Buf, "}}"...)
 	}
-	c.buf = append(c.buf, ']')
+	c.Buf = append(c.Buf, ']')
 }
 
 // item takes input item i.
@@ -323,10 +279,10 @@ func (c *conversation) item(i int, raw []byte, it inItem) error {
 		if err := c.flush(); err != nil {
 			return err
 		}
-		c.next("tool")
-		c.member("tool_call_id")
-		c.buf = wire.AppendToken(c.buf, it.callID)
-		c.member("content")
+		c.Next("tool")
+		c.Member("tool_call_id")
+		c.Buf = wire.AppendToken(c.Buf, it.callID)
+		c.Member("content")
 		if err := c.outputText(it.output, i); err != nil {
 			return err
 		}
@@ -362,7 +318,7 @@ func (c *conversation) reasoning(raw []byte, i int, it inItem) error {
 	bad := false
 	if len(it.summary) > 0 && string(it.summary) != "null" && !wire.EachElement(it.summary, func(_ int, s []byte) bool {
 		v, _ := wire.Member(s, "text")
-		tok, ok := token(v)
+		tok, ok := wire.StringToken(v)
 		if bad = v != nil && !ok || s[0] != '{'; !bad && tok != nil {
 			c.turn.reasoning = append(c.turn.reasoning, tok)
 		}
@@ -392,14 +348,14 @@ func (c *conversation) inputMessage(it inItem, i int) error {
 	default:
 		return &wire.ParamError{Param: fmt.Sprintf("input[%d].role", i), Msg: fmt.Sprintf("%q is not a message role; use user, system, developer or assistant", wire.Clip(it.Role))}
 	}
-	c.next(it.Role)
-	c.member("content")
-	if tok, ok := token(it.content); ok {
-		c.buf = wire.AppendToken(c.buf, tok)
+	c.Next(it.Role)
+	c.Member("content")
+	if tok, ok := wire.StringToken(it.content); ok {
+		c.Buf = wire.AppendToken(c.Buf, tok)
 		return nil
 	}
-	mark := len(c.buf)
-	c.buf = append(c.buf, '[')
+	mark := len(c.Buf)
+	c.Buf = append(c.Buf, '[')
 	n := 0
 	var err error
 	if !wire.EachElement(it.content, func(k int, p []byte) bool {
@@ -417,8 +373,8 @@ func (c *conversation) inputMessage(it inItem, i int) error {
 			}
 			return true
 		})
-		_, textOK := token(txt)
-		_, urlOK := token(url)
+		_, textOK := wire.StringToken(txt)
+		_, urlOK := wire.StringToken(url)
 		if !ok || txt != nil && !textOK || url != nil && !urlOK {
 			err = notParts(i)
 			return false
@@ -440,9 +396,9 @@ func (c *conversation) inputMessage(it inItem, i int) error {
 	if err != nil {
 		return err
 	}
-	c.buf = append(c.buf, ']')
+	c.Buf = append(c.Buf, ']')
 	if n == 0 && c.o.Keep {
-		c.buf = append(c.buf[:mark], `""`...) // the kept inItem carries its parts
+		c.Buf = append(c.Buf[:mark], `""`...) // the kept inItem carries its parts
 	}
 	return nil
 }
@@ -453,26 +409,26 @@ var errSkip = fmt.Errorf("skip")
 // part writes one content part (the n-th written): text, or an image by
 // URL; errSkip for one the kept item carries, an error for any other.
 func (c *conversation) part(typ, txt, url, detail []byte, n int) error {
-	start := len(c.buf)
+	start := len(c.Buf)
 	if n > 0 {
-		c.buf = append(c.buf, ',')
+		c.Buf = append(c.Buf, ',')
 	}
 	switch {
 	case wire.StringIs(typ, "input_text") || wire.StringIs(typ, "output_text"):
-		c.buf = append(c.buf, `{"type":"text","text":`...)
-		c.buf = append(wire.AppendToken(c.buf, txt), '}')
+		c.Buf = append(c.Buf, `{"type":"text","text":`...)
+		c.Buf = append(wire.AppendToken(c.Buf, txt), '}')
 	case wire.StringIs(typ, "input_image") && len(url) > 2:
-		c.buf = append(c.buf, `{"type":"image_url","image_url":{"url":`...)
-		c.buf = wire.AppendToken(c.buf, url)
+		c.Buf = append(c.Buf, `{"type":"image_url","image_url":{"url":`...)
+		c.Buf = wire.AppendToken(c.Buf, url)
 		if len(detail) > 0 && string(detail) != "null" {
-			c.buf = append(append(c.buf, `,"detail":`...), detail...)
+			c.Buf = append(append(c.Buf, `,"detail":`...), detail...)
 		}
-		c.buf = append(c.buf, "}}"...)
+		c.Buf = append(c.Buf, "}}"...)
 	case c.o.Keep:
-		c.buf = c.buf[:start]
+		c.Buf = c.Buf[:start]
 		return errSkip
 	default:
-		c.buf = c.buf[:start]
+		c.Buf = c.Buf[:start]
 		return errUnsupportedPart
 	}
 	return nil
@@ -498,7 +454,7 @@ func notParts(i int) error {
 // turnText takes an assistant message's text into the turn: a
 // string, or its output_text and refusal parts.
 func turnText(t *assistant, content []byte, i int) error {
-	if tok, ok := token(content); ok || len(content) == 0 {
+	if tok, ok := wire.StringToken(content); ok || len(content) == 0 {
 		if tok != nil {
 			t.text = append(t.text, tok)
 		}
@@ -508,8 +464,8 @@ func turnText(t *assistant, content []byte, i int) error {
 	if !wire.EachElement(content, func(_ int, p []byte) bool {
 		txt, _ := wire.Member(p, "text")
 		refusal, _ := wire.Member(p, "refusal")
-		a, ok1 := token(txt)
-		b, ok2 := token(refusal)
+		a, ok1 := wire.StringToken(txt)
+		b, ok2 := wire.StringToken(refusal)
 		if bad = txt != nil && !ok1 || refusal != nil && !ok2 || p[0] != '{'; bad {
 			return false
 		}
@@ -528,15 +484,15 @@ func turnText(t *assistant, content []byte, i int) error {
 // outputText writes a function_call_output's output as text: a string as
 // it was sent, or its text parts joined.
 func (c *conversation) outputText(output []byte, i int) error {
-	if tok, ok := token(output); ok {
-		c.buf = wire.AppendToken(c.buf, tok)
+	if tok, ok := wire.StringToken(output); ok {
+		c.Buf = wire.AppendToken(c.Buf, tok)
 		return nil
 	}
 	var sb strings.Builder
 	bad := false
 	if !wire.EachElement(output, func(_ int, p []byte) bool {
 		txt, _ := wire.Member(p, "text")
-		tok, ok := token(txt)
+		tok, ok := wire.StringToken(txt)
 		if bad = txt != nil && !ok || p[0] != '{'; !bad {
 			sb.WriteString(text(tok))
 		}
@@ -544,6 +500,6 @@ func (c *conversation) outputText(output []byte, i int) error {
 	}) || bad {
 		return &wire.ParamError{Param: fmt.Sprintf("input[%d].output", i), Msg: "must be a string or an array of input_text parts"}
 	}
-	c.buf = wire.AppendString(c.buf, sb.String())
+	c.Buf = wire.AppendString(c.Buf, sb.String())
 	return nil
 }

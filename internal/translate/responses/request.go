@@ -230,21 +230,21 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 		p := *o.Previous // flush sets Items to 0 when a turn spans its end
 		o.Previous = &p
 	}
-	c := conversation{o: o, buf: make([]byte, 0, r.chatSize(items, o.Keep))}
-	c.buf = append(c.buf, `{"messages":[`...)
+	c := conversation{o: o, ChatWriter: translate.ChatWriter{Buf: make([]byte, 0, r.chatSize(items, o.Keep))}}
+	c.Buf = append(c.Buf, `{"messages":[`...)
 	if v := r.members["instructions"]; v != nil && string(v) != "null" {
-		tok, ok := token(v)
+		tok, ok := wire.StringToken(v)
 		if !ok {
 			return nil, &wire.ParamError{Param: "instructions", Msg: "must be a string"}
 		}
-		c.next("system")
-		c.member("content")
-		c.buf = append(wire.AppendToken(c.buf, tok), '}')
+		c.Next("system")
+		c.Member("content")
+		c.Buf = append(wire.AppendToken(c.Buf, tok), '}')
 	}
 	if err := c.messages(items); err != nil {
 		return nil, err
 	}
-	c.buf = append(c.buf, ']')
+	c.Buf = append(c.Buf, ']')
 	// The other members, few and small, marshalled after the messages.
 	chat := map[string]any{"model": r.Model}
 	if o.Keep {
@@ -277,7 +277,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(append(c.buf, ','), rest[1:]...), nil // rest has at least the model
+	return append(append(c.Buf, ','), rest[1:]...), nil // rest has at least the model
 }
 
 // chatSize is about the length of the chat body Chat writes: the items

@@ -240,7 +240,7 @@ func (w *items) inputItems(msgs []wire.Message, carriedMember, upstream string, 
 			w.b = append(w.b, `{"type":"function_call_output","call_id":`...)
 			w.b = wire.AppendString(w.b, m.ToolCallID)
 			w.b = append(w.b, `,"output":`...)
-			if tok, ok := token(m.Content); ok {
+			if tok, ok := wire.StringToken(m.Content); ok {
 				w.b = wire.AppendToken(w.b, tok) // a string, as it was written
 			} else {
 				w.b = wire.AppendString(w.b, translate.ReplyText(m.Content))
@@ -431,7 +431,7 @@ func (w *items) upstreamMessage(m wire.Message, i int) error {
 	w.b = wire.AppendString(w.b, m.Role)
 	w.b = append(w.b, `,"content":[`...)
 	parts := 0
-	if tok, ok := token(m.Content); ok {
+	if tok, ok := wire.StringToken(m.Content); ok {
 		if len(tok) > 2 {
 			w.b = append(wire.AppendToken(append(w.b, `{"type":"input_text","text":`...), tok), '}')
 			parts++
@@ -468,7 +468,7 @@ func (w *items) part(p []byte, parts, i, k int) (int, error) {
 	switch {
 	case wire.StringIs(typ, "text"):
 		txt, _ := wire.Member(p, "text")
-		tok, ok := token(txt)
+		tok, ok := wire.StringToken(txt)
 		if !ok && txt != nil {
 			return parts, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
 		}
@@ -502,7 +502,7 @@ func (w *items) part(p []byte, parts, i, k int) (int, error) {
 // of the calls they preceded, which then carry their item ids — unless
 // another upstream issued them (dropped, counted).
 func (w *items) assistantItems(m wire.Message, i int, carriedMember, upstream string, sealer translate.Sealer) (int, error) {
-	tok, plain := token(m.Content)
+	tok, plain := wire.StringToken(m.Content)
 	if !plain && len(m.Content) > 0 {
 		if text := translate.ReplyText(m.Content); text != "" {
 			tok = wire.AppendString(nil, text)
