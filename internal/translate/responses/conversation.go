@@ -2,6 +2,7 @@ package responses
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -91,10 +92,10 @@ type assistant struct {
 	calls     []call
 	open      bool
 	carried   Carried // the encrypted reasoning items sent back, with the calls after them
-	encrypted bool    // carried holds a reasoning inItem
+	encrypted bool    // carried holds a reasoning item
 	kept      [][]byte
-	first     int // the index of its first inItem
-	last      int // the index of its last inItem
+	first     int // the index of its first item
+	last      int // the index of its last item
 }
 
 // add takes item i into the turn.
@@ -398,13 +399,13 @@ func (c *conversation) inputMessage(it inItem, i int) error {
 	}
 	c.Buf = append(c.Buf, ']')
 	if n == 0 && c.o.Keep {
-		c.Buf = append(c.Buf[:mark], `""`...) // the kept inItem carries its parts
+		c.Buf = append(c.Buf[:mark], `""`...) // the kept item carries its parts
 	}
 	return nil
 }
 
 // errSkip: a part the chat model has no slot for, left to the kept item.
-var errSkip = fmt.Errorf("skip")
+var errSkip = errors.New("skip")
 
 // part writes one content part (the n-th written): text, or an image by
 // URL; errSkip for one the kept item carries, an error for any other.
@@ -435,7 +436,7 @@ func (c *conversation) part(typ, txt, url, detail []byte, n int) error {
 }
 
 // errUnsupportedPart: a part the chat model has no slot for.
-var errUnsupportedPart = fmt.Errorf("unsupported part")
+var errUnsupportedPart = errors.New("unsupported part")
 
 // partError names part k of item i in err.
 func partError(err error, i, k int, typ []byte) error {
