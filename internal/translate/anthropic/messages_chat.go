@@ -399,8 +399,8 @@ func appendInner(buf, v []byte) []byte {
 
 // turn is what an assistant message's blocks hold, counted first.
 type turn struct {
-	blocks, texts, thinking, thoughts, calls, other int
-	text                                            []byte // the one text block's token
+	blocks, texts, thinking, thoughts, calls int
+	text                                     []byte // the one text block's token
 }
 
 // assistant translates an assistant message: its text as content, its
@@ -429,7 +429,6 @@ func (t *translator) assistant(content []byte, param place) error {
 			tn.calls++
 		default:
 			if keep {
-				tn.other++
 				return nil // a server tool's use or result, …: carried as it is
 			}
 			return &wire.ParamError{Param: param.at(k, "type"), Msg: fmt.Sprintf("a %q block cannot be sent here", wire.Clip(b.Type)), Unsupported: true}
