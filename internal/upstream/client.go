@@ -78,6 +78,9 @@ type Client struct {
 	fresh *http.Transport
 	// bearer is the Authorization header's value for APIKey, made once.
 	bearer []string
+	// namesModel: the URL names the model (ModelPlaceholder), which each
+	// call fills in.
+	namesModel bool
 }
 
 // New returns a Client for t with its own connection pool. t is used as
@@ -101,9 +104,10 @@ func New(t Target) *Client {
 		url:    strings.TrimSuffix(t.URL, "/") + cmp.Or(t.Path, "/chat/completions"),
 		// No timeout of its own: it would cut long streams. Deadlines come
 		// from the caller's context.
-		tr:     tr,
-		fresh:  freshTr,
-		bearer: []string{"Bearer " + t.APIKey},
+		tr:         tr,
+		fresh:      freshTr,
+		bearer:     []string{"Bearer " + t.APIKey},
+		namesModel: strings.Contains(t.URL, ModelPlaceholder),
 	}
 }
 
@@ -407,7 +411,7 @@ func (e *ModelError) Error() string { return "the model " + wire.Clip(e.Model) +
 // checkModel refuses a model a URL naming ModelPlaceholder cannot take:
 // none, or a dot segment, which would name another path.
 func (c *Client) checkModel(model string) error {
-	if !strings.Contains(c.target.URL, ModelPlaceholder) {
+	if !c.namesModel {
 		return nil
 	}
 	switch model {
@@ -467,7 +471,7 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 	if err := c.checkModel(f.Model); err != nil {
 		return nil, false, err
 	}
-	if strings.Contains(f.Model, "/") && strings.Contains(c.base.Path, ModelPlaceholder) {
+	if c.namesModel && strings.Contains(f.Model, "/") {
 		return nil, false, &ModelError{Model: f.Model, Reason: "holds a '/', which this upstream's URL cannot name on the rest of the API"}
 	}
 	base := *c.base
@@ -534,7 +538,10 @@ func (c *Client) request(ctx context.Context, call Call) *http.Request {
 	if call.Path != "" {
 		u = strings.TrimSuffix(c.target.URL, "/") + call.Path
 	}
-	u = c.withQuery(strings.Replace(u, ModelPlaceholder, url.PathEscape(call.Model), 1))
+	if c.namesModel {
+		u = strings.Replace(u, ModelPlaceholder, url.PathEscape(call.Model), 1)
+	}
+	u = c.withQuery(u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, requestBody(call.Body))
 	if err != nil { // a path the translator escaped does not fail; the base URL was checked at load
 		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, c.url, requestBody(call.Body))

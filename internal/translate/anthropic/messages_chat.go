@@ -207,8 +207,10 @@ func (t *translator) message(i int, role string, content []byte) error {
 // of the others (keeping those).
 func (t *translator) user(content []byte, param place) error {
 	keep := t.keep() && isArray(content)
+	rest := 0 // the other blocks
 	err := eachBlock(content, param, func(k int, b block) error {
 		if b.Type != "tool_result" {
+			rest++
 			return nil
 		}
 		t.Next("tool")
@@ -246,14 +248,8 @@ func (t *translator) user(content []byte, param place) error {
 	if err != nil {
 		return err
 	}
-	rest := 0
-	if keep {
-		_ = eachBlock(content, param, func(_ int, b block) error {
-			if b.Type != "tool_result" {
-				rest++
-			}
-			return nil
-		})
+	if !keep {
+		rest = 0 // no blocks kept
 	}
 	switch {
 	case parts == 0 && rest == 0:

@@ -298,7 +298,7 @@ func lastToolTurnUnthought(msgs []Message) bool {
 // so their type is their first member).
 func blockType(b json.RawMessage) string {
 	if len(b) > 0 && b[0] == '"' {
-		return "text" // quotedTextBlock's
+		return "text" // a string: the text block of it (appendArray)
 	}
 	typ, _ := wire.Member(b, "type")
 	s, _ := wire.String(typ)
@@ -379,8 +379,9 @@ func (r *Request) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendArray writes blocks as an array: a JSON string among them is
-// the text block of that text (quotedTextBlock).
+// appendArray writes blocks as an array: a JSON string among them (a
+// text the client wrote, a view of its request) is the text block of
+// that text, written here rather than copied into one beforehand.
 func appendArray(b []byte, vs []json.RawMessage) []byte {
 	b = append(b, '[')
 	for i, v := range vs {

@@ -89,10 +89,10 @@ func appendTurn(out []Message, m Message) []Message {
 	}
 	last := &out[n-1]
 	if last.Content != nil {
-		last.blocks, last.Content = []json.RawMessage{quotedTextBlock(last.Content)}, nil
+		last.blocks, last.Content = []json.RawMessage{last.Content}, nil
 	}
 	if m.Content != nil {
-		m.blocks = []json.RawMessage{quotedTextBlock(m.Content)}
+		m.blocks = []json.RawMessage{m.Content}
 	}
 	last.blocks = append(last.blocks, m.blocks...)
 	return out
@@ -126,7 +126,7 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 		return nil, nil
 	}
 	if content[0] == '"' { // a string (checked JSON): its text goes as it was written
-		return []json.RawMessage{quotedTextBlock(content)}, nil
+		return []json.RawMessage{content}, nil // its text block (appendArray)
 	}
 	var out []json.RawMessage
 	var err error
@@ -188,12 +188,6 @@ func textBlock(text, cacheControl json.RawMessage) json.RawMessage {
 	}
 	return append(b, '}')
 }
-
-// quotedTextBlock is a text block whose text is quoted, a JSON string the
-// client wrote (checked when its request was decoded): the string
-// itself, a view of the request, which appendArray writes as the text
-// block it stands for — neither copied, decoded nor encoded again.
-func quotedTextBlock(quoted json.RawMessage) json.RawMessage { return quoted }
 
 // imageBlock turns an image_url part into an image block: a data: URL
 // becomes a base64 source, any other URL a url source.
