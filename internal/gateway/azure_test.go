@@ -121,7 +121,8 @@ func TestAzureOpenAI(t *testing.T) {
 // auth: azure — a Microsoft Entra ID token as the bearer, from a
 // workload identity (the federated token file AKS projects) and from a
 // managed identity (App Service's endpoint); tokens that expire at once
-// are fetched again for each call, and no call fails for it.
+// are fetched again for each call, and no call fails for it; a token good
+// for an hour is kept.
 func TestAzureEntraID(t *testing.T) {
 	const config = `
 upstreams:
@@ -129,9 +130,9 @@ upstreams:
 routes:
   - {model: "*", upstream: azure}
 `
-	for _, identity := range []string{"workload", "managed"} {
+	for identity, ttl := range map[string]time.Duration{"workload": 2 * time.Second, "managed": 2 * time.Second, "kept": time.Hour} {
 		t.Run(identity, func(t *testing.T) {
-			s := sim.New(sim.Options{AzureAssertion: "federated-token", TokenTTL: 2 * time.Second})
+			s := sim.New(sim.Options{AzureAssertion: "federated-token", TokenTTL: ttl})
 			up := httptest.NewServer(s)
 			t.Cleanup(up.Close)
 			for _, k := range []string{"AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "IDENTITY_ENDPOINT", "IDENTITY_HEADER"} {
@@ -140,7 +141,7 @@ routes:
 			t.Setenv("AZURE_TENANT_ID", "tenant")
 			t.Setenv("AZURE_CLIENT_ID", "app")
 			t.Setenv("AZURE_AUTHORITY_HOST", up.URL)
-			if identity == "workload" {
+			if identity != "managed" {
 				file := filepath.Join(t.TempDir(), "token")
 				if err := os.WriteFile(file, []byte("federated-token\n"), 0o600); err != nil {
 					t.Fatal(err)
@@ -156,8 +157,11 @@ routes:
 					t.Fatalf("with an Entra ID token: %v", err)
 				}
 			}
-			if got := s.LastHeader().Get("Authorization"); !strings.HasPrefix(got, "Bearer eyJ0.sim-entra-") || s.TokensIssued() != 2 {
-				t.Errorf("sent %q, %d tokens issued for 2 calls", got, s.TokensIssued())
+			// A token that expires within five minutes is fetched again;
+			// one good for an hour is kept.
+			want := map[bool]int{true: 1, false: 2}[ttl == time.Hour]
+			if got := s.LastHeader().Get("Authorization"); !strings.HasPrefix(got, "Bearer eyJ0.sim-entra-") || s.TokensIssued() != want {
+				t.Errorf("sent %q, %d tokens issued for 2 calls, want %d", got, s.TokensIssued(), want)
 			}
 		})
 	}

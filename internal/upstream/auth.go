@@ -58,18 +58,53 @@ const tokenTimeout = 30 * time.Second
 func GoogleTokens() TokenSource { return &googleTokens{} }
 
 type googleTokens struct {
-	mu     sync.Mutex
-	src    oauth2.TokenSource
-	err    error
-	failed time.Time
+	src found[oauth2.TokenSource]
 }
 
 // retryFind is how long a failure to find credentials stands before they
 // are looked for again.
 const retryFind = 10 * time.Second
 
+// found is credentials looked for once, at the first call that needs
+// them, and again, after retryFind, when they were not found.
+type found[T any] struct {
+	mu     sync.Mutex
+	v      T
+	ok     bool
+	err    error
+	failed time.Time
+}
+
+// get returns what find found, finding it when nothing was yet.
+func (f *found[T]) get(find func() (T, error)) (T, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ok {
+		return f.v, nil
+	}
+	if f.err != nil && time.Since(f.failed) < retryFind {
+		return f.v, f.err
+	}
+	v, err := find()
+	if err != nil {
+		f.err, f.failed = err, time.Now()
+		return v, err
+	}
+	f.v, f.ok, f.err = v, true, nil
+	return v, nil
+}
+
 func (g *googleTokens) Token() (string, error) {
-	src, err := g.source()
+	src, err := g.src.get(func() (oauth2.TokenSource, error) {
+		// Every request for a token is bounded: the token source keeps
+		// this context and its client for the refreshes.
+		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenTimeout})
+		creds, err := google.FindDefaultCredentials(ctx, GoogleScope)
+		if err != nil {
+			return nil, fmt.Errorf("google credentials: %w", err)
+		}
+		return creds.TokenSource, nil
+	})
 	if err != nil {
 		return "", err
 	}
@@ -78,27 +113,4 @@ func (g *googleTokens) Token() (string, error) {
 		return "", fmt.Errorf("google credentials: %w", err)
 	}
 	return t.AccessToken, nil
-}
-
-// source finds the credentials once (again after retryFind when that
-// failed).
-func (g *googleTokens) source() (oauth2.TokenSource, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.src != nil {
-		return g.src, nil
-	}
-	if g.err != nil && time.Since(g.failed) < retryFind {
-		return nil, g.err
-	}
-	// Every request for a token is bounded: the token source keeps this
-	// context and its client for the refreshes.
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenTimeout})
-	creds, err := google.FindDefaultCredentials(ctx, GoogleScope)
-	if err != nil {
-		g.err, g.failed = fmt.Errorf("google credentials: %w", err), time.Now()
-		return nil, g.err
-	}
-	g.src, g.err = creds.TokenSource, nil
-	return g.src, nil
 }

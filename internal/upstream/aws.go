@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -42,11 +41,7 @@ func AWSSigner(region string) Signer { return &awsSigner{region: region} }
 
 type awsSigner struct {
 	region string
-
-	mu     sync.Mutex
-	creds  aws.CredentialsProvider
-	err    error
-	failed time.Time
+	chain  found[aws.Config]
 }
 
 // awsCredentials are what an AWS signature is made with: the
@@ -57,46 +52,36 @@ type awsCredentials struct {
 }
 
 func (s *awsSigner) Credentials(ctx context.Context) (any, error) {
-	provider, region, err := s.provider(ctx)
+	cfg, err := s.chain.get(func() (aws.Config, error) { return loadChain(ctx, s.region) })
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, tokenTimeout)
 	defer cancel()
-	c, err := provider.Retrieve(ctx) // cached, and refreshed before it expires
+	c, err := cfg.Credentials.Retrieve(ctx) // cached, and refreshed before it expires
 	if err != nil {
 		return nil, fmt.Errorf("aws credentials: %w", err)
 	}
-	return awsCredentials{creds: c, region: region}, nil
+	return awsCredentials{creds: c, region: cfg.Region}, nil
 }
 
-// provider loads the default chain once (again after retryFind when
-// that failed).
-func (s *awsSigner) provider(ctx context.Context) (aws.CredentialsProvider, string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.creds != nil {
-		return s.creds, s.region, nil
-	}
-	if s.err != nil && time.Since(s.failed) < retryFind {
-		return nil, "", s.err
-	}
+// loadChain loads the default credentials chain, for region ("" for the
+// environment's).
+func loadChain(ctx context.Context, region string) (aws.Config, error) {
 	ctx, cancel := context.WithTimeout(ctx, tokenTimeout)
 	defer cancel()
-	opts := []func(*config.LoadOptions) error{}
-	if s.region != "" {
-		opts = append(opts, config.WithRegion(s.region))
+	var opts []func(*config.LoadOptions) error
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err == nil && cfg.Region == "" {
 		err = fmt.Errorf("no region: set the upstream's region, or AWS_REGION")
 	}
 	if err != nil {
-		s.err, s.failed = fmt.Errorf("aws credentials: %w", err), time.Now()
-		return nil, "", s.err
+		return cfg, fmt.Errorf("aws credentials: %w", err)
 	}
-	s.creds, s.region, s.err = cfg.Credentials, cfg.Region, nil
-	return s.creds, s.region, nil
+	return cfg, nil
 }
 
 func (s *awsSigner) Sign(req *http.Request, body []byte, credentials any) error {
