@@ -360,3 +360,10 @@ func ResponseFormat(req *wire.ChatRequest, upstream string) (*Format, error) {
 	}
 	return nil, &wire.ParamError{Param: "response_format.type", Msg: fmt.Sprintf("%q has no counterpart for a %s upstream", wire.Clip(rf.Type), upstream), Unsupported: true}
 }
+
+// NotParts is the error for the content at param (messages[3].content,
+// input[2].content) that is neither a string nor an array of content
+// parts.
+func NotParts(param string) error {
+	return &wire.ParamError{Param: param, Msg: "must be a string or an array of content parts"}
+}

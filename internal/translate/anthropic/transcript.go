@@ -147,7 +147,7 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 			}
 			return true
 		}) || text != nil && text[0] != '"' && string(text) != "null" {
-			err = notParts(i)
+			err = translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 			return false
 		}
 		switch {
@@ -168,14 +168,9 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 		}
 		return true
 	}) && err == nil {
-		err = notParts(i)
+		err = translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 	}
 	return out, err
-}
-
-// notParts is the error for message i's content that is neither.
-func notParts(i int) error {
-	return &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
 }
 
 // textBlock is a text block of text (a JSON string token), with its

@@ -102,7 +102,7 @@ func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
 		case wire.StringIs(typ, "text"):
 			txt, _ := wire.Member(raw, "text")
 			if len(txt) > 0 && txt[0] != '"' && string(txt) != "null" {
-				err = notParts(i)
+				err = translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 			} else if len(txt) > 2 {
 				out = append(out, part{text: txt})
 			}
@@ -118,15 +118,9 @@ func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
 		}
 		return err == nil
 	}) && err == nil {
-		err = notParts(i)
+		err = translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 	}
 	return out, err
-}
-
-// notParts is the error for message i's content that is neither a
-// string nor content parts.
-func notParts(i int) error {
-	return &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
 }
 
 // modelParts are an assistant turn's parts: its text, then one

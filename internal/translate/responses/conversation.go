@@ -377,7 +377,7 @@ func (c *conversation) inputMessage(it inItem, i int) error {
 		_, textOK := wire.StringToken(txt)
 		_, urlOK := wire.StringToken(url)
 		if !ok || txt != nil && !textOK || url != nil && !urlOK {
-			err = notParts(i)
+			err = translate.NotParts(fmt.Sprintf("input[%d].content", i))
 			return false
 		}
 		err = c.part(typ, txt, url, detail, n)
@@ -392,7 +392,7 @@ func (c *conversation) inputMessage(it inItem, i int) error {
 		n++
 		return true
 	}) && err == nil {
-		err = notParts(i)
+		err = translate.NotParts(fmt.Sprintf("input[%d].content", i))
 	}
 	if err != nil {
 		return err
@@ -444,12 +444,6 @@ func partError(err error, i, k int, typ []byte) error {
 		return err
 	}
 	return &wire.ParamError{Param: fmt.Sprintf("input[%d].content[%d].type", i, k), Msg: fmt.Sprintf("%q parts are not supported by this gateway (images by image_url only)", wire.Clip(text(typ))), Unsupported: true}
-}
-
-// notParts is the error for item i's content that is neither a string
-// nor content parts.
-func notParts(i int) error {
-	return &wire.ParamError{Param: fmt.Sprintf("input[%d].content", i), Msg: "must be a string or an array of content parts"}
 }
 
 // turnText takes an assistant message's text into the turn: a

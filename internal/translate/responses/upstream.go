@@ -442,7 +442,7 @@ func (w *items) upstreamMessage(m wire.Message, i int) error {
 			parts, err = w.part(p, parts, i, k)
 			return err == nil
 		}) && err == nil {
-			err = &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+			err = translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 		}
 		if err != nil {
 			return err
@@ -470,7 +470,7 @@ func (w *items) part(p []byte, parts, i, k int) (int, error) {
 		txt, _ := wire.Member(p, "text")
 		tok, ok := wire.StringToken(txt)
 		if !ok && txt != nil {
-			return parts, &wire.ParamError{Param: fmt.Sprintf("messages[%d].content", i), Msg: "must be a string or an array of content parts"}
+			return parts, translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 		}
 		sep()
 		w.b = append(wire.AppendToken(append(w.b, `{"type":"input_text","text":`...), tok), '}')
