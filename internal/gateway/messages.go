@@ -167,17 +167,7 @@ func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(tr.Body, &fields)
-	delete(fields, "max_tokens")
-	delete(fields, "stream")
-	path := "/messages/count_tokens"
-	if p.upstream.vertex {
-		// Vertex AI counts at an endpoint of its own, the model in the body.
-		path = anthropic.VertexCountTokensPath
-		fields["model"], _ = json.Marshal(model)
-	}
-	countBody, _ := json.Marshal(fields)
+	path, countBody := anthropic.CountTokensRequest(tr.Body, model, p.upstream.vertex)
 	resp, _, err := p.upstream.client.Send(r.Context(), upstream.Call{Body: countBody, Header: r.Header, Path: path, Model: model})
 	if err != nil {
 		return 0, err

@@ -48,7 +48,8 @@ type Request struct {
 }
 
 // Message is one message of a Request: its content as a client sent it
-// (a string or blocks), or, in the body the gateway sends, its blocks.
+// (a string or blocks), or, in the body the gateway sends, its blocks (or
+// in Content a user's text, a JSON string as the client wrote it).
 type Message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`

@@ -50,8 +50,23 @@ func VertexPath(model string, stream bool) string {
 	return "/models/" + url.PathEscape(model) + ":rawPredict"
 }
 
-// VertexCountTokensPath is count_tokens on Vertex AI, the model in the body.
-const VertexCountTokensPath = "/models/count-tokens:rawPredict"
+// CountTokensRequest is the count_tokens request for a Messages request
+// body UpstreamRequest wrote (for model): its endpoint, and the body
+// without max_tokens and stream. Vertex AI counts at an endpoint of its
+// own, the model in the body.
+func CountTokensRequest(body []byte, model string, vertex bool) (path string, out []byte) {
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(body, &fields)
+	delete(fields, "max_tokens")
+	delete(fields, "stream")
+	path = "/messages/count_tokens"
+	if vertex {
+		path = "/models/count-tokens:rawPredict"
+		fields["model"], _ = json.Marshal(model)
+	}
+	out, _ = json.Marshal(fields)
+	return path, out
+}
 
 type tool struct {
 	Name        string          `json:"name"`
