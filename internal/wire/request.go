@@ -376,7 +376,7 @@ func AppendToken(buf, tok []byte) []byte {
 	case utf8.Valid(tok):
 		return append(buf, tok...)
 	}
-	s, _ := stringOf(tok)
+	s, _ := AsString(tok) // JSON's whitespace after it allowed, as everywhere a token is read
 	return AppendString(buf, s)
 }
 
