@@ -110,6 +110,7 @@ func New(opts Options) *Sim {
 	s.mux.HandleFunc("POST /v1/responses", s.responses)
 	s.azureRoutes()
 	s.vertexRoutes()
+	s.converseRoutes()
 	if opts.Fast {
 		s.fast = map[fastKey][]byte{}
 		for _, sc := range []script{scriptText, scriptTool, scriptParallel} {
