@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,8 +148,11 @@ func (s *simulators) start(cfg *config.Config) error {
 		s.servers = append(s.servers, srv)
 		go srv.Serve(ln)
 		u.URL = "http://" + ln.Addr().String() + "/v1"
-		if u.Protocol.Value == translate.Gemini {
+		switch u.Protocol.Value {
+		case translate.Gemini:
 			u.URL += "beta" // the Gemini API's version
+		case translate.Bedrock:
+			u.URL = strings.TrimSuffix(u.URL, "/v1") // the runtime's endpoint names no version
 		}
 	}
 	return nil

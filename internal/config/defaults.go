@@ -96,6 +96,8 @@ func (u *Upstream) defaults() {
 		setNum(&u.DefaultMaxTokens, DefaultMaxTokens)
 	case "gemini":
 		setStr(&u.AuthHeader, "x-goog-api-key")
+	case "bedrock":
+		setNum(&u.DefaultMaxTokens, DefaultMaxTokens)
 	}
 	setStr(&u.AuthHeader, DefaultAuthHeader)
 	setDur(&u.ConnectTimeout, DefaultConnectTimeout)

@@ -265,13 +265,14 @@ func (b *Budget) Limits() budget.Limits {
 
 // FormatOn is the reasoning format a route writes on an upstream of
 // protocol: its own, except that an anthropic upstream takes any format
-// as Anthropic's own, thinking with budget_tokens, and a gemini upstream
+// as Anthropic's own, thinking with budget_tokens (so does a bedrock
+// upstream, as Claude's in additionalModelRequestFields), and a gemini upstream
 // any but thinking-budget (its thinkingBudget) as reasoning-effort (its
 // thinkingLevel).
 func (r *Reasoning) FormatOn(protocol translate.Protocol) policy.Format {
 	switch {
 	case r.Format.Value == policy.FormatNone:
-	case protocol == translate.Anthropic:
+	case protocol == translate.Anthropic || protocol == translate.Bedrock:
 		return policy.FormatBudget
 	case protocol == translate.Gemini && r.Format.Value != policy.FormatBudget:
 		return policy.FormatEffort // thinkingLevel; thinking-budget is thinkingBudget

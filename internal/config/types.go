@@ -255,8 +255,9 @@ type Upstream struct {
 	// anthropic upstream. Default 2023-06-01.
 	AnthropicVersion string `yaml:"anthropic_version"`
 	// DefaultMaxTokens is the max_tokens sent to a protocol anthropic
-	// upstream (which requires one) when the request and the route's
-	// budget set no output limit. Default 4096.
+	// upstream (which requires one) or bedrock upstream (its maxTokens)
+	// when the request and the route's budget set no output limit.
+	// Default 4096.
 	DefaultMaxTokens int `yaml:"default_max_tokens"`
 	// Simulator makes this upstream the built-in simulated provider, started
 	// by the gateway on a loopback port; URL must then be empty.

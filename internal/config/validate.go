@@ -301,6 +301,8 @@ func (u *Upstream) checkURL(p *problems, path string) {
 		p.add(path+".url", "must end with the API version, as in https://api.anthropic.com/v1 (the gateway appends /messages to it), got %q", u.URL)
 	case u.Protocol.Value == translate.Responses && last != "v1":
 		p.add(path+".url", "must end with the API version, as in https://api.openai.com/v1 (the gateway appends /responses to it), got %q", u.URL)
+	case u.Protocol.Value == translate.Bedrock && strings.Trim(pu.Path, "/") != "":
+		p.add(path+".url", "must be the runtime's endpoint without a path, as in https://bedrock-runtime.us-east-1.amazonaws.com (the gateway appends /model/{model}/converse to it), got %q", u.URL)
 	case u.Protocol.Value == translate.Gemini && last != "v1beta" && last != "v1" && last != "v1alpha":
 		p.add(path+".url", "must end with the API version, as in https://generativelanguage.googleapis.com/v1beta (the gateway appends /models/{model}:generateContent to it), got %q", u.URL)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/internal/repair"
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/translate/anthropic"
+	"github.com/toolgate/toolgate/internal/translate/bedrock"
 	"github.com/toolgate/toolgate/internal/translate/gemini"
 	"github.com/toolgate/toolgate/internal/translate/responses"
 	"github.com/toolgate/toolgate/internal/upstream"
@@ -91,6 +92,7 @@ var translators = map[translate.Protocol]translate.Outbound{
 	translate.Anthropic: anthropic.Translator,
 	translate.Gemini:    gemini.Translator,
 	translate.Responses: responses.Translator,
+	translate.Bedrock:   bedrock.Translator,
 }
 
 // setupOf is what every request to upstream u carries, as its protocol

@@ -84,7 +84,12 @@ func (s *relay) pump(ctx context.Context) (sawDone bool, readErr, chunkErr error
 	if s.tr == nil && s.out == clientStream(s.sse) {
 		opts.Run = s // a chat stream's steady middle goes from the reader's buffer to the writer's
 	}
-	for ev, err := range wire.Events(ctx, wire.FlushBeforeRead(t.resp.Body, s.sse), opts) {
+	body := wire.FlushBeforeRead(t.resp.Body, s.sse)
+	events := wire.Events(ctx, body, opts)
+	if f, ok := s.tr.(translate.Framed); ok {
+		events = f.Frames(ctx, body, opts.MaxEventSize) // not SSE: the protocol's own frames
+	}
+	for ev, err := range events {
 		if err != nil {
 			return false, err, nil
 		}

@@ -20,7 +20,10 @@ package translate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"iter"
 	"slices"
 
 	"github.com/toolgate/toolgate/internal/enum"
@@ -36,9 +39,10 @@ const (
 	Anthropic                 // the Messages API (internal/translate/anthropic)
 	Gemini                    // Google's Gemini API (internal/translate/gemini)
 	Responses                 // OpenAI's Responses API (internal/translate/responses)
+	Bedrock                   // Amazon Bedrock's Converse API (internal/translate/bedrock)
 )
 
-var protocolNames = []string{"openai", "anthropic", "gemini", "responses"}
+var protocolNames = []string{"openai", "anthropic", "gemini", "responses", "bedrock"}
 
 // String is the protocol's configured name (and gen_ai.provider.name).
 func (p Protocol) String() string { return protocolNames[p] }
@@ -198,6 +202,16 @@ const (
 	// they are still the first ones, unchanged.
 	PreviousMember = wire.OwnPrefix + "previous"
 )
+
+// Framed is implemented by the Events of a protocol whose stream is not
+// server-sent events (Bedrock's AWS event stream): Frames reads the
+// answer's frames from its body, as wire.Events reads SSE (each event's
+// slices valid until the next, a read error a *wire.StreamError, a frame
+// larger than max an error, a clean end between frames the end of the
+// sequence), and Event translates the frame it yielded last.
+type Framed interface {
+	Frames(ctx context.Context, r io.Reader, max int) iter.Seq2[wire.Event, error]
+}
 
 // Identified is implemented by the Events of an upstream that can keep
 // its answers (the Responses API): the id it gave the answer.
