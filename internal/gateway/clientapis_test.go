@@ -27,14 +27,16 @@ var (
 // clientAPIsConfig has one route per upstream protocol, each reasoning,
 // so that every answer has what a same-protocol client is handed besides
 // text and calls (a Responses message item, signed thinking).
-const clientAPIsConfig = `
+var clientAPIsConfig = `
 upstreams:
   - {name: compat, url: "UPSTREAM_URL/v1"}
   - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
   - {name: gemini, protocol: gemini, url: "UPSTREAM_URL/v1beta"}
   - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
+  - {name: bedrock, protocol: bedrock, url: "UPSTREAM_URL", api_key: `+sim.AWSBearerToken+`}
 routes:
   - {name: openai, model: "openai/*", upstream: compat}
+  - {name: bedrock, model: "bedrock/*", upstream: bedrock, reasoning: {format: thinking-budget, level: low}}
   - {name: anthropic, model: "anthropic/*", upstream: claude, reasoning: {format: thinking-budget, level: low}}
   - {name: gemini, model: "gemini/*", upstream: gemini, reasoning: {format: reasoning-effort, level: high}}
   - {name: responses, model: "responses/*", upstream: oai, reasoning: {format: reasoning-effort, level: high}}
@@ -47,7 +49,7 @@ routes:
 // chat client gets none of the gateway's own members.
 func TestClientAPIsOwnTypes(t *testing.T) {
 	e, _ := gatewaytest.StartSim(t, sim.Options{}, clientAPIsConfig)
-	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses"} {
+	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses", "bedrock"} {
 		for _, script := range []string{"text", "tool", "parallel"} {
 			model := upstream + "/sim-" + script
 			if upstream == "openai" && script == "text" {
@@ -186,7 +188,7 @@ func TestCodexToolsEveryRoute(t *testing.T) {
   - {name: hosted, model: "hosted/*", upstream: oai, hosted_tools: [web_search]}
 `)
 	history := `[{"type":"message","role":"user","content":"go"},{"type":"function_call","call_id":"c0","namespace":"multi_agent_v1","name":"spawn_agent","arguments":"{}"},{"type":"function_call_output","call_id":"c0","output":"spawned"},{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"q"}}]`
-	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses", "hosted"} {
+	for _, upstream := range []string{"openai", "anthropic", "gemini", "responses", "bedrock", "hosted"} {
 		for _, stream := range []bool{false, true} {
 			resp, body := e.Do(t, "POST", "/responses", fmt.Sprintf(`{"model":"%s/sim-tool","stream":%v,"tools":%s,"input":%s}`, upstream, stream, codexTools, history), "Authorization", "Bearer k")
 			sent := string(s.LastRequest())
