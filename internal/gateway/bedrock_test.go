@@ -87,10 +87,36 @@ func TestBedrockConverse(t *testing.T) {
 	if stream.Err() != nil || m.StopReason != anthropic.StopReasonToolUse {
 		t.Fatalf("a Messages client: %v %q", stream.Err(), m.StopReason)
 	}
+	bedrockMessagesThinking(t, ac, s.LastRequest)
 	if r, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "claude-text", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}); err != nil || !strings.HasPrefix(r.OutputText(), "Hello from Bedrock") {
 		t.Fatalf("a Responses client: %v", err)
 	}
 	bedrockFailures(t, e)
+}
+
+// A Messages client (Claude Code's API) on a route with thinking gets
+// Bedrock's reasoning as a thinking block with its signature, and its
+// next turn, the blocks sent back as it got them, goes with its signed
+// reasoning block, which the simulator checks.
+func bedrockMessagesThinking(t *testing.T, ac anthropic.Client, sent func() []byte) {
+	ctx := context.Background()
+	tools := []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "get_weather", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}}}}
+	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("weather?"))}
+	stream := ac.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "think-tool", MaxTokens: 4096, Messages: msgs, Tools: tools})
+	var m anthropic.Message
+	for stream.Next() {
+		if err := m.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stream.Err() != nil || len(m.Content) != 2 || m.Content[0].Type != "thinking" || m.Content[0].Signature == "" {
+		t.Fatalf("a Messages client's thinking: %v %+v", stream.Err(), m.Content)
+	}
+	msgs = append(msgs, m.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(m.Content[1].ID, "sunny", false)))
+	next, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "think-tool", MaxTokens: 4096, Messages: msgs, Tools: tools})
+	if err != nil || next.StopReason != anthropic.StopReasonEndTurn || !strings.Contains(string(sent()), `"reasoningContent":{"reasoningText":`) {
+		t.Fatalf("the next turn, the thinking sent back: %v; sent %s", err, sent())
+	}
 }
 
 // Bedrock's failures as the other upstreams' are: a broken transcript
