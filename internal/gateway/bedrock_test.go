@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -150,5 +151,38 @@ func bedrockFailures(t *testing.T, e *gatewaytest.Env) {
 		if r := accumulate(t, e, openai.ChatCompletionNewParams{Model: model, Messages: gatewaytest.UserMsg("hi")}); r.err == nil {
 			t.Errorf("%s: the stream ended cleanly", model)
 		}
+	}
+}
+
+// Credentials from a container credentials endpoint (ECS task roles, EKS
+// Pod Identity), which the AWS SDK's chain renews five minutes before
+// they expire: issued for five minutes, they are fetched again for each
+// call, and no call fails for it (the simulator refuses a session token
+// it did not issue, or one that expired).
+func TestBedrockCredentialsRenewed(t *testing.T) {
+	s := sim.New(sim.Options{TokenTTL: 5 * time.Minute})
+	up := httptest.NewServer(s)
+	t.Cleanup(up.Close)
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": "",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI": up.URL + "/aws/credentials", "AWS_CONTAINER_AUTHORIZATION_TOKEN": ""} {
+		t.Setenv(k, v)
+	}
+	e := gatewaytest.Start(t, up.URL, `
+upstreams:
+  - {name: bedrock, protocol: bedrock, url: "UPSTREAM_URL", auth: aws, region: eu-west-1}
+routes:
+  - {model: "*", upstream: bedrock}
+`)
+	for i := range 3 {
+		if r := accumulate(t, e, openai.ChatCompletionNewParams{Model: "claude-text", Messages: gatewaytest.UserMsg("hi")}); r.err != nil || r.finish != "stop" {
+			t.Fatalf("call %d: %v", i, r.err)
+		}
+	}
+	if !strings.HasPrefix(s.LastHeader().Get("X-Amz-Security-Token"), "sim-aws-session-") {
+		t.Errorf("sent with %v", s.LastHeader())
+	}
+	if n := s.TokensIssued(); n < 3 {
+		t.Errorf("%d credentials issued for 3 calls", n)
 	}
 }

@@ -43,7 +43,7 @@ func (s *Sim) bedrockOpenAI(w http.ResponseWriter, r *http.Request, next http.Ha
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "The body could not be read.")
 		return
 	}
-	if msg := verifySigV4(r, body); msg != "" {
+	if msg := s.verifySigV4(r, body); msg != "" {
 		b, _ := json.Marshal(map[string]string{"message": msg})
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("x-amzn-ErrorType", "InvalidSignatureException")
@@ -56,8 +56,9 @@ func (s *Sim) bedrockOpenAI(w http.ResponseWriter, r *http.Request, next http.Ha
 }
 
 // verifySigV4 checks r's AWS Signature Version 4 against the simulator's
-// credentials: "" when it holds, else what AWS says.
-func verifySigV4(r *http.Request, body []byte) string {
+// credentials, and its session token, when it has one, against those the
+// credentials endpoint issued: "" when it holds, else what AWS says.
+func (s *Sim) verifySigV4(r *http.Request, body []byte) string {
 	auth := r.Header.Get("Authorization")
 	var cred, signed string
 	for _, f := range strings.Split(strings.TrimPrefix(auth, "AWS4-HMAC-SHA256 "), ",") {
@@ -77,6 +78,14 @@ func verifySigV4(r *http.Request, body []byte) string {
 	if err != nil || time.Since(at).Abs() > 5*time.Minute {
 		return "Signature expired or not yet current."
 	}
+	if token := r.Header.Get("X-Amz-Security-Token"); token != "" {
+		s.mu.Lock()
+		until, ok := s.tokens[token]
+		s.mu.Unlock()
+		if !ok || time.Now().After(until) {
+			return "The security token included in the request is expired"
+		}
+	}
 	// The request as it was signed: its signed headers alone.
 	again, _ := http.NewRequestWithContext(r.Context(), r.Method, "http://"+r.Host+r.URL.RequestURI(), bytes.NewReader(body))
 	again.ContentLength = int64(len(body))
@@ -91,4 +100,16 @@ func verifySigV4(r *http.Request, body []byte) string {
 		return "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method."
 	}
 	return ""
+}
+
+// awsCredentials is a container credentials endpoint, as ECS task roles
+// and EKS Pod Identity serve one (AWS_CONTAINER_CREDENTIALS_FULL_URI):
+// temporary credentials whose session token is valid for
+// Options.TokenTTL.
+func (s *Sim) awsCredentials(w http.ResponseWriter, r *http.Request) {
+	token, ttl := s.issue("sim-aws-session-")
+	b, _ := json.Marshal(map[string]string{"AccessKeyId": AWSAccessKey, "SecretAccessKey": AWSSecretKey, "Token": token,
+		"Expiration": time.Now().Add(ttl).UTC().Format(time.RFC3339)})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
 }

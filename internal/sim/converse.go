@@ -22,7 +22,9 @@ import (
 //	POST /model/{modelId}/converse-stream   (application/vnd.amazon.eventstream)
 //
 // Every request is signed with AWS Signature Version 4 for the service
-// bedrock (checked against AWSAccessKey and AWSSecretKey) or carries
+// bedrock (checked against AWSAccessKey and AWSSecretKey, and a session
+// token against those GET /aws/credentials, a container credentials
+// endpoint, issued and their expiry) or carries
 // AWSBearerToken as a Bedrock API key; else AWS's 403. Then it is checked
 // by Bedrock's rules, answering a ValidationException (400) in Bedrock's
 // wording when one is broken: the conversation starts with a user turn
@@ -116,6 +118,7 @@ type converseRequest struct {
 func (s *Sim) converseRoutes() {
 	s.mux.HandleFunc("POST /model/{model}/converse", s.converse)
 	s.mux.HandleFunc("POST /model/{model}/converse-stream", s.converse)
+	s.mux.HandleFunc("GET /aws/credentials", s.awsCredentials)
 }
 
 func (s *Sim) converse(w http.ResponseWriter, r *http.Request) {
@@ -126,7 +129,7 @@ func (s *Sim) converse(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case bedrockSigned(r):
-		if msg := verifySigV4(r, body); msg != "" {
+		if msg := s.verifySigV4(r, body); msg != "" {
 			bedrockError(w, http.StatusForbidden, "InvalidSignatureException", msg)
 			return
 		}

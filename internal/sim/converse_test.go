@@ -93,6 +93,13 @@ func TestConverseModeSDK(t *testing.T) {
 		t.Fatalf("the exception event: %v", err)
 	}
 
+	forged := bedrockruntime.New(bedrockruntime.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: AWSAccessKey, SecretAccessKey: AWSSecretKey, SessionToken: "forged"}, nil
+		})})
+	if _, err := forged.Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String("claude-text"), Messages: []types.Message{user}}); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("a session token the simulator did not issue: %v", err)
+	}
 	resp, err := http.Post(srv.URL+"/model/claude-text/converse", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`))
 	if err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("an unsigned request: %v %v", err, resp)
