@@ -33,7 +33,7 @@ upstreams:
   - {name: claude, protocol: anthropic, url: "UPSTREAM_URL/v1"}
   - {name: gemini, protocol: gemini, url: "UPSTREAM_URL/v1beta"}
   - {name: oai, protocol: responses, url: "UPSTREAM_URL/v1"}
-  - {name: bedrock, protocol: bedrock, url: "UPSTREAM_URL", api_key: `+sim.AWSBearerToken+`}
+  - {name: bedrock, protocol: bedrock, url: "UPSTREAM_URL", api_key: ` + sim.AWSBearerToken + `}
 routes:
   - {name: openai, model: "openai/*", upstream: compat}
   - {name: bedrock, model: "bedrock/*", upstream: bedrock, reasoning: {format: thinking-budget, level: low}}

@@ -302,7 +302,7 @@ func TestWhole(t *testing.T) {
 				Content          string `json:"content"`
 				ReasoningContent string `json:"reasoning_content"`
 				ToolCalls        []struct {
-					ID       string `json:"id"`
+					ID       string                     `json:"id"`
 					Function struct{ Arguments string } `json:"function"`
 				} `json:"tool_calls"`
 			} `json:"message"`
