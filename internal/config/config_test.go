@@ -609,6 +609,8 @@ func TestVertexUpstream(t *testing.T) {
 		{`{name: a, protocol: anthropic, url: "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google"}`, "must end with the API version"},
 		{`{name: a, protocol: gemini, url: "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google", auth: google, api_key: k}`, "api_key: is not sent with auth: google"},
 		{`{name: a, url: "https://x/v1", auth: kerberos}`, "auth:"},
+		{`{name: a, protocol: bedrock, url: "https://bedrock-runtime.us-east-1.amazonaws.com", auth: aws}`, ""},
+		{`{name: a, protocol: bedrock, url: "https://bedrock-runtime.us-east-1.amazonaws.com/openai/v1", auth: aws}`, "must be the runtime's endpoint without a path"},
 	} {
 		_, err := Parse([]byte("upstreams: ["+tc.upstream+"]\nroutes: [{model: m, upstream: a}]\n"), env(nil))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

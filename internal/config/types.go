@@ -228,20 +228,24 @@ type Server struct {
 }
 
 // Upstream is one provider endpoint: one speaking the OpenAI
-// chat-completions wire, Anthropic's Messages API or Google's Gemini API.
+// chat-completions wire, Anthropic's Messages API, Google's Gemini API,
+// OpenAI's Responses API or Amazon Bedrock's Converse API.
 type Upstream struct {
 	// Name identifies the upstream in routes, logs and metrics.
 	Name string `yaml:"name"`
 	// Protocol is the wire the upstream speaks: openai (chat completions,
-	// the default), anthropic (the Messages API), gemini (the Gemini API)
-	// or responses (OpenAI's Responses API); requests and answers of the
-	// last three are translated, clients keep speaking chat completions.
+	// the default), anthropic (the Messages API), gemini (the Gemini API),
+	// responses (OpenAI's Responses API) or bedrock (Amazon Bedrock's
+	// Converse API); requests and answers of the last four are translated,
+	// clients keep speaking chat completions.
 	Protocol Enum[translate.Protocol] `yaml:"protocol"`
 	// URL is the API base URL, e.g. https://api.openai.com/v1; the gateway
 	// appends /chat/completions (protocol anthropic: /messages, e.g. to
 	// https://api.anthropic.com/v1; protocol gemini:
 	// /models/{model}:generateContent, e.g. to
-	// https://generativelanguage.googleapis.com/v1beta). Required unless
+	// https://generativelanguage.googleapis.com/v1beta; protocol bedrock:
+	// /model/{model}/converse, to the runtime's endpoint without a path,
+	// https://bedrock-runtime.us-east-1.amazonaws.com). Required unless
 	// Simulator is set. A path segment {model} stands for the model each
 	// request is sent for (the route's upstream_model, else the client's),
 	// path-escaped: Azure OpenAI's deployment URLs,

@@ -3,7 +3,8 @@
 // protocols, one sub-package per protocol, each with the directions it
 // serves: anthropic (the Messages API, as a client API and as an
 // upstream), responses (OpenAI's Responses API, both ways), gemini
-// (Google's Gemini API, an upstream). Each direction is a set of pure
+// (Google's Gemini API, an upstream), bedrock (Amazon Bedrock's Converse
+// API, an upstream). Each direction is a set of pure
 // functions — the request out (or in), the answer's events in (or out),
 // the whole answer — table-tested with recorded wire bytes; the path in
 // internal/gateway calls them at its edges and knows nothing else of the
