@@ -70,6 +70,7 @@ func quietUpstream(b *testing.B) string {
 		"/chat/completions": []byte(`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`),
 		"/messages":         []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`),
 		"/responses":        []byte(`{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`),
+		"/converse":         []byte(`{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}`),
 		":generateContent":  []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1,"totalTokenCount":2}}`),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,15 +105,17 @@ upstreams:
   - {name: anthropic, protocol: anthropic, url: "`+up+`/v1"}
   - {name: gemini, protocol: gemini, url: "`+up+`/v1beta"}
   - {name: responses, protocol: responses, url: "`+up+`/v1"}
+  - {name: bedrock, protocol: bedrock, url: "`+up+`"}
 routes:
   - {model: "openai", upstream: openai}
   - {model: "anthropic", upstream: anthropic}
   - {model: "gemini", upstream: gemini}
   - {model: "responses", upstream: responses}
+  - {model: "bedrock", upstream: bedrock}
 `)
 	paths := map[string]string{"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
 	for _, api := range []string{"chat", "messages", "responses"} {
-		for _, protocol := range []string{"openai", "anthropic", "gemini", "responses"} {
+		for _, protocol := range []string{"openai", "anthropic", "gemini", "responses", "bedrock"} {
 			body := func(turns int) []byte {
 				return bytes.Replace(agentTurns(api, turns), []byte(`"MODEL"`), []byte(`"`+protocol+`"`), 1)
 			}

@@ -99,15 +99,15 @@ type body struct {
 
 // appendJSON writes the body into one buffer.
 func (b *body) appendJSON() []byte {
-	n := 128 + len(b.inference) + len(b.toolConfig) + len(b.thinking)
+	n := 128 + len(b.inference) + len(b.toolConfig) + len(b.thinking) + len(b.topK)
 	for _, t := range b.messages {
 		n += 32
 		for _, c := range t.content {
-			n += len(c) + 1
+			n += len(c) + 11 // a string's text block: {"text":…},
 		}
 	}
 	for _, s := range b.system {
-		n += len(s) + 1
+		n += len(s) + 11
 	}
 	out := make([]byte, 0, n)
 	out = append(out, `{"messages":[`...)
