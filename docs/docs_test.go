@@ -1,7 +1,3 @@
-// Package docs holds toolgate's documents; its test checks that every
-// reference to them, from the code and from the documents themselves,
-// resolves: each link's file and anchor, each spec section cited as §N,
-// each quirk id.
 package docs
 
 import (

@@ -33,6 +33,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/console"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/heapfloor"
 	"github.com/toolgate/toolgate/internal/maxprocs"
@@ -138,6 +139,11 @@ func Run(ctx context.Context, args []string, w World) error {
 	p := &process{path: f.config, getenv: w.Getenv, log: log, tracer: tp,
 		metrics: observe.NewMetrics(reg, observe.MetricsOptions{HideKeyNames: !*cfg.Metrics.KeyLabels})}
 	defer p.sims.close()
+	if cfg.Console.On() {
+		p.console = console.New(console.Options{Recent: cfg.Console.Kept(), Token: cfg.Console.Token, Version: buildVersion()})
+		defer p.console.Close()
+		p.console.SetLoaded(configName(f.config), nil)
+	}
 	return p.serve(ctx, cfg, reg, w)
 }
 
@@ -217,7 +223,7 @@ func (p *process) serve(ctx context.Context, cfg *config.Config, reg *prometheus
 	srv := gateway.NewServer(cfg.Server, &p.live, p.pending, errLog)
 	var ready atomic.Bool
 	admin := &http.Server{
-		Handler:           gateway.NewAdmin(reg, ready.Load, cfg.Server.Pprof),
+		Handler:           gateway.NewAdmin(reg, ready.Load, cfg.Server.Pprof, p.ui(reg)),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Server.IdleTimeout,
 		ErrorLog:          errLog,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +12,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/console"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
@@ -31,10 +35,13 @@ type process struct {
 	tracer  *telemetry.Provider
 	live    liveHandler
 	sims    simulators
+	// console is the live console (nil: console.enabled is false); it
+	// outlives reloads, as its ring of recent requests does.
+	console *console.Console
 }
 
 func (p *process) options(cfg *config.Config) gateway.Options {
-	o := gateway.Options{Config: cfg, Logger: p.log, Metrics: p.metrics, Pending: p.pending}
+	o := gateway.Options{Config: cfg, Logger: p.log, Metrics: p.metrics, Pending: p.pending, Console: p.console}
 	if p.tracer.Enabled {
 		o.Tracer = p.tracer
 	}
@@ -56,13 +63,15 @@ func (p *process) reload(running *config.Config) *config.Config {
 	}
 	if err != nil {
 		p.log.Error("config reload refused; the running config stays", zap.String("config", configName(p.path)), zap.Error(err))
+		p.console.SetLoaded("", err)
 		return running
 	}
-	if cfg.Server != running.Server || cfg.Log.Level != running.Log.Level || cfg.Telemetry != running.Telemetry {
-		p.log.Warn("listen, admin_listen, server, log and telemetry settings change only on restart")
+	if cfg.Server != running.Server || cfg.Log.Level != running.Log.Level || cfg.Telemetry != running.Telemetry || !sameConsole(cfg.Console, running.Console) {
+		p.log.Warn("listen, admin_listen, server, log, telemetry and console settings change only on restart")
 	}
 	// The server keeps the settings it started with.
 	cfg.Listen, cfg.AdminListen, cfg.Server, cfg.Log, cfg.Telemetry = running.Listen, running.AdminListen, running.Server, running.Log, running.Telemetry
+	cfg.Console = running.Console
 	old := p.live.current()
 	opts := p.options(cfg)
 	sameState := cfg.State == running.State
@@ -77,12 +86,14 @@ func (p *process) reload(running *config.Config) *config.Config {
 	g, err := gateway.New(opts)
 	if err != nil {
 		p.log.Error("config reload refused; the running config stays", zap.String("config", configName(p.path)), zap.Error(err))
+		p.console.SetLoaded("", err)
 		if sameState {
 			old.TakeBackState(state)
 		}
 		return running
 	}
 	p.live.set(g)
+	p.console.SetLoaded(configName(p.path), nil)
 	// Requests in flight finish on the old gateway; its idle connections
 	// are closed once they have had time to (or when the process stops).
 	p.live.retire(old, running.Server.DrainTimeout)
@@ -162,4 +173,39 @@ func (s *simulators) close() {
 	for _, srv := range s.servers {
 		srv.Close()
 	}
+}
+
+// sameConsole reports console settings that did not change.
+func sameConsole(a, b config.Console) bool {
+	return a.On() == b.On() && a.Kept() == b.Kept() && a.Token == b.Token
+}
+
+// ui is the console's handler on the admin listener (nil: none), asking
+// the live gateway.
+func (p *process) ui(reg prometheus.Gatherer) http.Handler {
+	if p.console == nil {
+		return nil
+	}
+	return p.console.Handler(func() console.Source {
+		if g := p.live.current(); g != nil {
+			return g
+		}
+		return nil
+	}, reg)
+}
+
+// buildVersion is the binary's version: its module's, and the commit it
+// was built from when the build recorded one.
+func buildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
 }

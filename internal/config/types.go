@@ -48,6 +48,37 @@ type Config struct {
 	Pricing map[string]Price `yaml:"pricing"`
 	// Telemetry configures OpenTelemetry traces (off by default).
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Console configures the live console on the admin listener (/ui/).
+	Console Console `yaml:"console"`
+}
+
+// Console is the read-only live console on the admin listener.
+type Console struct {
+	// Enabled serves /ui/ on the admin listener. Default true.
+	Enabled *bool `yaml:"enabled"`
+	// Recent is how many requests the console keeps for its list and
+	// inspector (their outline, never their content); 0 keeps none.
+	// Default 100.
+	Recent *int `yaml:"recent"`
+	// Token, when set, is asked of every console request (Authorization:
+	// Bearer, or ?token= for the page and its live feed): set it when the
+	// admin listener is reachable beyond the host.
+	Token string `yaml:"token"`
+}
+
+// MaxConsoleRecent bounds console.recent: each request kept is its
+// outline, a few hundred bytes.
+const MaxConsoleRecent = 10000
+
+// On reports whether the console is served.
+func (c Console) On() bool { return c.Enabled == nil || *c.Enabled }
+
+// Kept is how many requests the console keeps.
+func (c Console) Kept() int {
+	if c.Recent == nil {
+		return 100
+	}
+	return max(*c.Recent, 0)
 }
 
 // Key is one client API key, configured by its SHA-256 (hex) — never the

@@ -98,6 +98,9 @@ func (c *Config) checkTop(p *problems) {
 			p.add("telemetry.otlp_endpoint", "must be an http:// or https:// URL such as http://otel-collector:4317")
 		}
 	}
+	if r := c.Console.Recent; r != nil && (*r < 0 || *r > MaxConsoleRecent) {
+		p.add("console.recent", "must be 0 (keep none) to %d requests, got %d", MaxConsoleRecent, *r)
+	}
 	if c.Sessions.Window < 0 {
 		p.add("sessions.window", "must be a positive duration such as 1h, got %s", c.Sessions.Window)
 	}

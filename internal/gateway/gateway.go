@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/internal/auth"
 	"github.com/toolgate/toolgate/internal/budget"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/console"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/policy"
 	"github.com/toolgate/toolgate/internal/state"
@@ -62,6 +63,9 @@ type Options struct {
 	// Tracer makes the request's spans (see internal/telemetry); nil
 	// means none.
 	Tracer trace.TracerProvider
+	// Console keeps each request's record for the live console (it
+	// outlives reloads); nil means none.
+	Console *console.Console
 }
 
 // Gateway serves the main listener's API: POST /v1/chat/completions and
@@ -100,6 +104,9 @@ type Gateway struct {
 	// sealKey makes the tags of the encrypted reasoning handed to
 	// Responses clients (responses.seal_key, or processSealKey).
 	sealKey []byte
+	// console keeps each request's record (nil: none), with the outline of
+	// what repair did.
+	console *console.Console
 }
 
 // clock is the time and randomness backoff uses.
@@ -137,6 +144,7 @@ func New(opts Options) (*Gateway, error) {
 		close:    func() {},
 		clock:    newClock(opts),
 		capture:  opts.Config.Telemetry.CaptureContent,
+		console:  opts.Console,
 	}
 	if opts.Tracer != nil {
 		g.tracer = opts.Tracer.Tracer("github.com/toolgate/toolgate")
@@ -425,6 +433,7 @@ func (g *Gateway) instrument(api clientAPI, h handlerFunc) http.HandlerFunc {
 			g.metrics.Observe(rec)
 			rec.EndServerSpan(span)
 			rec.Log(g.log)
+			g.console.Add(rec)
 		}()
 		if g.simulated {
 			w.Header().Set(SimulatedHeader, "sim")

@@ -478,9 +478,9 @@ func TestAdmin(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	observe.NewMetrics(reg)
 	ready := false
-	srv := httptest.NewServer(gateway.NewAdmin(reg, func() bool { return ready }, false))
+	srv := httptest.NewServer(gateway.NewAdmin(reg, func() bool { return ready }, false, nil))
 	defer srv.Close()
-	prof := httptest.NewServer(gateway.NewAdmin(reg, func() bool { return ready }, true))
+	prof := httptest.NewServer(gateway.NewAdmin(reg, func() bool { return ready }, true, nil))
 	defer prof.Close()
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.URL + path)

@@ -42,7 +42,11 @@ type prepared struct {
 	// dropped names what else it left out (edgeChat.dropped).
 	dropped  []string
 	report   repair.Report
-	fixes    repair.ToolCallFixes
+	// outline: the console wants what repair did as an outline of the
+	// transcript before and after (before, after; set when it changed it).
+	outline       bool
+	before, after []observe.Turn
+	fixes         repair.ToolCallFixes
 	restored policy.Restored
 	level    policy.Level
 	// fitted: the route's thinking budget was lowered, or thinking turned
@@ -56,7 +60,8 @@ type prepared struct {
 // completion policy's reading, the output limit, restored reasoning, the
 // reasoning level, usage asked for. A refusal is returned, nothing sent.
 func (g *Gateway) prepare(x *exchange, p *plan, base translation) (*prepared, error) {
-	pr := &prepared{plan: p, req: base.req.Derive(), limits: p.limits, translated: base.keepOwn, droppedCache: base.droppedCache, dropped: base.dropped}
+	pr := &prepared{plan: p, req: base.req.Derive(), limits: p.limits, translated: base.keepOwn, droppedCache: base.droppedCache, dropped: base.dropped,
+		outline: g.console != nil}
 	if x.key != nil {
 		pr.limits = budget.Stricter(pr.limits, g.keyPlans[x.key.Name].limits)
 	}
@@ -129,7 +134,10 @@ func (pr *prepared) transcript() error {
 	}
 	msgs, pr.fixes = repair.FixToolCalls(msgs, p.steps)
 	if p.repair != repair.ModeOff {
-		msgs, pr.report = repair.Repair(msgs)
+		in := msgs
+		if msgs, pr.report = repair.Repair(msgs); pr.outline && !pr.report.Empty() {
+			pr.before, pr.after = outlineOf(in), outlineOf(msgs)
+		}
 	}
 	if p.repair == repair.ModeReject && !pr.report.Empty() {
 		return &repair.RejectError{Report: pr.report}
@@ -236,6 +244,9 @@ func (g *Gateway) notePrepared(x *exchange, pr *prepared) {
 		h.Set(RepairHeader, rec.Repair)
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "sealed", N: len(pr.report.Sealed)},
 			observe.Count{Name: "dropped", N: len(pr.report.Dropped)}, observe.Count{Name: "moved", N: len(pr.report.Moved)})
+		if pr.outline {
+			rec.RepairDetail = repairDetail(pr)
+		}
 	}
 	if pr.droppedReasoning > 0 {
 		rec.Repairs = append(rec.Repairs, observe.Count{Name: "dropped_foreign_reasoning", N: pr.droppedReasoning})
@@ -300,3 +311,33 @@ const (
 	// minimum of 1024).
 	ThinkingHeader = "X-Toolgate-Thinking"
 )
+
+// outlineOf is a transcript's outline: each message's role and the call
+// ids it makes or answers, never its content.
+func outlineOf(msgs []wire.Message) []observe.Turn {
+	out := make([]observe.Turn, len(msgs))
+	for i, m := range msgs {
+		out[i].Role = m.Role
+		for _, c := range m.ToolCalls {
+			out[i].IDs = append(out[i].IDs, c.ID)
+		}
+		if m.ToolCallID != "" {
+			out[i].IDs = append(out[i].IDs, m.ToolCallID)
+		}
+	}
+	return out
+}
+
+// repairDetail is what repair did to the request, for the console.
+func repairDetail(pr *prepared) *observe.RepairDetail {
+	d := &observe.RepairDetail{Before: pr.before, After: pr.after}
+	for _, a := range []struct {
+		name    string
+		replies []repair.Reply
+	}{{"sealed", pr.report.Sealed}, {"dropped", pr.report.Dropped}, {"moved", pr.report.Moved}} {
+		for _, r := range a.replies {
+			d.Actions = append(d.Actions, observe.RepairAction{Action: a.name, Index: r.Index, CallID: r.CallID})
+		}
+	}
+	return d
+}

@@ -70,6 +70,10 @@ type Record struct {
 	// Repairs counts repair and request-normalization actions by name
 	// (sealed, dropped, moved, rejected, arguments_to_string, …).
 	Repairs []Count
+	// RepairDetail is what repair did, by message and call id, with the
+	// transcript's outline before and after: set only for the console
+	// (nil when it is off or nothing was repaired).
+	RepairDetail *RepairDetail
 	// Limited names the budget or rate limit that refused the request or
 	// ended its response early (maxCalls, requests_per_minute,
 	// maxOutputChars, callTimeoutMs, state_unavailable, …), or "".
@@ -110,6 +114,30 @@ type Record struct {
 	// state.on_error applied.
 	StateErrors []string
 	StateMode   string
+}
+
+// RepairDetail is what repair did to a transcript: each action, and the
+// transcript's outline (roles and call ids, never content) before and
+// after.
+type RepairDetail struct {
+	Actions       []RepairAction
+	Before, After []Turn
+}
+
+// RepairAction is one thing repair did: sealed (the call made in
+// message Index had no reply), dropped or moved (the tool message at
+// Index of the input).
+type RepairAction struct {
+	Action string
+	Index  int
+	CallID string
+}
+
+// Turn is one message of a transcript's outline: its role and the call
+// ids it makes (an assistant's) or answers (a tool's).
+type Turn struct {
+	Role string
+	IDs  []string
 }
 
 // Count is a number of things of one kind.

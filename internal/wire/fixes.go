@@ -42,7 +42,27 @@ var fixNames = [numFixes]string{
 	"repeated_name", "second_finish_reason",
 }
 
+// fixQuirks are the docs/quirks.md rows each normalization answers (""
+// for one that answers no row of its own).
+var fixQuirks = [numFixes]string{
+	"A12", "A27", "A24", "A31", "A31", "A18",
+	"A15", "A02", "A34", "A28", "A17", "A07",
+	"A01", "A26", "A21", "A40", "A23", "",
+	"A10", "A16",
+}
+
 func (f Fix) String() string { return fixNames[f] }
+
+// QuirkOf is the docs/quirks.md row (A02) the normalization named name
+// answers, or "" for a name that is no normalization's or answers no row.
+func QuirkOf(name string) string {
+	for k, n := range fixNames {
+		if n == name {
+			return fixQuirks[k]
+		}
+	}
+	return ""
+}
 
 // Fixes counts the normalizations applied to one response. It is a value:
 // copying it copies the counts.
