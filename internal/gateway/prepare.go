@@ -40,15 +40,15 @@ type prepared struct {
 	// droppedCache counts cache_control marks the translation left out.
 	droppedCache int
 	// dropped names what else it left out (edgeChat.dropped).
-	dropped  []string
-	report   repair.Report
+	dropped []string
+	report  repair.Report
 	// outline: the console wants what repair did as an outline of the
 	// transcript before and after (before, after; set when it changed it).
 	outline       bool
 	before, after []observe.Turn
 	fixes         repair.ToolCallFixes
-	restored policy.Restored
-	level    policy.Level
+	restored      policy.Restored
+	level         policy.Level
 	// fitted: the route's thinking budget was lowered, or thinking turned
 	// off, to fit the request's output limit.
 	fitted policy.Fitted
