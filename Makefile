@@ -6,9 +6,9 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: demo test test-go test-loaded run check build image bench bench-full bench-go pgo faults lint fuzz schema
 
-## demo: the gateway on its embedded default config, with a scripted client (no API key needed)
+## demo: the gateway on its embedded default config, with a scripted client (no API key needed); KEEP=1 keeps it serving, with its console
 demo:
-	$(GO) run -pgo=off ./cmd/demo
+	$(GO) run -pgo=off ./cmd/demo $(if $(KEEP),--keep)
 
 ## test: everything CI runs — the race-enabled test suite first (then the slowest packages), then formatting, vet and staticcheck
 test: test-go lint

@@ -36,7 +36,8 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runDemo(ctx, os.Stdout); err != nil {
+	keep := len(os.Args) > 1 && os.Args[1] == "--keep" // make demo KEEP=1
+	if err := runDemo(ctx, os.Stdout, keep); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -45,21 +46,23 @@ func main() {
 // runDemo starts the gateway on its embedded default config (every model
 // routed to the built-in simulator) on loopback ports, runs a scripted
 // openai-go client through it, and prints what the client received and the
-// gateway's access-log line for each request.
-func runDemo(ctx context.Context, stdout io.Writer) error {
+// gateway's access-log line for each request. It ends with the console's
+// URL; with keep, the gateway then serves until ctx ends (Ctrl-C).
+func runDemo(ctx context.Context, stdout io.Writer, keep bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	logs := &lineBuffer{}
-	addr := make(chan string, 1)
+	addr := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
 		noEnv := func(string) string { return "" }
 		done <- app.Run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-flush-interval", "0s"},
 			app.World{Getenv: noEnv, Stdout: &addrWriter{ch: addr}, Stderr: logs})
 	}()
-	var base string
+	var base, admin string
 	select {
-	case base = <-addr:
+	case a := <-addr:
+		base, admin = a[0], a[1]
 	case err := <-done:
 		return fmt.Errorf("the gateway did not start: %v", err)
 	case <-time.After(10 * time.Second):
@@ -98,6 +101,11 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		for _, line := range logs.waitAccess(s.requests, 5*time.Second) {
 			fmt.Fprintf(stdout, "    gateway: %s\n", line)
 		}
+	}
+	fmt.Fprintf(stdout, "\nthe console, with these requests and what toolgate fixed in each: http://%s/ui/\n", admin)
+	if keep && len(failed) == 0 {
+		fmt.Fprintf(stdout, "serving until Ctrl-C: gateway http://%s/v1, console http://%s/ui/\n", base, admin)
+		<-ctx.Done()
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -369,16 +377,17 @@ func oneLine(s string) string {
 	return s
 }
 
-// addrWriter picks the listening address out of run's stdout line.
+// addrWriter picks the listening addresses, the gateway's and the admin
+// listener's, out of run's stdout line.
 type addrWriter struct {
-	ch   chan string
+	ch   chan [2]string
 	once sync.Once
 }
 
 func (a *addrWriter) Write(p []byte) (int, error) {
-	var main string
-	if _, err := fmt.Sscanf(string(p), "toolgate listening on %s", &main); err == nil {
-		a.once.Do(func() { a.ch <- main })
+	var main, admin string
+	if _, err := fmt.Sscanf(string(p), "toolgate listening on %s (admin %s", &main, &admin); err == nil {
+		a.once.Do(func() { a.ch <- [2]string{main, strings.TrimSuffix(strings.TrimSpace(admin), ")")} })
 	}
 	return len(p), nil
 }

@@ -95,6 +95,7 @@ func (c *Console) Handler(source func() Source, gather prometheus.Gatherer) http
 	r.Get("/ui/", page("index.html"))
 	r.Get("/ui/console.js", page("console.js"))
 	r.Get("/ui/console.css", page("console.css"))
+	r.Get("/ui/favicon.svg", page("favicon.svg"))
 	r.Get("/ui/quirks", quirksPage)
 	r.Group(func(r chi.Router) {
 		r.Use(c.authorized)
@@ -142,11 +143,15 @@ func (c *Console) authorized(next http.Handler) http.Handler {
 	})
 }
 
-// session admits a live-feed session (the token was checked) and counts
-// it while it lasts.
+// session admits a live-feed session (the token was checked), counts it
+// while it lasts, and sends its headers.
 func (c *Console) session(w http.ResponseWriter, r *http.Request) ([]string, bool) {
 	c.watchers.Add(1)
 	context.AfterFunc(r.Context(), func() { c.watchers.Add(-1) })
+	// The headers go at once: the page is live before the first event.
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
 	return nil, true
 }
 
@@ -199,6 +204,7 @@ func (c *Console) overview(gather prometheus.Gatherer) Overview {
 	families := gathered(gather)
 	o.InFlight = int(sum(families["toolgate_upstream_in_flight"], ""))
 	o.Streams = int(sum(families["toolgate_streams_in_flight"], ""))
+	o.Errors = []Count{}
 	for code, n := range byLabel(families["toolgate_requests_total"], "code") {
 		if code >= "400" {
 			o.Errors = append(o.Errors, Count{code, int(n)})
@@ -228,21 +234,32 @@ func (c *Console) status(ctx context.Context, src Source) Status {
 		u := &s.Upstreams[i]
 		var times []float64
 		for _, e := range recent {
-			if e.Upstream != u.Name {
+			if e.Upstream != u.Name || len(e.Attempts) == 0 {
 				continue
 			}
 			times = append(times, e.DurationMs-e.OverheadMs)
-			if u.LastError == "" && (e.Status >= 500 || e.ErrorKind != "") {
-				at := e.Time
-				u.LastError, u.LastErrorAt = cmp.Or(e.ErrorKind, "status")+" "+itoa(e.Status), &at
-			}
 		}
+		u.LastError, u.LastErrorAt = lastError(recent, u.Name)
 		slices.Sort(times)
 		if len(times) > 0 {
 			u.LatencyMs = times[len(times)/2]
 		}
 	}
 	return s
+}
+
+// lastError is the latest failed attempt on upstream among the kept
+// requests (newest first): its outcome, and when its request ended.
+func lastError(recent []Entry, upstream string) (string, *time.Time) {
+	for _, e := range recent {
+		for i := len(e.Attempts) - 1; i >= 0; i-- {
+			if a := e.Attempts[i]; a.Upstream == upstream && a.Outcome != "ok" && a.Outcome != "reconnected" {
+				at := e.Time
+				return a.Outcome + " (" + e.Method + " " + e.Path + ")", &at
+			}
+		}
+	}
+	return "", nil
 }
 
 // Fixed is what the gateway fixed since it started: repairs by action,
@@ -259,7 +276,7 @@ type Fixed struct {
 
 func fixed(gather prometheus.Gatherer) Fixed {
 	families := gathered(gather)
-	var f Fixed
+	f := Fixed{Normalizations: []Fix{}}
 	f.Repairs = counts(byLabel(families["toolgate_repairs_total"], "action"))
 	for _, k := range counts(byLabel(families["toolgate_normalizations_total"], "kind")) {
 		f.Normalizations = append(f.Normalizations, Fix{Kind: k.Name, Quirk: quirkOf(k.Name), N: k.N})

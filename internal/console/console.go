@@ -70,7 +70,7 @@ type Console struct {
 // loaded, and the last reload's error ("" when it succeeded).
 type Loaded struct {
 	File       string    `json:"file"`
-	At         time.Time `json:"at"`
+	At         time.Time `json:"at,omitzero"`
 	LastReload string    `json:"last_reload_error,omitempty"`
 }
 

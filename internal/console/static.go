@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/docs"
@@ -48,7 +47,7 @@ var markdownLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 var quirksHTML = func() []byte {
 	var b bytes.Buffer
 	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>toolgate · wire quirks</title>` +
-		`<link rel="stylesheet" href="console.css"></head><body class="quirks"><h1>Wire quirks</h1>` +
+		`<link rel="icon" href="favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="console.css"></head><body class="quirks"><h1>Wire quirks</h1>` +
 		`<p>The rows of docs/quirks.md: what each quirk is, and what toolgate does about it.</p><table>`)
 	for line := range strings.Lines(string(docs.Quirks)) {
 		m := quirkRow.FindStringSubmatch(strings.TrimRight(line, "\n"))
@@ -73,5 +72,3 @@ func quirksPage(w http.ResponseWriter, _ *http.Request) {
 }
 
 func quirkOf(kind string) string { return wire.QuirkOf(kind) }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -110,7 +110,7 @@
     const fixedCell = el("span");
     for (const r of e.repairs || []) fixedCell.appendChild(el("span", r.name + " ×" + r.n, "tag"));
     for (const f of e.fixes || []) fixedCell.appendChild(el("span", f.kind + " ×" + f.n, "tag"));
-    const tr = row([new Date(e.time).toLocaleTimeString(), e.key || "", e.route || "", e.upstream || "", e.status,
+    const tr = row([new Date(e.time).toLocaleTimeString(), e.key || "", e.model || "", e.route || "", e.upstream || "", e.status,
       el("span", e.outcome, e.outcome === "ok" ? "" : "bad"), e.duration_ms.toFixed(1) + " ms", e.overhead_ms.toFixed(2) + " ms", fixedCell]);
     tr.dataset.id = e.id;
     tr.addEventListener("click", () => inspect(e));
