@@ -139,14 +139,19 @@ func (c *Console) Add(rec *observe.Record) {
 		return
 	}
 	now := time.Now()
+	watched := c.watchers.Load() > 0
 	c.mu.Lock()
 	c.seq++
-	e := entryOf(rec, c.seq)
 	slot := &c.perSecond[now.Unix()%60]
 	if slot.at != now.Unix() {
 		slot.at, slot.n = now.Unix(), 0
 	}
 	slot.n++
+	if c.opts.Recent == 0 && !watched {
+		c.mu.Unlock()
+		return // nothing to keep, nobody to tell
+	}
+	e := entryOf(rec, c.seq)
 	if c.opts.Recent > 0 {
 		if len(c.ring) < c.opts.Recent {
 			c.ring = append(c.ring, e)
@@ -156,7 +161,7 @@ func (c *Console) Add(rec *observe.Record) {
 		c.next = (c.next + 1) % c.opts.Recent
 	}
 	c.mu.Unlock()
-	if c.watchers.Load() == 0 {
+	if !watched {
 		return
 	}
 	b, _ := json.Marshal(e)

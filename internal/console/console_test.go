@@ -24,7 +24,7 @@ func record(i int) *observe.Record {
 		Key: "team-a", Upstream: "sim", Model: "m", Status: 200, Outcome: "ok", Start: time.Now(), Duration: 3 * time.Millisecond,
 		UpstreamDuration: 2 * time.Millisecond, Repairs: []observe.Count{{Name: "sealed", N: 1}, {Name: "moved", N: 0}},
 		RepairDetail: &observe.RepairDetail{Actions: []observe.RepairAction{{Action: "sealed", Index: 1, CallID: "call_a"}},
-			Before: []observe.Turn{{Role: "user"}, {Role: "assistant", IDs: []string{"call_a"}}},
+			Before: []observe.Turn{{Role: "user"}, {Index: 1, Role: "assistant", IDs: []string{"call_a"}}},
 			After:  []observe.Turn{{Role: "user"}, {Role: "assistant", IDs: []string{"call_a"}}, {Role: "tool", IDs: []string{"call_a"}}}},
 		Attempts: []observe.Attempt{{Route: "default", Upstream: "other", Outcome: observe.AttemptConnect, Cooldown: "unreachable"},
 			{Route: "default", Upstream: "sim", Outcome: observe.AttemptOK, Verdict: "ok", Fixes: []observe.Count{{Name: "index_reuse", N: 2}}}}}

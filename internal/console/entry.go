@@ -72,11 +72,13 @@ type Action struct {
 	CallID string `json:"call_id,omitempty"`
 }
 
-// Turn is a message of an outline: its role and the call ids it makes or
-// answers.
+// Turn is a message of an outline: its position in the transcript, its
+// role and the call ids it makes or answers. An outline holds the
+// messages around those repair named, not every message.
 type Turn struct {
-	Role string   `json:"role"`
-	IDs  []string `json:"ids,omitempty"`
+	Index int      `json:"index"`
+	Role  string   `json:"role"`
+	IDs   []string `json:"ids,omitempty"`
 }
 
 // Reasoning is what happened to the reasoning of earlier turns.
@@ -132,7 +134,7 @@ func entryOf(rec *observe.Record, seq uint64) Entry {
 func turns(ts []observe.Turn) []Turn {
 	out := make([]Turn, len(ts))
 	for i, t := range ts {
-		out[i] = Turn{Role: t.Role, IDs: slices.Clone(t.IDs)}
+		out[i] = Turn{Index: t.Index, Role: t.Role, IDs: slices.Clone(t.IDs)}
 	}
 	return out
 }

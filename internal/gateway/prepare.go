@@ -136,7 +136,7 @@ func (pr *prepared) transcript() error {
 	if p.repair != repair.ModeOff {
 		in := msgs
 		if msgs, pr.report = repair.Repair(msgs); pr.outline && !pr.report.Empty() {
-			pr.before, pr.after = outlineOf(in), outlineOf(msgs)
+			pr.before, pr.after = outlineOf(in, pr.report), outlineOf(msgs, pr.report)
 		}
 	}
 	if p.repair == repair.ModeReject && !pr.report.Empty() {
@@ -312,21 +312,55 @@ const (
 	ThinkingHeader = "X-Toolgate-Thinking"
 )
 
-// outlineOf is a transcript's outline: each message's role and the call
-// ids it makes or answers, never its content.
-func outlineOf(msgs []wire.Message) []observe.Turn {
-	out := make([]observe.Turn, len(msgs))
+// outlineOf is the part of a transcript's outline around what repair
+// did: each message within outlineContext of one that repair's actions
+// name (by its index in the input, or a call id it makes or answers),
+// with its position, role and call ids (at most maxOutlineIDs), never
+// its content. A transcript of thousands of messages costs the console
+// a few lines, not thousands.
+func outlineOf(msgs []wire.Message, r repair.Report) []observe.Turn {
+	ids := map[string]bool{}
+	near := map[int]bool{}
+	for _, rs := range [][]repair.Reply{r.Sealed, r.Dropped, r.Moved} {
+		for _, a := range rs {
+			ids[a.CallID] = true
+			near[a.Index] = true
+		}
+	}
+	keep := make([]bool, len(msgs))
 	for i, m := range msgs {
-		out[i].Role = m.Role
+		named := near[i] || ids[m.ToolCallID] && m.ToolCallID != ""
 		for _, c := range m.ToolCalls {
-			out[i].IDs = append(out[i].IDs, c.ID)
+			named = named || ids[c.ID]
+		}
+		for k := max(i-outlineContext, 0); named && k <= min(i+outlineContext, len(msgs)-1); k++ {
+			keep[k] = true
+		}
+	}
+	var out []observe.Turn
+	for i, m := range msgs {
+		if !keep[i] {
+			continue
+		}
+		t := observe.Turn{Index: i, Role: m.Role}
+		for _, c := range m.ToolCalls[:min(len(m.ToolCalls), maxOutlineIDs)] {
+			t.IDs = append(t.IDs, c.ID)
 		}
 		if m.ToolCallID != "" {
-			out[i].IDs = append(out[i].IDs, m.ToolCallID)
+			t.IDs = append(t.IDs, m.ToolCallID)
 		}
+		out = append(out, t)
 	}
 	return out
 }
+
+// outlineContext is how many messages either side of one repair named
+// the console's outline shows; maxOutlineIDs how many call ids of one
+// message.
+const (
+	outlineContext = 2
+	maxOutlineIDs  = 16
+)
 
 // repairDetail is what repair did to the request, for the console.
 func repairDetail(pr *prepared) *observe.RepairDetail {

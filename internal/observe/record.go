@@ -118,7 +118,7 @@ type Record struct {
 
 // RepairDetail is what repair did to a transcript: each action, and the
 // transcript's outline (roles and call ids, never content) before and
-// after.
+// after, around the messages the actions name.
 type RepairDetail struct {
 	Actions       []RepairAction
 	Before, After []Turn
@@ -133,11 +133,12 @@ type RepairAction struct {
 	CallID string
 }
 
-// Turn is one message of a transcript's outline: its role and the call
-// ids it makes (an assistant's) or answers (a tool's).
+// Turn is one message of a transcript's outline: its position, its role
+// and the call ids it makes (an assistant's) or answers (a tool's).
 type Turn struct {
-	Role string
-	IDs  []string
+	Index int
+	Role  string
+	IDs   []string
 }
 
 // Count is a number of things of one kind.

@@ -130,8 +130,14 @@
     const div = el("div");
     div.appendChild(el("h3", title));
     const ol = el("ol", null, "turns");
-    ol.start = 0;
-    for (const t of turns) ol.appendChild(el("li", t.role + (t.ids && t.ids.length ? " " + t.ids.join(", ") : "")));
+    let last = -1;
+    for (const t of turns) {
+      if (last >= 0 && t.index > last + 1) ol.appendChild(el("li", "…", "gap"));
+      const li = el("li", t.role + (t.ids && t.ids.length ? " " + t.ids.join(", ") : ""));
+      li.value = t.index;
+      ol.appendChild(li);
+      last = t.index;
+    }
     div.appendChild(ol);
     return div;
   }
@@ -195,7 +201,7 @@
 
   let pending = null;
   function soon() {
-    if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 300);
+    if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 1000);
   }
 
   function live() {

@@ -1,0 +1,59 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/console"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/internal/sim"
+	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+)
+
+// The console's inspector gets what repair did to a request by message
+// and call id, and an outline of the transcript around it: the messages
+// within two of those repair named, with their positions, never every
+// message (a transcript of 2,000 messages is a few lines) and never
+// content.
+func TestConsoleOutline(t *testing.T) {
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	t.Cleanup(up.Close)
+	con := console.New(console.Options{Recent: 10})
+	t.Cleanup(con.Close)
+	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig, gatewaytest.Options{Gateway: func(o *gateway.Options) { o.Console = con }})
+	var msgs []string
+	for i := range 1000 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"secret text %d"}`, i), `{"role":"assistant","content":"ok"}`)
+	}
+	msgs[1001] = `{"role":"assistant","tool_calls":[{"id":"call_lost","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+	resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"sim-text","messages":[`+strings.Join(msgs, ",")+`]}`)
+	if resp.StatusCode != 200 || resp.Header.Get(gateway.RepairHeader) != "sealed=1; dropped=0; moved=0" {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	admin := httptest.NewServer(con.Handler(func() console.Source { return e.Gateway }, e.Reg))
+	t.Cleanup(admin.Close)
+	r, err := e.HTTP.Get(admin.URL + "/ui/api/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var entries []console.Entry
+	if err := json.NewDecoder(r.Body).Decode(&entries); err != nil || len(entries) != 1 || entries[0].Repair == nil {
+		t.Fatalf("%v %+v", err, entries)
+	}
+	rep := entries[0].Repair
+	if len(rep.Actions) != 1 || rep.Actions[0] != (console.Action{Action: "sealed", Index: 1001, CallID: "call_lost"}) {
+		t.Errorf("the actions: %+v", rep.Actions)
+	}
+	if len(rep.Before) != 5 || rep.Before[0].Index != 999 || rep.Before[2].IDs[0] != "call_lost" || len(rep.After) != 6 || rep.After[3].Role != "tool" {
+		t.Errorf("the outline: before %+v, after %+v", rep.Before, rep.After)
+	}
+	b, _ := json.Marshal(entries)
+	if strings.Contains(string(b), "secret text") {
+		t.Error("the console kept content")
+	}
+}
