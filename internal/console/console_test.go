@@ -30,7 +30,6 @@ func record(i int) *observe.Record {
 			{Route: "default", Upstream: "sim", Outcome: observe.AttemptOK, Verdict: "ok", Fixes: []observe.Count{{Name: "index_reuse", N: 2}}}}}
 }
 
-
 // The ring keeps the latest Recent requests, newest first, whatever
 // passes through it; an entry holds the record's outline, copied.
 func TestRingBound(t *testing.T) {
