@@ -60,6 +60,11 @@ type Console struct {
 	// inspector (their outline, never their content); 0 keeps none.
 	// Default 100.
 	Recent *int `yaml:"recent"`
+	// Inspect is what the inspector keeps of a repaired transcript's
+	// messages: outline (roles and call ids, the default) or content (also
+	// each message's text, clipped, with anything that looks like a key
+	// or token redacted).
+	Inspect string `yaml:"inspect"`
 	// Token, when set, is asked of every console request (Authorization:
 	// Bearer, or ?token= for the page and its live feed): set it when the
 	// admin listener is reachable beyond the host.

@@ -98,6 +98,9 @@ func (c *Config) checkTop(p *problems) {
 			p.add("telemetry.otlp_endpoint", "must be an http:// or https:// URL such as http://otel-collector:4317")
 		}
 	}
+	if i := c.Console.Inspect; i != "" && i != "outline" && i != "content" {
+		p.add("console.inspect", "must be outline or content, got %q", i)
+	}
 	if r := c.Console.Recent; r != nil && (*r < 0 || *r > MaxConsoleRecent) {
 		p.add("console.recent", "must be 0 (keep none) to %d requests, got %d", MaxConsoleRecent, *r)
 	}

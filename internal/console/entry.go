@@ -79,6 +79,9 @@ type Turn struct {
 	Index int      `json:"index"`
 	Role  string   `json:"role"`
 	IDs   []string `json:"ids,omitempty"`
+	// Text is the message's text, clipped and redacted, only with
+	// console.inspect: content.
+	Text string `json:"text,omitempty"`
 }
 
 // Reasoning is what happened to the reasoning of earlier turns.
@@ -134,7 +137,7 @@ func entryOf(rec *observe.Record, seq uint64) Entry {
 func turns(ts []observe.Turn) []Turn {
 	out := make([]Turn, len(ts))
 	for i, t := range ts {
-		out[i] = Turn{Index: t.Index, Role: t.Role, IDs: slices.Clone(t.IDs)}
+		out[i] = Turn{Index: t.Index, Role: t.Role, IDs: slices.Clone(t.IDs), Text: t.Text}
 	}
 	return out
 }

@@ -57,3 +57,35 @@ func TestConsoleOutline(t *testing.T) {
 		t.Error("the console kept content")
 	}
 }
+
+// With console.inspect: content the outline's messages keep their text,
+// clipped, with what looks like a key redacted.
+func TestConsoleContent(t *testing.T) {
+	s := sim.New(sim.Options{})
+	up := httptest.NewServer(s)
+	t.Cleanup(up.Close)
+	con := console.New(console.Options{Recent: 10})
+	t.Cleanup(con.Close)
+	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig+"console: {inspect: content}\n", gatewaytest.Options{Gateway: func(o *gateway.Options) { o.Console = con }})
+	long := strings.Repeat("word ", 200)
+	resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"sim-text","messages":[{"role":"user","content":"use sk-proj-abcdefgh12345678 and Bearer eyJhbGciOi.x.y, AKIAIOSFODNN7EXAMPLE"},`+
+		`{"role":"assistant","tool_calls":[{"id":"call_lost","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"`+long+`"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	admin := httptest.NewServer(con.Handler(func() console.Source { return e.Gateway }, e.Reg))
+	t.Cleanup(admin.Close)
+	r, err := e.HTTP.Get(admin.URL + "/ui/api/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var entries []console.Entry
+	if err := json.NewDecoder(r.Body).Decode(&entries); err != nil || len(entries) != 1 || entries[0].Repair == nil {
+		t.Fatalf("%v %+v", err, entries)
+	}
+	before := entries[0].Repair.Before
+	if len(before) != 3 || before[0].Text != "use [redacted] and [redacted] [redacted]" || len([]rune(before[2].Text)) != 301 {
+		t.Errorf("the texts kept: %+v", before)
+	}
+}

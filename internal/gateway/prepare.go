@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -43,12 +44,13 @@ type prepared struct {
 	dropped []string
 	report  repair.Report
 	// outline: the console wants what repair did as an outline of the
-	// transcript before and after (before, after; set when it changed it).
-	outline       bool
-	before, after []observe.Turn
-	fixes         repair.ToolCallFixes
-	restored      policy.Restored
-	level         policy.Level
+	// transcript before and after (before, after; set when it changed it),
+	// with the messages' text when content.
+	outline, content bool
+	before, after    []observe.Turn
+	fixes            repair.ToolCallFixes
+	restored         policy.Restored
+	level            policy.Level
 	// fitted: the route's thinking budget was lowered, or thinking turned
 	// off, to fit the request's output limit.
 	fitted policy.Fitted
@@ -61,7 +63,7 @@ type prepared struct {
 // reasoning level, usage asked for. A refusal is returned, nothing sent.
 func (g *Gateway) prepare(x *exchange, p *plan, base translation) (*prepared, error) {
 	pr := &prepared{plan: p, req: base.req.Derive(), limits: p.limits, translated: base.keepOwn, droppedCache: base.droppedCache, dropped: base.dropped,
-		outline: g.console != nil}
+		outline: g.console != nil, content: g.console != nil && g.cfg.Console.Inspect == "content"}
 	if x.key != nil {
 		pr.limits = budget.Stricter(pr.limits, g.keyPlans[x.key.Name].limits)
 	}
@@ -136,7 +138,7 @@ func (pr *prepared) transcript() error {
 	if p.repair != repair.ModeOff {
 		in := msgs
 		if msgs, pr.report = repair.Repair(msgs); pr.outline && !pr.report.Empty() {
-			pr.before, pr.after = outlineOf(in, pr.report), outlineOf(msgs, pr.report)
+			pr.before, pr.after = outlineOf(in, pr.report, pr.content), outlineOf(msgs, pr.report, pr.content)
 		}
 	}
 	if p.repair == repair.ModeReject && !pr.report.Empty() {
@@ -316,9 +318,10 @@ const (
 // did: each message within outlineContext of one that repair's actions
 // name (by its index in the input, or a call id it makes or answers),
 // with its position, role and call ids (at most maxOutlineIDs), never
-// its content. A transcript of thousands of messages costs the console
-// a few lines, not thousands.
-func outlineOf(msgs []wire.Message, r repair.Report) []observe.Turn {
+// its content (unless content: then its text, clipped and redacted). A
+// transcript of thousands of messages costs the console a few lines, not
+// thousands.
+func outlineOf(msgs []wire.Message, r repair.Report, content bool) []observe.Turn {
 	ids := map[string]bool{}
 	near := map[int]bool{}
 	for _, rs := range [][]repair.Reply{r.Sealed, r.Dropped, r.Moved} {
@@ -349,10 +352,29 @@ func outlineOf(msgs []wire.Message, r repair.Report) []observe.Turn {
 		if m.ToolCallID != "" {
 			t.IDs = append(t.IDs, m.ToolCallID)
 		}
+		if content {
+			t.Text = inspected(translate.ReplyText(m.Content))
+		}
 		out = append(out, t)
 	}
 	return out
 }
+
+// inspected is a message's text as the console may keep it: at most
+// inspectRunes runes, with whatever looks like a key, a token or a secret
+// (a bearer, sk-…, AKIA…, a long run of key-like characters) redacted.
+func inspected(text string) string {
+	if r := []rune(text); len(r) > inspectRunes {
+		text = string(r[:inspectRunes]) + "…"
+	}
+	return secretLike.ReplaceAllString(text, "[redacted]")
+}
+
+// inspectRunes is how much of a message's text the console keeps.
+const inspectRunes = 300
+
+// secretLike is what the console redacts from the text it keeps.
+var secretLike = regexp.MustCompile(`(?i)bearer\s+\S+|\b(?:sk|pk|rk|ak)[-_][A-Za-z0-9_\-]{8,}|AKIA[0-9A-Z]{12,}|[A-Za-z0-9+/_\-]{32,}={0,2}`)
 
 // outlineContext is how many messages either side of one repair named
 // the console's outline shows; maxOutlineIDs how many call ids of one

@@ -139,6 +139,9 @@ type Turn struct {
 	Index int
 	Role  string
 	IDs   []string
+	// Text is the message's text, clipped and with what looks like a key
+	// redacted; "" unless the console keeps content (console.inspect).
+	Text string
 }
 
 // Count is a number of things of one kind.

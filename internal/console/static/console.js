@@ -133,7 +133,7 @@
     let last = -1;
     for (const t of turns) {
       if (last >= 0 && t.index > last + 1) ol.appendChild(el("li", "…", "gap"));
-      const li = el("li", t.role + (t.ids && t.ids.length ? " " + t.ids.join(", ") : ""));
+      const li = el("li", t.role + (t.ids && t.ids.length ? " " + t.ids.join(", ") : "") + (t.text ? ": " + t.text : ""));
       li.value = t.index;
       ol.appendChild(li);
       last = t.index;
