@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/console"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/observe"
 	"github.com/toolgate/toolgate/internal/sim"
@@ -56,13 +57,17 @@ routes: [{model: "*", upstream: sim`+route+`}]
 
 // newBenchGateway is a gateway with the config yaml, logging nothing,
 // for a benchmark to serve in process; it is closed with b.
-func newBenchGateway(b *testing.B, yaml string) *gateway.Gateway {
+func newBenchGateway(b *testing.B, yaml string, with ...func(*gateway.Options)) *gateway.Gateway {
 	cfg, err := config.Parse([]byte(yaml), func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}
 	log, _, _ := observe.NewLogger(io.Discard, observe.Info, 0)
-	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())})
+	opts := gateway.Options{Config: cfg, Logger: log, Metrics: observe.NewMetrics(prometheus.NewRegistry())}
+	for _, w := range with {
+		w(&opts)
+	}
+	g, err := gateway.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,6 +98,9 @@ func benchTargetsBody(b *testing.B, targets map[string]string, body []byte) {
 // runs before each request, outside both the timer and the CPU counted.
 func benchTargetsBetween(b *testing.B, targets map[string]string, body []byte, between func()) {
 	for _, name := range []string{"direct", "reverseproxy", "toolgate"} {
+		if targets[name] == "" {
+			continue
+		}
 		b.Run(name, func(b *testing.B) {
 			tr := &http.Transport{MaxIdleConnsPerHost: 16}
 			defer tr.CloseIdleConnections()
@@ -219,5 +227,38 @@ func BenchmarkTTFT(b *testing.B) {
 			}
 			b.ReportMetric(float64(total.Microseconds())/float64(b.N), "ttft-µs")
 		})
+	}
+}
+
+// BenchmarkConsoleCost is what the console costs a request while nobody
+// has it open: the same gateway without a console (off) and with one
+// keeping the last 100 requests (on), for a 50-chunk stream and a
+// repaired 100-message transcript (whose outline the console keeps).
+func BenchmarkConsoleCost(b *testing.B) {
+	up := httptest.NewServer(sim.New(sim.Options{Fast: true, Chunks: 50}))
+	b.Cleanup(up.Close)
+	yaml := "upstreams: [{name: sim, url: \"" + up.URL + "/v1\"}]\nroutes: [{model: \"*\", upstream: sim}]\n"
+	for _, body := range []struct {
+		name string
+		b    []byte
+	}{{"stream", chatStreamBody}, {"transcript", sim.Transcript("sim-text", 100, 16)}} {
+		for _, on := range []bool{false, true} {
+			g := newBenchGateway(b, yaml, func(o *gateway.Options) {
+				if on {
+					c := console.New(console.Options{Recent: 100})
+					b.Cleanup(c.Close)
+					o.Console = c
+				}
+			})
+			gw := httptest.NewServer(g)
+			b.Cleanup(gw.Close)
+			name := body.name + "/off"
+			if on {
+				name = body.name + "/on"
+			}
+			b.Run(name, func(b *testing.B) {
+				benchTargetsBody(b, map[string]string{"toolgate": gw.URL}, body.b)
+			})
+		}
 	}
 }
