@@ -164,10 +164,23 @@ func check(path string, w World) error {
 			fmt.Fprintf(w.Stdout, "note: upstream %s has no api_key: its provider will refuse the requests routed to it (502 upstream_auth_failed), unless it needs none\n", u.Name)
 		}
 	}
+	if c := cfg.Console; c.On() && c.Token == "" && !loopback(cfg.AdminListen) {
+		fmt.Fprintf(w.Stdout, "note: the console (/ui/ on admin_listen %s) has no console.token and the admin listener is not loopback-only: whoever reaches it sees the routes, key names and recent requests' outlines\n", cfg.AdminListen)
+	}
 	if cfg.Responses.SealKey == "" && slices.ContainsFunc(cfg.Upstreams, func(u config.Upstream) bool { return u.Protocol.Value == translate.Responses }) {
 		fmt.Fprintln(w.Stdout, "note: responses.seal_key is not set: each process seals the encrypted reasoning it hands Responses clients with a secret made at start, so an item another replica handed out, or this one before a restart, goes back without its reasoning")
 	}
 	return nil
+}
+
+// loopback reports an address that listens on loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // cloudCredentials say where each cloud's credentials are looked for.

@@ -352,4 +352,14 @@ func TestCheck(t *testing.T) {
 			t.Errorf("seal_key %q: %v %q", secret, err, out.String())
 		}
 	}
+	// The console on an admin listener beyond loopback without a token:
+	// check says who sees what.
+	for extra, note := range map[string]bool{"admin_listen: \":9090\"\n": true, "admin_listen: \":9090\"\nconsole: {token: t}\n": false, "": false} {
+		cfg := filepath.Join(dir, "console.yaml")
+		os.WriteFile(cfg, []byte(extra+"upstreams: [{name: a, url: \"https://api.openai.com/v1\", api_key: k}]\nroutes: [{model: \"*\", upstream: a}]\n"), 0o600)
+		var out strings.Builder
+		if err := run(context.Background(), []string{"check", "--config", cfg}, func(string) string { return "" }, &out, io.Discard); err != nil || strings.Contains(out.String(), "has no console.token") != note {
+			t.Errorf("%q: %v %q", extra, err, out.String())
+		}
+	}
 }
