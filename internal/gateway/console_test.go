@@ -19,12 +19,7 @@ import (
 // message (a transcript of 2,000 messages is a few lines) and never
 // content.
 func TestConsoleOutline(t *testing.T) {
-	s := sim.New(sim.Options{})
-	up := httptest.NewServer(s)
-	t.Cleanup(up.Close)
-	con := console.New(console.Options{Recent: 10})
-	t.Cleanup(con.Close)
-	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig, gatewaytest.Options{Gateway: func(o *gateway.Options) { o.Console = con }})
+	e, entries := consoleEnv(t, gatewaytest.SimConfig)
 	var msgs []string
 	for i := range 1000 {
 		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"secret text %d"}`, i), `{"role":"assistant","content":"ok"}`)
@@ -34,25 +29,14 @@ func TestConsoleOutline(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get(gateway.RepairHeader) != "sealed=1; dropped=0; moved=0" {
 		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, body)
 	}
-	admin := httptest.NewServer(con.Handler(func() console.Source { return e.Gateway }, e.Reg))
-	t.Cleanup(admin.Close)
-	r, err := e.HTTP.Get(admin.URL + "/ui/api/requests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	var entries []console.Entry
-	if err := json.NewDecoder(r.Body).Decode(&entries); err != nil || len(entries) != 1 || entries[0].Repair == nil {
-		t.Fatalf("%v %+v", err, entries)
-	}
-	rep := entries[0].Repair
+	rep := entries(t).Repair
 	if len(rep.Actions) != 1 || rep.Actions[0] != (console.Action{Action: "sealed", Index: 1001, CallID: "call_lost"}) {
 		t.Errorf("the actions: %+v", rep.Actions)
 	}
 	if len(rep.Before) != 5 || rep.Before[0].Index != 999 || rep.Before[2].IDs[0] != "call_lost" || len(rep.After) != 6 || rep.After[3].Role != "tool" {
 		t.Errorf("the outline: before %+v, after %+v", rep.Before, rep.After)
 	}
-	b, _ := json.Marshal(entries)
+	b, _ := json.Marshal(rep)
 	if strings.Contains(string(b), "secret text") {
 		t.Error("the console kept content")
 	}
@@ -61,31 +45,39 @@ func TestConsoleOutline(t *testing.T) {
 // With console.inspect: content the outline's messages keep their text,
 // clipped, with what looks like a key redacted.
 func TestConsoleContent(t *testing.T) {
-	s := sim.New(sim.Options{})
-	up := httptest.NewServer(s)
-	t.Cleanup(up.Close)
-	con := console.New(console.Options{Recent: 10})
-	t.Cleanup(con.Close)
-	e := gatewaytest.Start(t, up.URL, gatewaytest.SimConfig+"console: {inspect: content}\n", gatewaytest.Options{Gateway: func(o *gateway.Options) { o.Console = con }})
+	e, entries := consoleEnv(t, gatewaytest.SimConfig+"console: {inspect: content}\n")
 	long := strings.Repeat("word ", 200)
 	resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"sim-text","messages":[{"role":"user","content":"use sk-proj-abcdefgh12345678 and Bearer eyJhbGciOi.x.y, AKIAIOSFODNN7EXAMPLE"},`+
 		`{"role":"assistant","tool_calls":[{"id":"call_lost","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"`+long+`"}]}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	admin := httptest.NewServer(con.Handler(func() console.Source { return e.Gateway }, e.Reg))
-	t.Cleanup(admin.Close)
-	r, err := e.HTTP.Get(admin.URL + "/ui/api/requests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	var entries []console.Entry
-	if err := json.NewDecoder(r.Body).Decode(&entries); err != nil || len(entries) != 1 || entries[0].Repair == nil {
-		t.Fatalf("%v %+v", err, entries)
-	}
-	before := entries[0].Repair.Before
+	before := entries(t).Repair.Before
 	if len(before) != 3 || before[0].Text != "use [redacted] and [redacted] [redacted]" || len([]rune(before[2].Text)) != 301 {
 		t.Errorf("the texts kept: %+v", before)
+	}
+}
+
+// consoleEnv is a gateway with config yaml in front of the simulator,
+// with a console, and what reads the one request it kept.
+func consoleEnv(t *testing.T, yaml string) (*gatewaytest.Env, func(*testing.T) console.Entry) {
+	up := httptest.NewServer(sim.New(sim.Options{}))
+	t.Cleanup(up.Close)
+	con := console.New(console.Options{Recent: 10})
+	t.Cleanup(con.Close)
+	e := gatewaytest.Start(t, up.URL, yaml, gatewaytest.Options{Gateway: func(o *gateway.Options) { o.Console = con }})
+	return e, func(t *testing.T) console.Entry {
+		admin := httptest.NewServer(con.Handler(func() console.Source { return e.Gateway }, e.Reg))
+		defer admin.Close()
+		r, err := e.HTTP.Get(admin.URL + "/ui/api/requests")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		var entries []console.Entry
+		if err := json.NewDecoder(r.Body).Decode(&entries); err != nil || len(entries) != 1 || entries[0].Repair == nil {
+			t.Fatalf("%v %+v", err, entries)
+		}
+		return entries[0]
 	}
 }

@@ -367,3 +367,29 @@ func ResponseFormat(req *wire.ChatRequest, upstream string) (*Format, error) {
 func NotParts(param string) error {
 	return &wire.ParamError{Param: param, Msg: "must be a string or an array of content parts"}
 }
+
+// ObjectArguments are call k of message i's arguments as a JSON object,
+// as an upstream whose calls take an object (Anthropic's tool_use input,
+// Gemini's functionCall args, Bedrock's toolUse input) needs them: "" is
+// {}, and anything else but an object is refused with 400, what saying
+// what the upstream takes ("an anthropic upstream (its tool_use input is
+// one)").
+func ObjectArguments(c wire.ToolCall, i, k int, what string) (string, error) {
+	args := strings.TrimSpace(c.Function.ArgumentsText())
+	if args == "" {
+		return "{}", nil
+	}
+	if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
+		return "", &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for " + what}
+	}
+	return args, nil
+}
+
+// NoResponseFormat refuses a response_format other than text, for an
+// upstream that has none (upstream names it: "an anthropic upstream").
+func NoResponseFormat(req *wire.ChatRequest, upstream string) error {
+	if rf := Member(req, "response_format"); rf != nil && string(rf) != "null" && !strings.Contains(string(rf), `"text"`) {
+		return &wire.ParamError{Param: "response_format", Msg: upstream + " has no response_format; ask for the shape in the prompt or declare a tool", Unsupported: true}
+	}
+	return nil
+}

@@ -208,8 +208,8 @@ func keptTools(raw json.RawMessage, translated []tool) json.RawMessage {
 
 // unsupported refuses what the Messages API cannot do.
 func unsupported(req *wire.ChatRequest) error {
-	if rf, ok := req.Get("response_format"); ok && string(rf) != "null" && !strings.Contains(string(rf), `"text"`) {
-		return &wire.ParamError{Param: "response_format", Msg: "an anthropic upstream has no response_format; ask for the shape in the prompt or declare a tool", Unsupported: true}
+	if err := translate.NoResponseFormat(req, "an anthropic upstream"); err != nil {
+		return err
 	}
 	return translate.Unsupported(req, "anthropic")
 }

@@ -242,12 +242,9 @@ func assistantBlocks(m wire.Message, i int, thinkingMember string) ([]json.RawMe
 	}
 	out = append(out, text...)
 	for k, c := range m.ToolCalls {
-		args := strings.TrimSpace(c.Function.ArgumentsText())
-		if args == "" {
-			args = "{}"
-		}
-		if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
-			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for an anthropic upstream (its tool_use input is one)"}
+		args, err := translate.ObjectArguments(c, i, k, "an anthropic upstream (its tool_use input is one)")
+		if err != nil {
+			return nil, err
 		}
 		b := make([]byte, 0, len(c.ID)+len(c.Function.Name)+len(args)+48)
 		b = wire.AppendString(append(b, `{"type":"tool_use","id":`...), c.ID)

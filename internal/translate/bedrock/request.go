@@ -55,8 +55,8 @@ func Path(model string, stream bool) string {
 // empty turns were left out.
 func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, error) {
 	var r translate.Request
-	if rf := translate.Member(req, "response_format"); rf != nil && string(rf) != "null" && !strings.Contains(string(rf), `"text"`) {
-		return r, &wire.ParamError{Param: "response_format", Msg: "a bedrock upstream has no response_format; ask for the shape in the prompt or declare a tool", Unsupported: true}
+	if err := translate.NoResponseFormat(req, "a bedrock upstream"); err != nil {
+		return r, err
 	}
 	if err := translate.Unsupported(req, "bedrock"); err != nil {
 		return r, err

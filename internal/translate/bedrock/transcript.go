@@ -99,12 +99,9 @@ func assistantTurn(m wire.Message, i int, carried string) (turn, error) {
 	}
 	t.content = append(t.content, text...)
 	for k, c := range m.ToolCalls {
-		args := strings.TrimSpace(c.Function.ArgumentsText())
-		if args == "" {
-			args = "{}"
-		}
-		if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
-			return t, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for a bedrock upstream (its toolUse input is one)"}
+		args, err := translate.ObjectArguments(c, i, k, "a bedrock upstream (its toolUse input is one)")
+		if err != nil {
+			return t, err
 		}
 		b := make([]byte, 0, len(c.ID)+len(c.Function.Name)+len(args)+56)
 		b = wire.AppendString(append(b, `{"toolUse":{"toolUseId":`...), c.ID)

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -139,12 +138,9 @@ func modelParts(m wire.Message, i int, carriedMember string, names map[string]st
 	}
 	out := text
 	for k, c := range m.ToolCalls {
-		args := strings.TrimSpace(c.Function.ArgumentsText())
-		if args == "" {
-			args = "{}"
-		}
-		if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
-			return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for a gemini upstream (its functionCall args are one)"}
+		args, err := translate.ObjectArguments(c, i, k, "a gemini upstream (its functionCall args are one)")
+		if err != nil {
+			return nil, err
 		}
 		names[c.ID] = c.Function.Name
 		p := part{FunctionCall: &call{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(args)}}
