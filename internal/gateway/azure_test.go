@@ -173,10 +173,7 @@ routes:
 // it received again and compares. Credentials it does not know are
 // Bedrock's 403, which the client gets as the gateway's 502.
 func TestBedrockSigned(t *testing.T) {
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": sim.AWSAccessKey, "AWS_SECRET_ACCESS_KEY": sim.AWSSecretKey, "AWS_SESSION_TOKEN": "",
-		"AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": ""} {
-		t.Setenv(k, v)
-	}
+	awsEnv(t, map[string]string{"AWS_ACCESS_KEY_ID": sim.AWSAccessKey, "AWS_SECRET_ACCESS_KEY": sim.AWSSecretKey})
 	e, s := gatewaytest.StartSim(t, sim.Options{}, `
 upstreams:
   - {name: bedrock, url: "UPSTREAM_URL/openai/v1", auth: aws, region: us-west-2}

@@ -23,10 +23,7 @@ import (
 // profile whose id holds a colon, "key-*" with a Bedrock API key, the
 // rest to the model named.
 func bedrockEnv(t *testing.T) (*gatewaytest.Env, *sim.Sim) {
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": sim.AWSAccessKey, "AWS_SECRET_ACCESS_KEY": sim.AWSSecretKey, "AWS_SESSION_TOKEN": "",
-		"AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": ""} {
-		t.Setenv(k, v)
-	}
+	awsEnv(t, map[string]string{"AWS_ACCESS_KEY_ID": sim.AWSAccessKey, "AWS_SECRET_ACCESS_KEY": sim.AWSSecretKey})
 	s := sim.New(sim.Options{})
 	up := httptest.NewServer(s)
 	t.Cleanup(up.Close)
@@ -163,11 +160,7 @@ func TestBedrockCredentialsRenewed(t *testing.T) {
 	s := sim.New(sim.Options{TokenTTL: 5 * time.Minute})
 	up := httptest.NewServer(s)
 	t.Cleanup(up.Close)
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
-		"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": "",
-		"AWS_CONTAINER_CREDENTIALS_FULL_URI": up.URL + "/aws/credentials", "AWS_CONTAINER_AUTHORIZATION_TOKEN": ""} {
-		t.Setenv(k, v)
-	}
+	awsEnv(t, map[string]string{"AWS_CONTAINER_CREDENTIALS_FULL_URI": up.URL + "/aws/credentials"})
 	e := gatewaytest.Start(t, up.URL, `
 upstreams:
   - {name: bedrock, protocol: bedrock, url: "UPSTREAM_URL", auth: aws, region: eu-west-1}
@@ -185,4 +178,16 @@ routes:
 	if n := s.TokensIssued(); n < 3 {
 		t.Errorf("%d credentials issued for 3 calls", n)
 	}
+}
+
+// awsEnv gives the AWS SDK's default chain only the credentials set: no
+// profile, no shared files, no instance metadata, no region.
+func awsEnv(t *testing.T, set map[string]string) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN"} {
+		t.Setenv(k, set[k])
+	}
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 }
