@@ -125,8 +125,9 @@ func value[T any](t *testing.T, b *browser, what string, a chromedp.Action[T]) T
 // The console in a real browser: the page goes live, and the requests a
 // client sends appear without a reload — a broken transcript, whose
 // inspector shows the sealed call and the dropped orphan by id; a quirky
-// stream (parallel calls at one index), whose quirk is shown by its id
-// with a link that opens its row of the catalogue; a deployment that
+// stream (parallel calls at one index), whose quirk is shown by its id,
+// with the chunk it was first normalized at and a link that opens its
+// row of the catalogue; a deployment that
 // cannot be reached, shown cooling down. Nothing is logged to the page's
 // console (no error, no CSP violation), and neither the client's key,
 // nor its hash, nor the upstream's key appears in the page or in the
@@ -167,6 +168,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.do(t, "the quirky stream's inspector", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(clickRow, "sim-q-sameindex")), chromedp.WaitVisible(fix))
 	if quirk := value(t, b, "the quirk", chromedp.Text(fix)); quirk != "A02" {
 		t.Errorf("the quirk shown: %q", quirk)
+	}
+	if tag := value(t, b, "the normalization", chromedp.Text(`#inspector .fix[data-kind="index_reuse"]`)); !strings.Contains(tag, "first at chunk ") {
+		t.Errorf("the normalization does not say at which chunk: %q", tag)
 	}
 	href := value(t, b, "the quirk's link", chromedp.AttributeValue(fix, "href")).Value
 	b.do(t, "the cooling deployment", chromedp.WaitVisible(`#upstreams-body tr[data-upstream="unreachable"] .cooling`))

@@ -99,7 +99,7 @@ func TestAPI(t *testing.T) {
 	}
 	var f Fixed
 	if _, b := get(t, h, "/ui/api/fixed", "Authorization", "Bearer console-token"); json.Unmarshal(b, &f) != nil ||
-		len(f.Repairs) != 1 || f.Repairs[0] != (Count{"sealed", 1}) || f.Normalizations[0] != (Fix{"index_reuse", "A02", 2}) {
+		len(f.Repairs) != 1 || f.Repairs[0] != (Count{Name: "sealed", N: 1}) || f.Normalizations[0] != (Fix{Kind: "index_reuse", Quirk: "A02", N: 2}) {
 		t.Errorf("what was fixed: %s", b)
 	}
 	var rs []Entry

@@ -48,11 +48,14 @@ type Count struct {
 }
 
 // Fix is one kind of normalization an answer needed: its name, the
-// docs/quirks.md row it answers ("" for none), and how often.
+// docs/quirks.md row it answers ("" for none), how often, and the
+// upstream chunk (from 1) it was first applied at (0: a whole answer, or
+// a translator's).
 type Fix struct {
 	Kind  string `json:"kind"`
 	Quirk string `json:"quirk,omitempty"`
 	N     int    `json:"n"`
+	Chunk int    `json:"chunk,omitempty"`
 }
 
 // Repair is what repair did: each action, and the transcript's outline
@@ -127,7 +130,7 @@ func entryOf(rec *observe.Record, seq uint64) Entry {
 				e.Fixes[k].N += f.N
 				continue
 			}
-			e.Fixes = append(e.Fixes, Fix{Kind: f.Name, Quirk: wire.QuirkOf(f.Name), N: f.N})
+			e.Fixes = append(e.Fixes, Fix{Kind: f.Name, Quirk: wire.QuirkOf(f.Name), N: f.N, Chunk: f.At})
 		}
 	}
 	return e

@@ -21,10 +21,10 @@ func judged(x *exchange, t *try, o policy.Outcome) {
 }
 
 // fixesOf is a response's normalizations as the record counts them.
-func fixesOf(f wire.Fixes) []observe.Count {
+func fixesOf(f wire.Fixes, at wire.FixChunks) []observe.Count {
 	var out []observe.Count
 	for name, n := range f.All() {
-		out = append(out, observe.Count{Name: name, N: n})
+		out = append(out, observe.Count{Name: name, N: n, At: at.Of(name)})
 	}
 	return out
 }

@@ -64,7 +64,7 @@ func (g *Gateway) stream(ctx context.Context, x *exchange, t *try) error {
 	if ended != nil {
 		ended(s.tr)
 	}
-	t.record.Fixes = fixesOf(s.n.Fixes())
+	t.record.Fixes = fixesOf(s.n.Fixes(), s.n.FirstChunks())
 	if s.tr != nil {
 		t.record.Fixes = append(t.record.Fixes, kindsOf(s.tr.Kinds())...)
 	}

@@ -39,7 +39,7 @@ func (g *Gateway) whole(x *exchange, t *try) error {
 		err = up.scrubbed(ie)
 	}
 	res := n.Result(nil)
-	t.record.Fixes = fixesOf(res.Fixes)
+	t.record.Fixes = fixesOf(res.Fixes, wire.FixChunks{}) // one answer: no chunk to name
 	t.record.Fixes = append(t.record.Fixes, kindsOf(answer.Kinds)...)
 	if up.translator != nil {
 		res.Reasoning = string(answer.Carried) // what the upstream needs back: blocks, signatures (or nothing)

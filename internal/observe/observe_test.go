@@ -133,7 +133,7 @@ func TestMetrics(t *testing.T) {
 	m := NewMetrics(reg)
 	m.Observe(&Record{Route: "", Status: 404, Duration: time.Millisecond})
 	m.Observe(&Record{Route: "r", Upstream: "u", Status: 502, ErrorKind: "status", Duration: time.Millisecond, UpstreamDuration: time.Millisecond,
-		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "violation", Verdict: "violation", Fixes: []Count{{"index_reuse", 2}}}}})
+		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "violation", Verdict: "violation", Fixes: []Count{{Name: "index_reuse", N: 2}}}}})
 	done := m.StreamStarted("r")
 	done()
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
@@ -190,10 +190,10 @@ func TestDashboardMetrics(t *testing.T) {
 	m := NewMetrics(reg)
 	// Touch every family so that Gather lists it.
 	m.Observe(&Record{Route: "r", Key: "k", Status: 200, Stream: true, TTFB: 1, UpstreamDuration: 1, Upstream: "u", ClientGone: true, ErrorKind: "connect",
-		Repairs: []Count{{"sealed", 1}}, InvalidArguments: 1, ReasoningMiss: 1, ReasoningRestored: 1, Reasoning: "low", Limited: "maxCalls",
+		Repairs: []Count{{Name: "sealed", N: 1}}, InvalidArguments: 1, ReasoningMiss: 1, ReasoningRestored: 1, Reasoning: "low", Limited: "maxCalls",
 		PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2, StateErrors: []string{"admit"}, StateMode: "fail_open",
 		CostUSD: 0.5, CostModel: "m",
-		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "ok", Verdict: "ok", Fixes: []Count{{"k", 1}}, Cooldown: "rate_limited"}}})
+		Attempts: []Attempt{{Route: "r", Upstream: "u", Outcome: "ok", Verdict: "ok", Fixes: []Count{{Name: "k", N: 1}}, Cooldown: "rate_limited"}}})
 	m.KeyStarted("k")()
 	m.UpstreamInFlight("u").Inc()
 	m.StreamStarted("r")()

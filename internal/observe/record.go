@@ -144,10 +144,13 @@ type Turn struct {
 	Text string
 }
 
-// Count is a number of things of one kind.
+// Count is a number of things of one kind. For a normalization of a
+// streamed answer, At is the upstream chunk (from 1) it was first applied
+// at (0: not known, or not a stream).
 type Count struct {
 	Name string
 	N    int
+	At   int
 }
 
 // Attempt is one upstream attempt: where it went, what became of it

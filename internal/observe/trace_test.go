@@ -18,7 +18,7 @@ func TestServerSpanFromRecord(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	_, span := tp.Tracer("t").Start(context.Background(), "POST /v1/chat/completions")
 	r := &Record{Path: "/v1/chat/completions", Method: "POST", Status: 200, Outcome: OutcomeOK, RequestModel: "gpt-4o", Model: "gpt-4o-2024",
-		Route: "r", Limited: "maxOutputChars", Repairs: []Count{{"sealed", 2}, {"moved", 1}}, CostUSD: 0.25, CostModel: "gpt-4o",
+		Route: "r", Limited: "maxOutputChars", Repairs: []Count{{Name: "sealed", N: 2}, {Name: "moved", N: 1}}, CostUSD: 0.25, CostModel: "gpt-4o",
 		Attempts: []Attempt{{Upstream: "east", Outcome: "status_429", Cooldown: "rate_limited", Provider: "openai"}, {Upstream: "west", Outcome: "ok", Verdict: "ok", Provider: "anthropic"}}}
 	r.EndServerSpan(span)
 	spans := exp.GetSpans().Snapshots()

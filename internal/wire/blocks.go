@@ -54,7 +54,7 @@ func (n *Normalizer) flattenContent(e *deltaEdit, idx int) {
 	if !ok {
 		return
 	}
-	n.fixes[FixContentBlocks]++
+	n.fix(FixContentBlocks)
 	n.fixes[FixDroppedBlock] += dropped
 	e.blocks = true
 	e.content = AppendString(nil, text)
@@ -76,7 +76,7 @@ func (n *Normalizer) flattenWholeContent(o *Object) bool {
 	if !ok {
 		return false
 	}
-	n.fixes[FixContentBlocks]++
+	n.fix(FixContentBlocks)
 	n.fixes[FixDroppedBlock] += dropped
 	o.Set("content", AppendString(nil, text))
 	if reasoning != "" {

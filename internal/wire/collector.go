@@ -216,6 +216,10 @@ func (f out1) append(b []byte) []byte {
 type Collector struct {
 	quirks Quirks
 	fixes  *Fixes
+	// first and read, when the collector serves a Normalizer, are where it
+	// notes the chunk a normalization was first applied at.
+	first *FixChunks
+	read  *int
 	calls  []*collecting
 	byIdx  map[int]*collecting // upstream index → the call now using it
 	byID   map[string]*collecting
@@ -384,7 +388,7 @@ func (c *Collector) parse(raw []byte, position int) (fragment, error) {
 			f.args = a
 		case c.quirks.ArgumentsObject:
 			f.args = AppendString(nil, string(a))
-			c.fixes[FixArgumentsObject]++
+			c.fix(FixArgumentsObject)
 		default:
 			return f, &ProtocolError{Index: f.idx, Msg: "function.arguments must be a string, got " + kindAt(a, 0)}
 		}
@@ -515,7 +519,7 @@ func (c *Collector) identify(call *collecting, f fragment) error {
 	case !call.ready:
 		call.name += f.name
 	case c.quirks.RepeatedName && f.name == call.name:
-		c.fixes[FixRepeatedName]++
+		c.fix(FixRepeatedName)
 	default:
 		return &ProtocolError{Index: call.upIndex, Msg: fmt.Sprintf("function.name %q sent again after the call started", Clip(f.name))}
 	}
@@ -542,7 +546,7 @@ func (c *Collector) synthesizeID(call *collecting) {
 			c.byID = map[string]*collecting{}
 		}
 		c.byID[call.id] = call
-		c.fixes[FixMissingID]++
+		c.fix(FixMissingID)
 		return
 	}
 }
@@ -568,7 +572,7 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 		if !c.quirks.MissingIndex {
 			return nil, &ProtocolError{Index: -1, Msg: "a tool-call fragment has no index"}
 		}
-		c.fixes[FixMissingIndex]++
+		c.fix(FixMissingIndex)
 		if c.last != nil && (id == "" || id == c.last.id) {
 			return c.last, nil
 		}
@@ -587,7 +591,7 @@ func (c *Collector) callFor(idx int, id string) (*collecting, error) {
 		if !c.quirks.IndexReuse {
 			return nil, &ProtocolError{Index: idx, Msg: fmt.Sprintf("id %q conflicts with id %q already seen at this index", Clip(id), call.id)}
 		}
-		c.fixes[FixIndexReuse]++
+		c.fix(FixIndexReuse)
 		ok = false
 	}
 	if !ok {
@@ -666,4 +670,12 @@ func (c *Collector) Finish() ([]CollectedCall, error) {
 		out = append(out, CollectedCall{ID: call.id, Name: call.name, Arguments: call.args.String(), ExtraContent: call.extraContent})
 	}
 	return out, nil
+}
+
+// fix counts a normalization the collector applied.
+func (c *Collector) fix(f Fix) {
+	if c.fixes[f] == 0 && c.first != nil {
+		c.first[f] = *c.read
+	}
+	c.fixes[f]++
 }

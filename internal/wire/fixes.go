@@ -68,6 +68,22 @@ func QuirkOf(name string) string {
 // copying it copies the counts.
 type Fixes [numFixes]int
 
+// FixChunks is, for each normalization a Normalizer applied, the upstream
+// chunk (counted from 1) at which it was first applied; 0 for one it did
+// not apply.
+type FixChunks [numFixes]int
+
+// Of is the chunk at which the normalization named name was first
+// applied (0: not applied, or no normalization's name).
+func (c *FixChunks) Of(name string) int {
+	for k, n := range fixNames {
+		if n == name {
+			return c[k]
+		}
+	}
+	return 0
+}
+
 // Any reports whether any normalization was applied.
 func (f *Fixes) Any() bool { return *f != Fixes{} }
 

@@ -71,6 +71,11 @@ type Normalizer struct {
 	opts      Options
 	collector Collector
 	fixes     Fixes
+	// read counts the upstream's chunks read (Chunk's, and the events Run
+	// took); first is the chunk at which each normalization was first
+	// applied (FirstChunks).
+	read  int
+	first FixChunks
 	hold      bool // usage is taken out of the chunks
 	keepText  bool
 	out       string // the client's reasoning member
@@ -201,6 +206,7 @@ func (n *Normalizer) reset(opts Options) {
 		n.out = "reasoning_content"
 	}
 	n.collector.quirks, n.collector.fixes = opts.Quirks, &n.fixes
+	n.collector.first, n.collector.read = &n.first, &n.read
 	n.hold = !opts.ClientUsage || opts.Quirks.Usage
 	n.keepText = opts.KeepText || opts.LimitText
 }
@@ -257,6 +263,7 @@ var errErrorObject = errors.New("error object")
 // it. An error is a *ProtocolError (a payload that is not a JSON object
 // included) or an *IncompleteError (an error object, A38).
 func (n *Normalizer) Chunk(data []byte) (out []byte, send bool, err error) {
+	n.read++
 	if n.s == nil {
 		n.wake()
 	}
@@ -293,7 +300,7 @@ func (n *Normalizer) chunk(data []byte) (out []byte, send bool, err error) {
 	switch first := firstByte(data); {
 	case first == ':':
 		// A keep-alive sent as data (docs/quirks.md A34, `data: : keepalive`).
-		n.fixes[FixKeepaliveData]++
+		n.fix(FixKeepaliveData)
 		return nil, false, nil
 	case first != '{':
 		return nil, false, notObject(data)

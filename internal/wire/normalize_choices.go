@@ -19,7 +19,7 @@ func (n *Normalizer) chunkChoice(k, count int) (rewrite, heldOnly, drop bool, er
 	}
 	setIndex := q.Chunks && n.opts.SingleChoice && count == 1 && (idxPos < 0 || idx != 0)
 	if setIndex {
-		n.fixes[FixChoiceIndex]++ // A27: missing, non-zero or incrementing
+		n.fix(FixChoiceIndex) // A27: missing, non-zero or incrementing
 		idx = 0
 	}
 	addRole := false
@@ -65,7 +65,7 @@ func (n *Normalizer) choiceFinish(idx, count, fPos, dPos int, d *delta) (finish 
 			return nil, false, true
 		}
 		if post && idx < len(n.finished) && n.finished[idx] {
-			n.fixes[FixPostFinish]++
+			n.fix(FixPostFinish)
 			if !n.choiceSays(dPos, d) {
 				n.held(idx).fold(n.s.choice)
 				return nil, true, false
@@ -227,13 +227,13 @@ func (n *Normalizer) finishReason(raw []byte, idx int, d delta) (replace []byte,
 		case finished:
 			// A second terminal finish: dropped, and the choice with it
 			// when it says nothing else (clients keep the last finish).
-			n.fixes[FixSecondFinishReason]++
+			n.fix(FixSecondFinishReason)
 			return []byte("null"), !d.rewrite && n.choiceSaysNothing() || d.rewrite && d.empty
 		case reason == "":
-			n.fixes[FixEmptyFinishReason]++ // A18: no finish reason, not a terminal one
+			n.fix(FixEmptyFinishReason) // A18: no finish reason, not a terminal one
 			return []byte("null"), false
 		case reason == "stop" && n.collector.Calls() > 0:
-			n.fixes[FixFinishReason]++
+			n.fix(FixFinishReason)
 			reason, replace = "tool_calls", []byte(`"tool_calls"`)
 		}
 	}

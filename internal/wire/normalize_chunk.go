@@ -23,15 +23,15 @@ func (n *Normalizer) chunkFixes() (e chunkEdit, drop bool) {
 	if n.opts.Quirks.Chunks {
 		id := lookup(n.s.top, "id")
 		if emptyArray(choices) && !e.usage && (len(id) == 0 || string(id) == `""`) {
-			n.fixes[FixPlaceholderChunk]++ // A23
+			n.fix(FixPlaceholderChunk) // A23
 			return e, true
 		}
 		if n.headID != nil && !bytes.Equal(id, n.headID) {
-			n.fixes[FixChunkID]++ // A24
+			n.fix(FixChunkID) // A24
 			e.replaceID = true
 		}
 		if v := lookup(n.s.top, "error"); v != nil { // null, or it would have ended the stream
-			n.fixes[FixNullError]++ // A40: clients that test for the key would see an error
+			n.fix(FixNullError) // A40: clients that test for the key would see an error
 			e.dropNullError = true
 		}
 	}

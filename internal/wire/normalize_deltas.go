@@ -42,7 +42,7 @@ func (n *Normalizer) streamDelta(raw []byte, idx int, addRole bool) (d delta, er
 	}
 	e := deltaEdit{addRole: addRole && index(n.s.delta, "role") < 0, cPos: index(n.s.delta, "content"), renamePos: -1, tPos: index(n.s.delta, "tool_calls")}
 	if e.addRole {
-		n.fixes[FixMissingRole]++
+		n.fix(FixMissingRole)
 	}
 	if e.cPos >= 0 && n.opts.Quirks.ContentBlocks && firstByte(n.s.delta[e.cPos].value) == '[' {
 		n.flattenContent(&e, idx)

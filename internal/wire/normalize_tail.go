@@ -26,7 +26,7 @@ func (n *Normalizer) Finish(sawDone bool) Finished {
 	q := n.opts.Quirks
 	if !f.Done && n.finish != "" && q.NoDone {
 		f.Done = true // docs/quirks.md A21: this upstream ends with a finish reason and no [DONE]
-		n.fixes[FixNoDone]++
+		n.fix(FixNoDone)
 	}
 	if t := n.thinkTail(); t != nil {
 		f.Tail = append(f.Tail, t)
@@ -80,6 +80,18 @@ func (n *Normalizer) Result(protocol error) Result {
 
 // Fixes returns the normalizations applied so far.
 func (n *Normalizer) Fixes() Fixes { return n.fixes }
+
+// FirstChunks is, for each normalization applied, the upstream chunk at
+// which it was first applied.
+func (n *Normalizer) FirstChunks() FixChunks { return n.first }
+
+// fix counts a normalization applied to the chunk being read.
+func (n *Normalizer) fix(f Fix) {
+	if n.fixes[f] == 0 {
+		n.first[f] = n.read
+	}
+	n.fixes[f]++
+}
 
 // Usage is the usage reported so far, and FinishReason choice 0's finish
 // reason: what Result says of them, without collecting the calls.
@@ -143,7 +155,7 @@ func (n *Normalizer) finishChunk() []byte {
 		reason = "tool_calls"
 	}
 	n.finish = reason
-	n.fixes[FixMissingFinishReason]++
+	n.fix(FixMissingFinishReason)
 	return n.made(`[{"index":0,"delta":{},"finish_reason":"` + reason + `"}]`)
 }
 

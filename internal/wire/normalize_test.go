@@ -220,3 +220,27 @@ func TestNormalizeGolden(t *testing.T) {
 		})
 	}
 }
+
+// FirstChunks names, for each normalization, the upstream chunk it was
+// first applied at (counted from 1), whichever part of the normalizer
+// applied it: two parallel calls sent at one index (A02, the collector's
+// index_reuse) at chunk 3, a role missing from the first delta (A26) at
+// chunk 1.
+func TestFirstChunks(t *testing.T) {
+	n := NewNormalizer(Options{Quirks: AllQuirks(), SingleChoice: true})
+	defer n.Release()
+	for _, c := range []string{
+		`{"id":"c","choices":[{"index":0,"delta":{"content":""}}]}`,
+		`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+		`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"b","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+		`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+	} {
+		if _, _, err := n.Chunk([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := n.FirstChunks()
+	if at.Of("index_reuse") != 3 || at.Of("missing_role") != 1 || at.Of("no_done") != 0 || at.Of("nonsense") != 0 {
+		t.Errorf("%v", at)
+	}
+}

@@ -362,6 +362,7 @@ func (n *Normalizer) Run(unread []byte, max int, w *Writer) (int, error) {
 			buf = append(buf, "\n\n"...)
 		}
 		taken += len(field) + m.size + 2
+		n.read++
 	}
 	if taken == 0 {
 		return 0, nil

@@ -54,7 +54,7 @@ func (n *Normalizer) Whole(b []byte) ([]byte, error) {
 	if len(n.s.elems) > 1 && n.opts.SingleChoice && q.Chunks {
 		if m, ok := n.mergeChoices(); ok {
 			first, merged = m, true
-			n.fixes[FixMergedChoices]++
+			n.fix(FixMergedChoices)
 		}
 	}
 	choice, changed, err := n.wholeChoice(first)
@@ -116,7 +116,7 @@ func (n *Normalizer) wholeChoice(raw []byte) ([]byte, bool, error) {
 	}
 	reason, _ := stringOf(lookup(members, "finish_reason"))
 	if n.opts.Quirks.FinishReason && n.collector.Calls() > 0 && (reason == "stop" || reason == "") {
-		n.fixes[FixFinishReason]++
+		n.fix(FixFinishReason)
 		reason = "tool_calls"
 		out, _ = SetMember(out, []byte(`"tool_calls"`), "finish_reason")
 		changed = true

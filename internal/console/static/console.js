@@ -37,7 +37,7 @@
   function quirkLink(f) {
     const span = el("span", null, "tag fix");
     span.dataset.kind = f.kind;
-    span.appendChild(el("span", f.kind + " ×" + f.n + " "));
+    span.appendChild(el("span", f.kind + " ×" + f.n + (f.chunk ? " (first at chunk " + f.chunk + ")" : "") + " "));
     if (f.quirk) {
       const a = el("a", f.quirk, "quirk");
       a.href = withToken("quirks") + "#" + f.quirk.toLowerCase();
