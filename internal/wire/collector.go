@@ -220,15 +220,15 @@ type Collector struct {
 	// notes the chunk a normalization was first applied at.
 	first *FixChunks
 	read  *int
-	calls  []*collecting
-	byIdx  map[int]*collecting // upstream index → the call now using it
-	byID   map[string]*collecting
-	last   *collecting
-	next   int    // the canonical index of the first call not started
-	seed   string // the response's id, for synthesized call ids
-	frag   []member
-	fn     []member
-	spare  []*collecting // emptied calls of an earlier response, taken before new ones
+	calls []*collecting
+	byIdx map[int]*collecting // upstream index → the call now using it
+	byID  map[string]*collecting
+	last  *collecting
+	next  int    // the canonical index of the first call not started
+	seed  string // the response's id, for synthesized call ids
+	frag  []member
+	fn    []member
+	spare []*collecting // emptied calls of an earlier response, taken before new ones
 }
 
 type collecting struct {

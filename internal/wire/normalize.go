@@ -74,11 +74,11 @@ type Normalizer struct {
 	// read counts the upstream's chunks read (Chunk's, and the events Run
 	// took); first is the chunk at which each normalization was first
 	// applied (FirstChunks).
-	read  int
-	first FixChunks
-	hold      bool // usage is taken out of the chunks
-	keepText  bool
-	out       string // the client's reasoning member
+	read     int
+	first    FixChunks
+	hold     bool // usage is taken out of the chunks
+	keepText bool
+	out      string // the client's reasoning member
 
 	head     []byte // `"id":…,"object":…,"created":…,"model":…` of the first chunk with an id
 	headID   []byte // that id's raw value, within head
