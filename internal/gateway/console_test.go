@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/internal/sim"
 	"github.com/toolgate/toolgate/internal/testing/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testing/wait"
 )
 
 // The console's inspector gets what repair did to a request by message
@@ -69,14 +70,18 @@ func consoleEnv(t *testing.T, yaml string) (*gatewaytest.Env, func(*testing.T) c
 	return e, func(t *testing.T) console.Entry {
 		admin := httptest.NewServer(con.Handler(func() console.Source { return e.Gateway }, e.Reg))
 		defer admin.Close()
-		r, err := e.HTTP.Get(admin.URL + "/ui/api/requests")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
 		var entries []console.Entry
-		if err := json.NewDecoder(r.Body).Decode(&entries); err != nil || len(entries) != 1 || entries[0].Repair == nil {
-			t.Fatalf("%v %+v", err, entries)
+		// The record is kept once the client has its answer, a moment later.
+		wait.For(t, "the console to keep the request", func() bool {
+			r, err := e.HTTP.Get(admin.URL + "/ui/api/requests")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Body.Close()
+			return json.NewDecoder(r.Body).Decode(&entries) == nil && len(entries) > 0
+		})
+		if len(entries) != 1 || entries[0].Repair == nil {
+			t.Fatalf("%+v", entries)
 		}
 		return entries[0]
 	}
