@@ -62,8 +62,10 @@ type Fix struct {
 // (roles and call ids) before and after.
 type Repair struct {
 	Actions []Action `json:"actions"`
-	Before  []Turn   `json:"before"`
-	After   []Turn   `json:"after"`
+	// Omitted counts the actions past the first hundred, left out.
+	Omitted int    `json:"omitted,omitempty"`
+	Before  []Turn `json:"before"`
+	After   []Turn `json:"after"`
 }
 
 // Action is one thing repair did: sealed (the call made in message Index
@@ -118,7 +120,7 @@ func entryOf(rec *observe.Record, seq uint64) Entry {
 		}
 	}
 	if d := rec.RepairDetail; d != nil {
-		e.Repair = &Repair{Before: turns(d.Before), After: turns(d.After)}
+		e.Repair = &Repair{Before: turns(d.Before), After: turns(d.After), Omitted: d.Omitted}
 		for _, a := range d.Actions {
 			e.Repair.Actions = append(e.Repair.Actions, Action{a.Action, a.Index, a.CallID})
 		}

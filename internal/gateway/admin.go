@@ -81,6 +81,10 @@ func (g *Gateway) ConsoleStatus(ctx context.Context) console.Status {
 	for i := range g.cfg.Routes {
 		s.Routes = append(s.Routes, g.consoleRoute(&g.cfg.Routes[i]))
 	}
+	// One bound for every key's counters: a store that does not answer
+	// costs the console two seconds, not two per key.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	for _, k := range g.keys.All() {
 		s.Keys = append(s.Keys, g.consoleKey(ctx, k, now))
 	}
@@ -131,8 +135,6 @@ func (g *Gateway) consoleKey(ctx context.Context, k auth.Key, now time.Time) con
 	if a.RequestsPerMinute <= 0 && a.TokensPerMinute <= 0 && a.Spend.Max <= 0 {
 		return ck
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
 	admitted, _ := budget.Admit(ctx, g.counters, a)
 	for _, r := range admitted.Rates() {
 		l := console.Limit{Name: r.Limit.String(), Max: float64(r.Max), Used: float64(r.Used), ResetSeconds: int(r.Reset.Seconds())}

@@ -86,3 +86,22 @@ func consoleEnv(t *testing.T, yaml string) (*gatewaytest.Env, func(*testing.T) c
 		return entries[0]
 	}
 }
+
+// What the console keeps of one request is bounded however much repair
+// did: 500 orphan replies keep the first 100 actions (the rest counted)
+// and at most 200 messages of outline.
+func TestConsoleOutlineBound(t *testing.T) {
+	e, entry := consoleEnv(t, gatewaytest.SimConfig)
+	msgs := []string{`{"role":"user","content":"go"}`}
+	for i := range 500 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"tool","tool_call_id":"call_orphan_%d","content":"late"}`, i))
+	}
+	msgs = append(msgs, `{"role":"user","content":"and?"}`)
+	if resp, body := e.Do(t, "POST", "/chat/completions", `{"model":"sim-text","messages":[`+strings.Join(msgs, ",")+`]}`); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	rep := entry(t).Repair
+	if len(rep.Actions) != 100 || rep.Omitted != 400 || len(rep.Before) != 200 || len(rep.After) > 200 {
+		t.Errorf("%d actions, %d omitted, outline %d before, %d after", len(rep.Actions), rep.Omitted, len(rep.Before), len(rep.After))
+	}
+}

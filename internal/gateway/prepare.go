@@ -345,6 +345,9 @@ func outlineOf(msgs []wire.Message, r repair.Report, content bool) []observe.Tur
 		if !keep[i] {
 			continue
 		}
+		if len(out) == maxOutlineTurns {
+			break // a transcript repaired in many places: its first ones
+		}
 		t := observe.Turn{Index: i, Role: m.Role}
 		for _, c := range m.ToolCalls[:min(len(m.ToolCalls), maxOutlineIDs)] {
 			t.IDs = append(t.IDs, c.ID)
@@ -364,6 +367,9 @@ func outlineOf(msgs []wire.Message, r repair.Report, content bool) []observe.Tur
 // inspectRunes runes, with whatever looks like a key, a token or a secret
 // (a bearer, sk-…, AKIA…, a long run of key-like characters) redacted.
 func inspected(text string) string {
+	if len(text) > 4*inspectRunes {
+		text = text[:4*inspectRunes] // no rune is longer than 4 bytes
+	}
 	if r := []rune(text); len(r) > inspectRunes {
 		text = string(r[:inspectRunes]) + "…"
 	}
@@ -378,10 +384,14 @@ var secretLike = regexp.MustCompile(`(?i)bearer\s+\S+|\b(?:sk|pk|rk|ak)[-_][A-Za
 
 // outlineContext is how many messages either side of one repair named
 // the console's outline shows; maxOutlineIDs how many call ids of one
-// message.
+// message; maxOutlineTurns and maxOutlineActions how many messages and
+// actions one request's outline holds at most, however many repair
+// touched: what the console keeps of a request is bounded.
 const (
-	outlineContext = 2
-	maxOutlineIDs  = 16
+	outlineContext    = 2
+	maxOutlineIDs     = 16
+	maxOutlineTurns   = 200
+	maxOutlineActions = 100
 )
 
 // repairDetail is what repair did to the request, for the console.
@@ -392,6 +402,10 @@ func repairDetail(pr *prepared) *observe.RepairDetail {
 		replies []repair.Reply
 	}{{"sealed", pr.report.Sealed}, {"dropped", pr.report.Dropped}, {"moved", pr.report.Moved}} {
 		for _, r := range a.replies {
+			if len(d.Actions) == maxOutlineActions {
+				d.Omitted++
+				continue
+			}
 			d.Actions = append(d.Actions, observe.RepairAction{Action: a.name, Index: r.Index, CallID: r.CallID})
 		}
 	}

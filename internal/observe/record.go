@@ -122,6 +122,9 @@ type Record struct {
 type RepairDetail struct {
 	Actions       []RepairAction
 	Before, After []Turn
+	// Omitted counts the actions left out of Actions (it holds the first
+	// hundred).
+	Omitted int
 }
 
 // RepairAction is one thing repair did: sealed (the call made in

@@ -162,6 +162,7 @@
         li.textContent = what;
         ul.appendChild(li);
       }
+      if (e.repair.omitted) ul.appendChild(el("li", "and " + e.repair.omitted + " more"));
       rep.appendChild(ul);
       const o = el("div", null, "outline");
       o.appendChild(outline("before", e.repair.before));
