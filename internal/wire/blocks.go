@@ -55,7 +55,7 @@ func (n *Normalizer) flattenContent(e *deltaEdit, idx int) {
 		return
 	}
 	n.fix(FixContentBlocks)
-	n.fixes[FixDroppedBlock] += dropped
+	n.fixN(FixDroppedBlock, dropped)
 	e.blocks = true
 	e.content = AppendString(nil, text)
 	if reasoning != "" {
@@ -77,7 +77,7 @@ func (n *Normalizer) flattenWholeContent(o *Object) bool {
 		return false
 	}
 	n.fix(FixContentBlocks)
-	n.fixes[FixDroppedBlock] += dropped
+	n.fixN(FixDroppedBlock, dropped)
 	o.Set("content", AppendString(nil, text))
 	if reasoning != "" {
 		o.Set(n.out, AppendString(nil, reasoning))

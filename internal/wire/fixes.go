@@ -2,6 +2,7 @@ package wire
 
 import (
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -56,12 +57,16 @@ func (f Fix) String() string { return fixNames[f] }
 // QuirkOf is the docs/quirks.md row (A02) the normalization named name
 // answers, or "" for a name that is no normalization's or answers no row.
 func QuirkOf(name string) string {
-	for k, n := range fixNames {
-		if n == name {
-			return fixQuirks[k]
-		}
+	if f, ok := fixNamed(name); ok {
+		return fixQuirks[f]
 	}
 	return ""
+}
+
+// fixNamed is the normalization named name.
+func fixNamed(name string) (Fix, bool) {
+	k := slices.Index(fixNames[:], name)
+	return Fix(k), k >= 0
 }
 
 // Fixes counts the normalizations applied to one response. It is a value:
@@ -76,10 +81,8 @@ type FixChunks [numFixes]int
 // Of is the chunk at which the normalization named name was first
 // applied (0: not applied, or no normalization's name).
 func (c *FixChunks) Of(name string) int {
-	for k, n := range fixNames {
-		if n == name {
-			return c[k]
-		}
+	if f, ok := fixNamed(name); ok {
+		return c[f]
 	}
 	return 0
 }

@@ -86,11 +86,14 @@ func (n *Normalizer) Fixes() Fixes { return n.fixes }
 func (n *Normalizer) FirstChunks() FixChunks { return n.first }
 
 // fix counts a normalization applied to the chunk being read.
-func (n *Normalizer) fix(f Fix) {
-	if n.fixes[f] == 0 {
+func (n *Normalizer) fix(f Fix) { n.fixN(f, 1) }
+
+// fixN counts k applications of a normalization to the chunk being read.
+func (n *Normalizer) fixN(f Fix, k int) {
+	if n.fixes[f] == 0 && k > 0 {
 		n.first[f] = n.read
 	}
-	n.fixes[f]++
+	n.fixes[f] += k
 }
 
 // Usage is the usage reported so far, and FinishReason choice 0's finish
