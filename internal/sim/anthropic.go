@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -137,8 +136,7 @@ func (s *Sim) messages(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", msg)
 		return
 	}
-	if i := strings.Index(req.Model, "error-"); i >= 0 && len(req.Model) >= i+9 {
-		status, _ := strconv.Atoi(req.Model[i+6 : i+9])
+	if status, ok := errorScript(req.Model); ok {
 		switch status {
 		case 529:
 			anthropicError(w, 529, "overloaded_error", "Overloaded")

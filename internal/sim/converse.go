@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
@@ -172,11 +171,11 @@ func bedrockError(w http.ResponseWriter, status int, exception, msg string) {
 
 // converseFails answers the error scripts.
 func converseFails(w http.ResponseWriter, model string) bool {
-	i := strings.Index(model, "error-")
-	if i < 0 || len(model) < i+9 {
+	status, ok := errorScript(model)
+	if !ok {
 		return false
 	}
-	switch status, _ := strconv.Atoi(model[i+6 : i+9]); status {
+	switch status {
 	case 429:
 		bedrockError(w, 429, "ThrottlingException", "Too many requests, please wait before trying again.")
 	case 503:

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -149,11 +148,11 @@ func (s *Sim) gemini(w http.ResponseWriter, r *http.Request) {
 
 // geminiFails answers the error scripts.
 func geminiFails(w http.ResponseWriter, model string) bool {
-	i := strings.Index(model, "error-")
-	if i < 0 || len(model) < i+9 {
+	status, ok := errorScript(model)
+	if !ok {
 		return false
 	}
-	switch status, _ := strconv.Atoi(model[i+6 : i+9]); status {
+	switch status {
 	case 429:
 		b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": 429, "status": "RESOURCE_EXHAUSTED",
 			"message": "You exceeded your current quota, please check your plan and billing details.",

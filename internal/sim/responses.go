@@ -133,8 +133,7 @@ func (s *Sim) responses(w http.ResponseWriter, r *http.Request) {
 		writeErrorCode(w, status, "invalid_request_error", "input", code, msg)
 		return
 	}
-	if i := strings.Index(req.Model, "error-"); i >= 0 && len(req.Model) >= i+9 {
-		status, _ := strconv.Atoi(req.Model[i+6 : i+9])
+	if status, ok := errorScript(req.Model); ok {
 		if status == 429 {
 			w.Header().Set("Retry-After", "1")
 			writeError(w, 429, "rate_limit_error", "Rate limit reached for requests.")

@@ -171,10 +171,8 @@ func pick(model string) (script, int) {
 	switch {
 	case strings.Contains(model, "error"):
 		status := 500
-		if i := strings.Index(model, "error-"); i >= 0 && len(model) >= i+9 {
-			if n, err := strconv.Atoi(model[i+6 : i+9]); err == nil && n >= 400 && n < 600 {
-				status = n
-			}
+		if n, ok := errorScript(model); ok && n >= 400 && n < 600 {
+			status = n
 		}
 		return scriptError, status
 	case strings.Contains(model, "cut"):
@@ -472,4 +470,16 @@ func readAll(r *http.Request) ([]byte, error) {
 	}
 	_, err := buf.ReadFrom(r.Body)
 	return buf.Bytes(), err
+}
+
+// errorScript is the status an error script's model name asks for: the
+// three digits after "error-" (sim-error-429); ok is false for a name
+// without them.
+func errorScript(model string) (status int, ok bool) {
+	i := strings.Index(model, "error-")
+	if i < 0 || len(model) < i+9 {
+		return 0, false
+	}
+	status, _ = strconv.Atoi(model[i+6 : i+9])
+	return status, true
 }
