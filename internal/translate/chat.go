@@ -393,3 +393,35 @@ func NoResponseFormat(req *wire.ChatRequest, upstream string) error {
 	}
 	return nil
 }
+
+// CachedUsage is the usage as chat completions report it, from a protocol
+// that counts the input read from and written to its cache apart from
+// the rest (Anthropic's, Bedrock's): the prompt counts all three, and the
+// reads are its cached tokens.
+func CachedUsage(input, cacheRead, cacheWrite, output int64) json.RawMessage {
+	prompt := input + cacheRead + cacheWrite
+	b, _ := json.Marshal(map[string]any{
+		"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output,
+		"prompt_tokens_details": map[string]int64{"cached_tokens": cacheRead},
+	})
+	return b
+}
+
+// AppendBlocks writes blocks as a JSON array: a JSON string among them (a
+// text the client wrote, a view of its request) is the text block of that
+// text, textBlock's opening then the string then '}', written here rather
+// than copied into one beforehand.
+func AppendBlocks(b []byte, vs []json.RawMessage, textBlock string) []byte {
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if len(v) > 0 && v[0] == '"' {
+			b = append(append(append(b, textBlock...), v...), '}')
+			continue
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
+}

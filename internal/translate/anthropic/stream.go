@@ -63,12 +63,7 @@ func (u *upstreamUsage) add(v upstreamUsage) {
 // openAI is the usage as chat completions report it: the prompt counts
 // cached and cache-writing tokens too.
 func (u upstreamUsage) openAI() json.RawMessage {
-	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-	b, _ := json.Marshal(map[string]any{
-		"prompt_tokens": prompt, "completion_tokens": u.OutputTokens, "total_tokens": prompt + u.OutputTokens,
-		"prompt_tokens_details": map[string]int64{"cached_tokens": u.CacheReadInputTokens},
-	})
-	return b
+	return translate.CachedUsage(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens)
 }
 
 // streamedThought is a thinking block as it must go back to Anthropic.

@@ -144,22 +144,10 @@ func (b *body) appendJSON() []byte {
 	return append(out, '}')
 }
 
-// appendArray writes blocks as an array: a JSON string among them (a
-// text the client wrote, a view of its request) is the text block of
-// that text, written here rather than copied into one beforehand.
+// appendArray writes blocks as an array: a JSON string among them is the
+// text block of that text (translate.AppendBlocks).
 func appendArray(b []byte, vs []json.RawMessage) []byte {
-	b = append(b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if len(v) > 0 && v[0] == '"' {
-			b = append(append(append(b, `{"text":`...), v...), '}')
-			continue
-		}
-		b = append(b, v...)
-	}
-	return append(b, ']')
+	return translate.AppendBlocks(b, vs, `{"text":`)
 }
 
 // inference is the inferenceConfig: maxTokens (0: none), temperature and

@@ -53,12 +53,15 @@ func NewStream(o translate.StreamOptions) *Stream {
 // the text with its signature, or the redacted content, byte for byte.
 type reasoningBlock struct {
 	ReasoningContent struct {
-		ReasoningText *struct {
-			Text      string `json:"text"`
-			Signature string `json:"signature,omitempty"`
-		} `json:"reasoningText,omitempty"`
-		RedactedContent string `json:"redactedContent,omitempty"`
+		ReasoningText   *reasoningText `json:"reasoningText,omitempty"`
+		RedactedContent string         `json:"redactedContent,omitempty"`
 	} `json:"reasoningContent"`
+}
+
+// reasoningText is a reasoning block's text and its signature.
+type reasoningText struct {
+	Text      string `json:"text"`
+	Signature string `json:"signature,omitempty"`
 }
 
 // usage is the Converse API's token count: inputTokens without the
@@ -72,12 +75,7 @@ type usage struct {
 
 // openAI is the usage as chat completions report it.
 func (u usage) openAI() json.RawMessage {
-	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens
-	b, _ := json.Marshal(map[string]any{
-		"prompt_tokens": prompt, "completion_tokens": u.OutputTokens, "total_tokens": prompt + u.OutputTokens,
-		"prompt_tokens_details": map[string]int64{"cached_tokens": u.CacheReadInputTokens},
-	})
-	return b
+	return translate.CachedUsage(u.InputTokens, u.CacheReadInputTokens, u.CacheWriteInputTokens, u.OutputTokens)
 }
 
 // Frames reads the AWS event stream of r (application/vnd.amazon.eventstream,
@@ -272,10 +270,7 @@ func (s *Stream) reasoningDelta(index int, text, signature, redacted *string) []
 		}
 	case text != nil || signature != nil:
 		if rc.ReasoningText == nil {
-			rc.ReasoningText = &struct {
-				Text      string `json:"text"`
-				Signature string `json:"signature,omitempty"`
-			}{}
+			rc.ReasoningText = &reasoningText{}
 		}
 		if text != nil {
 			rc.ReasoningText.Text += *text

@@ -54,7 +54,6 @@ func transcript(msgs []wire.Message, carried string) (conversation, error) {
 			t.role = "user"
 			t.content, err = contentBlocks(m.Content, i, true)
 		case "assistant":
-			t.role = "assistant"
 			t, err = assistantTurn(m, i, carried)
 			for _, tc := range m.ToolCalls {
 				if !seen[tc.Function.Name] {
