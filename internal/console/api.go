@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // Source is what the console asks the live gateway: its upstreams, routes
@@ -202,8 +203,8 @@ func (c *Console) overview(gather prometheus.Gatherer) Overview {
 	c.mu.Unlock()
 	o.PerSecond, o.Dropped = c.rate(now), c.dropped.Load()
 	families := gathered(gather)
-	o.InFlight = int(sum(families["toolgate_upstream_in_flight"], ""))
-	o.Streams = int(sum(families["toolgate_streams_in_flight"], ""))
+	o.InFlight = int(sum(families["toolgate_upstream_in_flight"]))
+	o.Streams = int(sum(families["toolgate_streams_in_flight"]))
 	o.Errors = []Count{}
 	for code, n := range byLabel(families["toolgate_requests_total"], "code") {
 		if code >= "400" {
@@ -279,11 +280,11 @@ func fixed(gather prometheus.Gatherer) Fixed {
 	f := Fixed{Normalizations: []Fix{}}
 	f.Repairs = counts(byLabel(families["toolgate_repairs_total"], "action"))
 	for _, k := range counts(byLabel(families["toolgate_normalizations_total"], "kind")) {
-		f.Normalizations = append(f.Normalizations, Fix{Kind: k.Name, Quirk: quirkOf(k.Name), N: k.N})
+		f.Normalizations = append(f.Normalizations, Fix{Kind: k.Name, Quirk: wire.QuirkOf(k.Name), N: k.N})
 	}
 	f.Reasoning = counts(byLabel(families["toolgate_reasoning_restores_total"], "result"))
 	f.Completions = counts(byLabel(families["toolgate_completions_total"], "outcome"))
-	f.InvalidArguments = int(sum(families["toolgate_invalid_arguments_total"], ""))
+	f.InvalidArguments = int(sum(families["toolgate_invalid_arguments_total"]))
 	return f
 }
 
@@ -316,8 +317,8 @@ func byLabel(mf *dto.MetricFamily, label string) map[string]float64 {
 	return out
 }
 
-// sum is a family's total ("" label: every series).
-func sum(mf *dto.MetricFamily, _ string) float64 {
+// sum is a family's total, over every series.
+func sum(mf *dto.MetricFamily) float64 {
 	n := 0.0
 	if mf != nil {
 		for _, m := range mf.GetMetric() {

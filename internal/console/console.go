@@ -49,7 +49,7 @@ type Console struct {
 	mu   sync.Mutex
 	ring []Entry // at most opts.Recent, oldest overwritten first
 	next int     // where the next entry goes
-	seq  uint64
+	seq  atomic.Uint64
 	// perSecond counts requests by the second they ended, over the last
 	// minute: the overview's rate.
 	perSecond [60]struct {
@@ -133,25 +133,27 @@ func (c *Console) SetLoaded(file string, err error) {
 }
 
 // Add keeps a finished request's record: its outline in the ring, and on
-// the live feed when someone watches. It copies what it keeps.
+// the live feed when someone watches. It copies what it keeps, outside
+// the ring's lock: requests ending together wait on each other for a
+// slot, not for each other's copies.
 func (c *Console) Add(rec *observe.Record) {
 	if c == nil {
 		return
 	}
 	now := time.Now()
 	watched := c.watchers.Load() > 0
+	seq := c.seq.Add(1)
+	var e Entry
+	keep := c.opts.Recent > 0 || watched
+	if keep {
+		e = entryOf(rec, seq)
+	}
 	c.mu.Lock()
-	c.seq++
 	slot := &c.perSecond[now.Unix()%60]
 	if slot.at != now.Unix() {
 		slot.at, slot.n = now.Unix(), 0
 	}
 	slot.n++
-	if c.opts.Recent == 0 && !watched {
-		c.mu.Unlock()
-		return // nothing to keep, nobody to tell
-	}
-	e := entryOf(rec, c.seq)
 	if c.opts.Recent > 0 {
 		if len(c.ring) < c.opts.Recent {
 			c.ring = append(c.ring, e)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/docs"
-	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // static is the page and its assets: no CDN, no build step.
@@ -70,5 +69,3 @@ func quirksPage(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(quirksHTML)
 }
-
-func quirkOf(kind string) string { return wire.QuirkOf(kind) }
