@@ -193,11 +193,7 @@ func (c *Client) Send(ctx context.Context, call Call) (resp *http.Response, reco
 	if err := c.checkModel(call.Model); err != nil {
 		return nil, false, err
 	}
-	token, err := c.token()
-	if err != nil {
-		return nil, false, err
-	}
-	signing, err := c.signing(ctx)
+	token, signing, err := c.credentials(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -354,6 +350,16 @@ type Forwarded struct {
 // deployment's name: https://R.openai.azure.com/openai/deployments/{model}).
 const ModelPlaceholder = "{model}"
 
+// credentials are what a call is authenticated with now: the bearer token
+// (token) and the signature's credentials (signing), either or neither.
+func (c *Client) credentials(ctx context.Context) (token string, signing any, err error) {
+	if token, err = c.token(); err != nil {
+		return "", nil, err
+	}
+	signing, err = c.signing(ctx)
+	return token, signing, err
+}
+
 // token is the bearer token the upstream's credentials give a call now
 // ("" for an upstream authenticated by its key); an upstream's failure,
 // nothing sent, when they give none.
@@ -481,11 +487,7 @@ func (c *Client) Forward(ctx context.Context, f Forwarded) (resp *http.Response,
 		return nil, false, err
 	}
 	target = c.withQuery(target)
-	token, err := c.token()
-	if err != nil {
-		return nil, false, err
-	}
-	signing, err := c.signing(ctx)
+	token, signing, err := c.credentials(ctx)
 	if err != nil {
 		return nil, false, err
 	}
