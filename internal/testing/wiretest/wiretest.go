@@ -109,3 +109,23 @@ func Translate(t TB, s interface {
 		t.Fatalf("carried %q is not JSON", c)
 	}
 }
+
+// TranslatesOrRefuses holds an upstream translator to what a fuzz target
+// of it checks: a body that decodes as a chat request is translated into
+// a JSON body, or refused with a client's error (*wire.ParamError), never
+// anything else; a body that does not decode is skipped.
+func TranslatesOrRefuses(t TB, body string, translate func(*wire.ChatRequest) ([]byte, error)) {
+	t.Helper()
+	req, err := wire.DecodeRequest([]byte(body))
+	if err != nil {
+		return
+	}
+	out, err := translate(req)
+	var pe *wire.ParamError
+	switch {
+	case err == nil && !json.Valid(out):
+		t.Fatalf("%s translated to %s", body, out)
+	case err != nil && !errors.As(err, &pe):
+		t.Fatalf("error of type %T: %v", err, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
+	"github.com/toolgate/toolgate/internal/testing/wiretest"
 	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -395,17 +396,9 @@ func FuzzBedrockRequest(f *testing.F) {
 		`{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"  "}],"stop":["a"],"top_k":3}`)
 	f.Add(`{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"\"q\""},{"role":"assistant","content":null,"carried":"[{\"reasoningContent\":{}}]","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":""}}]},{"role":"tool","tool_call_id":"c","content":[{"type":"file","file":{"filename":"*.pdf","file_data":"data:application/pdf;base64,x"}}]}],"tool_choice":"none"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		req, err := wire.DecodeRequest([]byte(body))
-		if err != nil {
-			return
-		}
-		r, err := Request(req, translate.Options{Model: "m", DefaultMaxTokens: 4096, CarriedMember: "carried"})
-		var pe *wire.ParamError
-		switch {
-		case err == nil && !json.Valid(r.Body):
-			t.Fatalf("%s translated to %s", body, r.Body)
-		case err != nil && !errors.As(err, &pe):
-			t.Fatalf("error of type %T: %v", err, err)
-		}
+		wiretest.TranslatesOrRefuses(t, body, func(req *wire.ChatRequest) ([]byte, error) {
+			r, err := Request(req, translate.Options{Model: "m", DefaultMaxTokens: 4096, CarriedMember: "carried"})
+			return r.Body, err
+		})
 	})
 }

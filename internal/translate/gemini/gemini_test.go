@@ -338,17 +338,9 @@ func FuzzGeminiRequest(f *testing.F) {
 		`{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"{\"ok\":true}"}]}`)
 	f.Add(`{"model":"m","messages":[{"role":"user","content":"\"q\""},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":""}}]},{"role":"tool","tool_call_id":"c","content":"plain \ud800"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		req, err := wire.DecodeRequest([]byte(body))
-		if err != nil {
-			return
-		}
-		r, err := Request(req, translate.Options{Model: "m", CarriedMember: "carried"})
-		var pe *wire.ParamError
-		switch {
-		case err == nil && !json.Valid(r.Body):
-			t.Fatalf("%s translated to %s", body, r.Body)
-		case err != nil && !errors.As(err, &pe):
-			t.Fatalf("error of type %T: %v", err, err)
-		}
+		wiretest.TranslatesOrRefuses(t, body, func(req *wire.ChatRequest) ([]byte, error) {
+			r, err := Request(req, translate.Options{Model: "m", CarriedMember: "carried"})
+			return r.Body, err
+		})
 	})
 }
