@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -723,6 +725,27 @@ func KnownString(v []byte, known []string) (string, bool) {
 	return stringOf(v)
 }
 
+// AppendText appends to dst the text AsString reads from raw, decoded in
+// place of a string that would hold it; false (dst as it was) when raw
+// is not such a value.
+func AppendText(dst, raw []byte) ([]byte, bool) {
+	v := bytes.Trim(raw, " \t\r\n")
+	if string(v) == "null" {
+		return dst, true
+	}
+	if len(v) == 0 || v[0] != '"' {
+		return dst, false
+	}
+	end, escaped, err := skipString(v, 0)
+	if err != nil || end != len(v) {
+		return dst, false
+	}
+	if in := v[1 : end-1]; !escaped && validUTF8(in) {
+		return append(dst, in...), true
+	}
+	return appendUnquoted(dst, v, 0, end), true
+}
+
 // plainString is the text of v when v is a JSON string written without
 // escapes (its text is then its bytes): the usual string, read in place.
 func plainString(v []byte) ([]byte, bool) {
@@ -767,8 +790,26 @@ func StringPrefix(v []byte, s string) (int, bool) {
 }
 
 // Elements splits a JSON array into its elements' bytes (no copy); false
-// when raw is not a valid array.
-func Elements(raw []byte) ([]json.RawMessage, bool) { return elements(raw, nil) }
+// when raw is not a valid array. The elements are read into a list kept
+// between calls and copied out at their number: an array costs its
+// elements once, not a regrown list's worth.
+func Elements(raw []byte) ([]json.RawMessage, bool) {
+	scratch := scratchElements.Get().(*[]json.RawMessage)
+	elems, ok := elements(raw, (*scratch)[:0])
+	out := slices.Clone(elems)
+	if len(out) == 0 {
+		out = nil
+	}
+	if cap(elems) <= maxScratch {
+		clear(elems)
+		*scratch = elems[:0]
+		scratchElements.Put(scratch)
+	}
+	return out, ok
+}
+
+// scratchElements are lists Elements reads into.
+var scratchElements = sync.Pool{New: func() any { return new([]json.RawMessage) }}
 
 // String decodes a raw JSON string value; false when raw is not one.
 func String(raw []byte) (string, bool) { return stringOf(raw) }

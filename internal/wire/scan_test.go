@@ -21,7 +21,8 @@ func TestArrayLen(t *testing.T) {
 }
 
 // FuzzAsString: AsString is json.Unmarshal into a string, whatever the
-// input: the same answer and the same string.
+// input: the same answer and the same string; AppendText appends that
+// string.
 func FuzzAsString(f *testing.F) {
 	for _, s := range []string{`"a"`, ` "b\n\u00e9" `, `null`, `[{"type":"text"}]`, `5`, ``, `"a" x`, `nul`, `"\ud800"`, `{"a":1}`} {
 		f.Add([]byte(s))
@@ -32,6 +33,9 @@ func FuzzAsString(f *testing.F) {
 		err := json.Unmarshal(b, &want)
 		if ok != (err == nil) || ok && s != want {
 			t.Fatalf("AsString(%q) = %q %v; json.Unmarshal: %q %v", b, s, ok, want, err)
+		}
+		if got, ok := AppendText([]byte("x"), b); ok != (err == nil) || string(got) != "x"+s {
+			t.Fatalf("AppendText(%q) = %q %v; AsString: %q %v", b, got, ok, s, ok)
 		}
 	})
 }
