@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -375,14 +376,36 @@ func NotParts(param string) error {
 // what the upstream takes ("an anthropic upstream (its tool_use input is
 // one)").
 func ObjectArguments(c wire.ToolCall, i, k int, what string) (string, error) {
-	args := strings.TrimSpace(c.Function.ArgumentsText())
-	if args == "" {
-		return "{}", nil
+	args, err := AppendArguments(nil, c, i, k, what)
+	if err != nil {
+		return "", err
 	}
-	if !strings.HasPrefix(args, "{") || !json.Valid([]byte(args)) {
-		return "", &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for " + what}
+	return string(args), nil
+}
+
+// AppendArguments appends a call's arguments as ObjectArguments returns
+// them, decoded straight into out: a call's arguments cost their bytes
+// once, where they are sent. On an error out is as it was.
+func AppendArguments(out []byte, c wire.ToolCall, i, k int, what string) ([]byte, error) {
+	mark := len(out)
+	switch a := c.Function.Arguments; {
+	case len(a) == 0 || string(a) == "null":
+	case a[0] == '"' && a[len(a)-1] == '"':
+		var ok bool
+		if out, ok = wire.AppendText(out, a); !ok {
+			out = append(out, a...) // not a string after all: taken as it is, as ArgumentsText does
+		}
+	default:
+		out = append(out, a...)
 	}
-	return args, nil
+	args := bytes.TrimSpace(out[mark:])
+	if len(args) == 0 {
+		return append(out[:mark], "{}"...), nil
+	}
+	if args[0] != '{' || !json.Valid(args) {
+		return out[:mark], &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), Msg: "must be a JSON object for " + what}
+	}
+	return out[:mark+copy(out[mark:], args)], nil
 }
 
 // NoResponseFormat refuses a response_format other than text, for an
