@@ -55,11 +55,9 @@ type content struct {
 }
 
 type body struct {
-	Contents          []content       `json:"contents"`
-	SystemInstruction *content        `json:"systemInstruction,omitempty"`
-	Tools             []tools         `json:"tools,omitempty"`
-	ToolConfig        json.RawMessage `json:"toolConfig,omitempty"`
-	GenerationConfig  map[string]any  `json:"generationConfig,omitempty"`
+	Tools            []tools         `json:"tools,omitempty"`
+	ToolConfig       json.RawMessage `json:"toolConfig,omitempty"`
+	GenerationConfig map[string]any  `json:"generationConfig,omitempty"`
 }
 
 type tools struct {
@@ -83,12 +81,13 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "gemini"); err != nil {
 		return r, err
 	}
-	t, err := transcript(req.Messages, o.CarriedMember)
-	if err != nil {
+	t := contents{out: make([]byte, 0, bodySize(req))}
+	if err := t.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}
-	b := body{SystemInstruction: t.system, Contents: t.contents}
 	r.Placeholders, r.DroppedEmpty = t.placeholders, t.dropped
+	var b body
+	var err error
 	if b.Tools, err = declarations(req.Tools); err != nil {
 		return r, err
 	}
@@ -102,14 +101,27 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if req.Stream {
 		r.Path = "/models/" + url.PathEscape(o.Model) + ":streamGenerateContent?alt=sse"
 	}
-	r.Body, err = b.appendJSON()
+	r.Body, err = b.appendJSON(t.out, t.system)
 	return r, err
 }
 
-// appendJSON writes the body into one buffer: its contents and system
+// bodySize is about the length of the body for req: each message's bytes
+// and a little more.
+func bodySize(req *wire.ChatRequest) int {
+	n := 256
+	for _, m := range req.Messages {
+		n += 48 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
+	}
+	for _, t := range req.Tools {
+		n += len(t.Raw)
+	}
+	return n
+}
+
+// appendJSON finishes the body whose contents are written: its system
 // instruction part by part (each text as the client wrote it), then the
 // other members, few and small, marshalled.
-func (b *body) appendJSON() ([]byte, error) {
+func (b *body) appendJSON(out []byte, system *content) ([]byte, error) {
 	rest, err := json.Marshal(struct {
 		Tools            []tools         `json:"tools,omitempty"`
 		ToolConfig       json.RawMessage `json:"toolConfig,omitempty"`
@@ -118,54 +130,13 @@ func (b *body) appendJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(rest) + 64
-	for _, p := range systemParts(b.SystemInstruction) {
-		n += partSize(p)
-	}
-	for _, c := range b.Contents {
-		n += 32
-		for _, p := range c.Parts {
-			n += partSize(p)
-		}
-	}
-	out := append(make([]byte, 0, n), `{"contents":[`...)
-	for k, c := range b.Contents {
-		if k > 0 {
-			out = append(out, ',')
-		}
-		out = appendContent(out, c)
-	}
-	out = append(out, ']')
-	if b.SystemInstruction != nil {
-		out = appendContent(append(out, `,"systemInstruction":`...), *b.SystemInstruction)
+	if system != nil {
+		out = appendContent(append(out, `,"systemInstruction":`...), *system)
 	}
 	if len(rest) > 2 {
 		out = append(append(out, ','), rest[1:len(rest)-1]...)
 	}
 	return append(out, '}'), nil
-}
-
-// systemParts are the system instruction's parts, nil for none.
-func systemParts(c *content) []part {
-	if c == nil {
-		return nil
-	}
-	return c.Parts
-}
-
-// partSize is about the length appendPart writes for p.
-func partSize(p part) int {
-	n := 40 + len(p.Text) + len(p.text) + len(p.ThoughtSignature)
-	if p.InlineData != nil {
-		n += len(p.InlineData.MimeType) + len(p.InlineData.Data) + 32
-	}
-	if c := p.FunctionCall; c != nil {
-		n += len(c.ID) + len(c.Name) + len(c.Args) + 32
-	}
-	if r := p.FunctionResponse; r != nil {
-		n += len(r.ID) + len(r.Name) + len(r.Response) + 32
-	}
-	return n
 }
 
 // appendContent writes a content (a turn, or the system instruction).

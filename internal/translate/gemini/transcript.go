@@ -18,66 +18,153 @@ type Signatures struct {
 	Calls map[string]string `json:"calls,omitempty"`
 }
 
-// turns is the transcript as Gemini takes it.
-type turns struct {
+// contents writes the transcript as Gemini takes it, message by message,
+// into the body: nothing is held between a message and its bytes but
+// the turn being written.
+type contents struct {
+	out          []byte
+	role         string // the open turn's role, "" before the first
 	system       *content
-	contents     []content
+	calls        callNames
 	placeholders int // model turns whose first call got SkipSignature
 	dropped      int // turns with nothing to send
 }
 
-// transcript turns the chat messages into Gemini's system instruction and
-// contents: user and model turns, consecutive ones of one role merged,
-// tool replies as functionResponse parts of a user turn.
-func transcript(msgs []wire.Message, carriedMember string) (turns, error) {
-	var t turns
-	names := map[string]string{} // call id → function name, for the replies
+// transcript writes the chat messages as Gemini's contents (user and
+// model turns, consecutive ones of one role merged, tool replies as
+// functionResponse parts of a user turn) and keeps its system
+// instruction.
+func (t *contents) transcript(msgs []wire.Message, carriedMember string) error {
+	t.calls.msgs = msgs
+	t.out = append(t.out, `{"contents":[`...)
 	for i, m := range msgs {
 		var role string
-		var parts []part
-		var err error
 		switch m.Role {
 		case "system", "developer":
-			if parts, err = userParts(m.Content, i, false); err != nil {
-				return t, err
+			parts, err := userParts(m.Content, i, false)
+			if err != nil {
+				return err
 			}
 			if t.system == nil {
 				t.system = &content{}
 			}
 			t.system.Parts = append(t.system.Parts, parts...)
 			continue
-		case "user":
+		case "user", "tool":
 			role = "user"
-			parts, err = userParts(m.Content, i, true)
 		case "assistant":
 			role = "model"
-			parts, err = modelParts(m, i, carriedMember, names, &t.placeholders)
-		case "tool":
-			role = "user"
-			parts, err = responsePart(m, i, names)
 		default:
-			return t, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Gemini API", wire.Clip(m.Role)), Unsupported: true}
+			return &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Gemini API", wire.Clip(m.Role)), Unsupported: true}
 		}
-		if err != nil {
-			return t, err
+		if err := t.message(i, m, role, carriedMember); err != nil {
+			return err
 		}
-		t.add(role, parts)
 	}
-	return t, nil
+	if t.role != "" {
+		t.out = append(t.out, "]}"...)
+	}
+	t.out = append(t.out, ']')
+	return nil
 }
 
-// add appends parts to the last turn when it has the same role, else as
-// a new turn; a turn with nothing to send is left out.
-func (t *turns) add(role string, parts []part) {
-	if len(parts) == 0 {
+// message writes a message's parts: in the open turn when it has the
+// same role, else in a turn of its own; a message with nothing to send
+// is left out.
+func (t *contents) message(i int, m wire.Message, role, carriedMember string) error {
+	mark := len(t.out)
+	switch {
+	case role == t.role:
+		t.out = append(t.out, ',')
+	case t.role != "":
+		t.out = append(t.out, "]},"...)
+	}
+	if role != t.role {
+		t.out = append(wire.AppendString(append(t.out, `{"role":`...), role), `,"parts":[`...)
+	}
+	start := len(t.out)
+	var err error
+	switch m.Role {
+	case "user":
+		err = t.userParts(m.Content, i)
+	case "assistant":
+		err = t.modelParts(m, i, carriedMember)
+	default:
+		err = t.responsePart(m, i)
+	}
+	switch {
+	case err != nil:
+		return err
+	case len(t.out) == start:
+		t.out = t.out[:mark]
 		t.dropped++
-		return
+	default:
+		t.role = role
 	}
-	if n := len(t.contents); n > 0 && t.contents[n-1].Role == role {
-		t.contents[n-1].Parts = append(t.contents[n-1].Parts, parts...)
-		return
+	return nil
+}
+
+// part writes p, after the message's parts written since start.
+func (t *contents) part(start int, p part) {
+	if len(t.out) > start {
+		t.out = append(t.out, ',')
 	}
-	t.contents = append(t.contents, content{Role: role, Parts: parts})
+	t.out = appendPart(t.out, p)
+}
+
+// userParts writes a user message's text and image parts.
+func (t *contents) userParts(c json.RawMessage, i int) error {
+	parts, err := userParts(c, i, true)
+	start := len(t.out)
+	for _, p := range parts {
+		t.part(start, p)
+	}
+	return err
+}
+
+// modelParts writes an assistant turn's parts: its text, then one
+// functionCall per call, each with its thought signature — the one the
+// client kept (extra_content.google.thought_signature), else the one the
+// gateway restored. A turn whose first call has none gets SkipSignature
+// there (Gemini checks the first call of each step).
+func (t *contents) modelParts(m wire.Message, i int, carriedMember string) error {
+	sigs := restored(m, carriedMember)
+	text, err := userParts(m.Content, i, false)
+	if err != nil {
+		return err
+	}
+	if n := len(text); n > 0 && sigs.Text != "" {
+		text[n-1].ThoughtSignature = sigs.Text
+	}
+	start := len(t.out)
+	for _, p := range text {
+		t.part(start, p)
+	}
+	t.calls.assistant(i)
+	for k, c := range m.ToolCalls {
+		if len(t.out) > start {
+			t.out = append(t.out, ',')
+		}
+		t.out = append(t.out, `{"functionCall":{`...)
+		if c.ID != "" {
+			t.out = append(wire.AppendString(append(t.out, `"id":`...), c.ID), ',')
+		}
+		t.out = append(wire.AppendString(append(t.out, `"name":`...), c.Function.Name), `,"args":`...)
+		if t.out, err = translate.AppendArguments(t.out, c, i, k, "a gemini upstream (its functionCall args are one)"); err != nil {
+			return err
+		}
+		sig := cmp.Or(wire.ThoughtSignature(c.Extra), sigs.Calls[c.ID])
+		if k == 0 && sig == "" {
+			sig = SkipSignature
+			t.placeholders++
+		}
+		t.out = append(t.out, '}')
+		if sig != "" {
+			t.out = wire.AppendString(append(t.out, `,"thoughtSignature":`...), sig)
+		}
+		t.out = append(t.out, '}')
+	}
+	return nil
 }
 
 // userParts turns a message's content (a string, or content parts) into
@@ -122,38 +209,6 @@ func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
 	return out, err
 }
 
-// modelParts are an assistant turn's parts: its text, then one
-// functionCall per call, each with its thought signature — the one the
-// client kept (extra_content.google.thought_signature), else the one the
-// gateway restored. A turn whose first call has none gets SkipSignature
-// there (Gemini checks the first call of each step).
-func modelParts(m wire.Message, i int, carriedMember string, names map[string]string, placeholders *int) ([]part, error) {
-	sigs := restored(m, carriedMember)
-	text, err := userParts(m.Content, i, false)
-	if err != nil {
-		return nil, err
-	}
-	if n := len(text); n > 0 && sigs.Text != "" {
-		text[n-1].ThoughtSignature = sigs.Text
-	}
-	out := text
-	for k, c := range m.ToolCalls {
-		args, err := translate.ObjectArguments(c, i, k, "a gemini upstream (its functionCall args are one)")
-		if err != nil {
-			return nil, err
-		}
-		names[c.ID] = c.Function.Name
-		p := part{FunctionCall: &call{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(args)}}
-		p.ThoughtSignature = cmp.Or(wire.ThoughtSignature(c.Extra), sigs.Calls[c.ID])
-		if k == 0 && p.ThoughtSignature == "" {
-			p.ThoughtSignature = SkipSignature
-			*placeholders++
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
 // restored reads the signatures the gateway restored into the turn.
 func restored(m wire.Message, member string) Signatures {
 	var sigs Signatures
@@ -161,25 +216,91 @@ func restored(m wire.Message, member string) Signatures {
 	return sigs
 }
 
-// responsePart turns a tool reply into a functionResponse part, named as
+// responsePart writes a tool reply as a functionResponse part, named as
 // the call it answers (repair has paired them). Its content is the
 // response when it is a JSON object, else {"result": …} with the JSON
 // value or the text.
-func responsePart(m wire.Message, i int, names map[string]string) ([]part, error) {
-	name, ok := names[m.ToolCallID]
+func (t *contents) responsePart(m wire.Message, i int) error {
+	name, ok := t.calls.name(i, m.ToolCallID)
 	if !ok {
-		return nil, &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_call_id", i), Msg: "answers no call of an earlier assistant message"}
+		return &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_call_id", i), Msg: "answers no call of an earlier assistant message"}
 	}
-	text := []byte(translate.ReplyText(m.Content))
-	var resp json.RawMessage
-	trimmed := bytes.TrimSpace(text)
+	t.out = append(t.out, `{"functionResponse":{`...)
+	if m.ToolCallID != "" {
+		t.out = append(wire.AppendString(append(t.out, `"id":`...), m.ToolCallID), ',')
+	}
+	t.out = wire.AppendString(append(t.out, `"name":`...), name)
+	t.out = append(t.out, `,"response":`...)
+	mark := len(t.out)
+	t.out = append(t.out, `{"result":`...)
+	at := len(t.out)
+	if t.out, ok = wire.AppendText(t.out, m.Content); !ok {
+		t.out = append(t.out, translate.ReplyText(m.Content)...) // content parts: their texts
+	}
+	trimmed := bytes.TrimSpace(t.out[at:])
 	switch {
 	case len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed):
-		resp = trimmed
+		t.out = t.out[:mark+copy(t.out[mark:], trimmed)]
 	case len(trimmed) > 0 && json.Valid(trimmed):
-		resp = append(append([]byte(`{"result":`), trimmed...), '}')
-	default:
-		resp = append(wire.AppendString([]byte(`{"result":`), text), '}')
+		t.out = append(t.out[:at+copy(t.out[at:], trimmed)], '}')
+	default: // the text as a JSON string, written after it and moved into its place
+		end := len(t.out)
+		t.out = wire.AppendString(t.out, t.out[at:end])
+		t.out = append(t.out[:at+copy(t.out[at:], t.out[end:])], '}')
 	}
-	return []part{{FunctionResponse: &response{ID: m.ToolCallID, Name: name, Response: resp}}}, nil
+	t.out = append(t.out, "}}"...)
+	return nil
+}
+
+// callNames finds the function a tool reply answers by its call id: the
+// calls of the assistant message before it, in order, as repair leaves
+// them; else, for a reply out of that order, the latest call of that id
+// in any earlier message, from a map built then and kept up to date.
+type callNames struct {
+	msgs []wire.Message
+	last int // the latest assistant message read, +1 (0: none)
+	next int // its call the next reply answers, in order
+	ids  map[string]string
+	upTo int // the messages whose calls ids holds
+}
+
+// assistant notes that messages[i] is an assistant message.
+func (c *callNames) assistant(i int) { c.last, c.next = i+1, 0 }
+
+// name is the function of the latest call of id before messages[i].
+func (c *callNames) name(i int, id string) (string, bool) {
+	if c.last > 0 {
+		calls := c.msgs[c.last-1].ToolCalls
+		if c.next < len(calls) && calls[c.next].ID == id && !repeated(calls, c.next) {
+			c.next++
+			return calls[c.next-1].Function.Name, true
+		}
+	}
+	if c.ids == nil {
+		c.ids = map[string]string{}
+	}
+	for ; c.upTo < i; c.upTo++ {
+		for _, call := range c.msgs[c.upTo].ToolCalls {
+			if c.msgs[c.upTo].Role == "assistant" {
+				c.ids[call.ID] = call.Function.Name
+			}
+		}
+	}
+	name, ok := c.ids[id]
+	return name, ok
+}
+
+// repeated reports whether a call after calls[k] has its id (checked up
+// to a few calls on: a longer list is taken as possibly repeated, and
+// found by the map).
+func repeated(calls []wire.ToolCall, k int) bool {
+	if len(calls)-k > 16 {
+		return true
+	}
+	for _, c := range calls[k+1:] {
+		if c.ID == calls[k].ID {
+			return true
+		}
+	}
+	return false
 }
