@@ -94,10 +94,14 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if o.Vertex {
 		rep.Path = VertexPath(o.Model, req.Stream)
 	}
-	var err error
-	if b.upSystem, b.Messages, rep.DroppedEmpty, err = transcript(req.Messages, o.CarriedMember); err != nil {
+	t := turns{msgs: req.Messages, thinkingMember: o.CarriedMember}
+	b.upSystem, t.errAt, t.err = systemBlocks(req.Messages, o.CarriedMember)
+	t.out = b.appendHead(make([]byte, 0, bodySize(req)))
+	if err := t.transcript(); err != nil {
 		return rep, err
 	}
+	rep.DroppedEmpty = t.dropped
+	var err error
 	for _, t := range req.Tools {
 		schema := t.Parameters
 		if len(schema) == 0 {
@@ -118,14 +122,14 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if user, ok := req.Get("user"); ok && len(user) > 0 && user[0] == '"' {
 		b.Metadata = json.RawMessage(`{"user_id":` + string(user) + `}`)
 	}
-	if b.Thinking, rep.ThinkingOff, err = thinking(req, maxTokens, b.Messages); err != nil {
+	if b.Thinking, rep.ThinkingOff, err = thinking(req, maxTokens, t.calls && !t.thought); err != nil {
 		return rep, err
 	}
 	if thinkingOn(b.Thinking) {
 		b.Temperature, b.TopK = nil, nil // Anthropic refuses them while thinking
 	}
 	b.withKept(req)
-	rep.Body = b.appendJSON(make([]byte, 0, b.size()))
+	rep.Body = b.appendTail(t.out)
 	return rep, nil
 }
 
@@ -134,7 +138,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 // tools as it declared them (server tools, cache_control) — all of them
 // while its client tools are the request's, else its server tools after
 // the translated ones — and the members the body does not have, which
-// appendJSON writes after its own (extra).
+// appendTail writes after its own (extra).
 func (r *Request) withKept(req *wire.ChatRequest) {
 	kept := translate.KeptMembers(req, translate.RequestMember)
 	if v, ok := kept["tools"]; ok {
@@ -150,7 +154,7 @@ func (r *Request) withKept(req *wire.ChatRequest) {
 	}
 }
 
-// writes reports whether appendJSON writes the member k of its own.
+// writes reports whether the body has the member k of its own.
 func (r *Request) writes(k string) bool {
 	switch k {
 	case "model", "max_tokens", "messages":
@@ -170,13 +174,13 @@ func (r *Request) writes(k string) bool {
 	return false
 }
 
-// member is one member appendJSON writes as the request holds it.
+// member is one member appendTail writes as the request holds it.
 type member struct {
 	name string
 	v    json.RawMessage
 }
 
-// members are the members appendJSON writes as the request holds them.
+// members are the members appendTail writes as the request holds them.
 func (r *Request) members() [7]member {
 	return [...]member{{"tool_choice", r.ToolChoice}, {"stop_sequences", r.StopSequences}, {"temperature", r.Temperature}, {"top_p", r.TopP},
 		{"top_k", r.TopK}, {"thinking", r.Thinking}, {"metadata", r.Metadata}}
@@ -257,7 +261,7 @@ func upstreamToolChoice(req *wire.ChatRequest, haveTools bool) (json.RawMessage,
 // thinking checks the thinking member against Anthropic's bounds (C14)
 // and turns it off when the final assistant message made calls and does
 // not start with its thinking block.
-func thinking(req *wire.ChatRequest, maxTokens int, msgs []Message) (json.RawMessage, bool, error) {
+func thinking(req *wire.ChatRequest, maxTokens int, unthought bool) (json.RawMessage, bool, error) {
 	raw := translate.Member(req, "thinking")
 	if raw == nil {
 		return nil, false, nil
@@ -278,7 +282,7 @@ func thinking(req *wire.ChatRequest, maxTokens int, msgs []Message) (json.RawMes
 	case t.Budget >= maxTokens:
 		return nil, false, &wire.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than max_tokens (%d); raise max_tokens or lower the reasoning level", t.Budget, maxTokens)}
 	}
-	if lastToolTurnUnthought(msgs) {
+	if unthought {
 		return nil, true, nil
 	}
 	return raw, false, nil
@@ -286,27 +290,6 @@ func thinking(req *wire.ChatRequest, maxTokens int, msgs []Message) (json.RawMes
 
 func thinkingOn(raw json.RawMessage) bool {
 	return raw != nil && strings.Contains(string(raw), `"enabled"`)
-}
-
-// lastToolTurnUnthought applies Anthropic's rule with thinking on: the
-// final assistant message, when it made calls, must start with a thinking
-// block — whatever follows its tool results (a reloaded conversation, a
-// user message after the results, a turn that came from another model or
-// outlived the store).
-func lastToolTurnUnthought(msgs []Message) bool {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != "assistant" {
-			continue
-		}
-		a := msgs[i].blocks
-		calls := false
-		for _, b := range a {
-			calls = calls || blockType(b) == "tool_use"
-		}
-		first := blockType(a[0])
-		return calls && first != "thinking" && first != "redacted_thinking"
-	}
-	return false
 }
 
 // blockType reads a block's "type" (the blocks are the translator's own,
@@ -320,35 +303,27 @@ func blockType(b json.RawMessage) string {
 	return s
 }
 
-// size is about the length of the body appendJSON writes: its blocks, its
-// tools and members, and room for the names.
-func (r *Request) size() int {
-	n := 256 + len(r.Model) + len(r.ToolChoice) + len(r.StopSequences) + len(r.Thinking) + len(r.Metadata)
-	for _, b := range r.upSystem {
-		n += len(b) + 1
-	}
-	for _, m := range r.Messages {
-		n += 32
-		n += len(m.Content)
-		for _, b := range m.blocks {
-			n += len(b) + 24
+// bodySize is about the length of the body for req: each message's bytes
+// (its blocks, when it keeps them) and a little more, and the tools.
+func bodySize(req *wire.ChatRequest) int {
+	n := 512
+	for _, m := range req.Messages {
+		if kept := translate.Own(m, translate.BlocksMember); kept != nil {
+			n += 32 + len(kept)
+			continue
 		}
+		n += 48 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
-	for _, t := range r.upTools {
-		n += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
-	}
-	n += len(r.keptTools)
-	for k, v := range r.extra {
-		n += len(k) + len(v) + 4
+	for _, t := range req.Tools {
+		n += 2 * len(t.Raw) // translated, and as declared
 	}
 	return n
 }
 
-// appendJSON writes an upstream request (UpstreamRequest's) as the body
-// sent to the Messages API, into one buffer: its members in a fixed order,
-// each message's blocks and each member as the gateway holds them (JSON
-// it built or checked), never marshalled again.
-func (r *Request) appendJSON(b []byte) []byte {
+// appendHead writes the start of the body sent to the Messages API: its
+// model (or Vertex AI's version), max_tokens and system; the messages
+// follow (turns), then appendTail's members.
+func (r *Request) appendHead(b []byte) []byte {
 	if r.vertex {
 		b = append(b, `{"anthropic_version":"`+VertexVersion+`"`...) // the model is in the path
 	} else {
@@ -359,19 +334,13 @@ func (r *Request) appendJSON(b []byte) []byte {
 	if len(r.upSystem) > 0 {
 		b = appendArray(append(b, `,"system":`...), r.upSystem)
 	}
-	b = append(b, `,"messages":[`...)
-	for i, m := range r.Messages {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = wire.AppendString(append(b, `{"role":`...), m.Role)
-		if m.blocks == nil && m.Content != nil {
-			b = append(append(append(b, `,"content":`...), m.Content...), '}') // a string, as it was written
-			continue
-		}
-		b = append(appendArray(append(b, `,"content":`...), m.blocks), '}')
-	}
-	b = append(b, ']')
+	return append(b, `,"messages":`...)
+}
+
+// appendTail ends the body after its messages: each member as the gateway
+// holds it (JSON it built or checked, never marshalled again), in a fixed
+// order.
+func (r *Request) appendTail(b []byte) []byte {
 	switch {
 	case r.keptTools != nil:
 		b = append(append(b, `,"tools":`...), r.keptTools...)

@@ -9,93 +9,266 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// transcript turns the chat messages into Anthropic's system blocks and
-// alternating turns. A message that keeps the blocks a Messages API
-// client sent for it (translate.BlocksMember) is sent as those blocks,
-// block for block, while it still says what they say: a turn repair
-// changed (a call renamed, a result sealed) is translated from the chat
-// message instead.
-func transcript(msgs []wire.Message, thinkingMember string) (system []json.RawMessage, out []Message, dropped int, err error) {
+// systemBlocks are the blocks of the system messages that go to the
+// request's system member: each system or developer message's, but a
+// Messages API client's system message after the conversation has begun,
+// which stays in its place (turns.message). A system message's error is
+// kept with its index, for the transcript to return in its turn.
+func systemBlocks(msgs []wire.Message, thinkingMember string) (system []json.RawMessage, errAt int, err error) {
+	var begun *turns // written up to the message being read, to learn whether a turn has begun
 	for i, m := range msgs {
-		var role string
-		var blocks []json.RawMessage
-		kept := translate.Kept(m, translate.BlocksMember) // the blocks a Messages API client sent for it
-		switch m.Role {
-		case "system", "developer":
-			parts := kept
-			if kept == nil {
-				if parts, err = contentBlocks(m.Content, i, false); err != nil {
-					return nil, nil, 0, err
-				}
-			}
-			if kept != nil && len(out) > 0 {
-				// A Messages client's system message in the conversation
-				// stays in its place.
-				out = append(out, Message{Role: "system", blocks: kept})
-				continue
+		if m.Role != "system" && m.Role != "developer" {
+			continue
+		}
+		kept := translate.Kept(m, translate.BlocksMember)
+		if kept == nil {
+			parts, err := contentBlocks(m.Content, i, false)
+			if err != nil {
+				return system, i, err
 			}
 			system = append(system, parts...)
 			continue
-		case "user":
-			role = "user"
-			if tok, ok := textOnly(m.Content); ok && kept == nil {
-				// A string: sent as the content, as it was written (a
-				// block of its own only when merged with the turn before).
-				out = appendTurn(out, Message{Role: role, Content: tok})
-				continue
-			}
-			if blocks = kept; kept == nil {
-				blocks, err = contentBlocks(m.Content, i, true)
-			}
-		case "assistant":
-			role = "assistant"
-			if blocks = kept; kept == nil || !assistantSays(kept, m) {
-				blocks, err = assistantBlocks(m, i, thinkingMember)
-			} else if !thinks(kept) {
-				blocks = append(restoredThinking(m, thinkingMember), kept...) // the client dropped them: the gateway's go first
-			}
-		case "tool":
-			role = "user"
-			if blocks = kept; kept == nil || !resultFor(kept, m.ToolCallID) {
-				blocks, err = toolResult(m, i)
-			}
-		default:
-			return nil, nil, 0, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in Anthropic's Messages API", wire.Clip(m.Role)), Unsupported: true}
 		}
-		if err != nil {
-			return nil, nil, 0, err
+		if begun == nil {
+			begun = &turns{msgs: msgs, thinkingMember: thinkingMember, errAt: -1}
 		}
-		if len(blocks) == 0 {
-			dropped++ // Anthropic refuses empty turns (C12)
+		for ; begun.read < i; begun.read++ {
+			if begun.message(begun.read) != nil {
+				return system, -1, nil // the transcript stops there first
+			}
+		}
+		if begun.role == "" {
+			system = append(system, kept...)
+		}
+	}
+	return system, -1, nil
+}
+
+// turns writes the transcript's turns (Anthropic's alternating user and
+// assistant turns: consecutive messages of one role are one turn) into
+// the body as it reads the messages, each block where it is sent: a
+// message costs its bytes once.
+type turns struct {
+	out            []byte
+	msgs           []wire.Message
+	thinkingMember string
+	// errAt is the message at which the transcript fails with err (a
+	// system message's, found by systemBlocks), -1 for none.
+	errAt int
+	err   error
+	read  int // the messages read
+
+	role string // the open turn's role, "" before the first
+	// text, when the open turn's content is a string (a user's text, as
+	// written): that string, which becomes its text block when another
+	// message joins the turn; at is where it was written.
+	text json.RawMessage
+	at   int
+	// calls and thought: the last assistant turn made a call; its first
+	// block is thinking.
+	calls, thought bool
+	dropped        int
+}
+
+// transcript writes the turns of every message, as the value of the
+// messages member.
+func (t *turns) transcript() error {
+	t.out = append(t.out, '[')
+	for ; t.read < len(t.msgs); t.read++ {
+		if t.read == t.errAt {
+			return t.err
+		}
+		if err := t.message(t.read); err != nil {
+			return err
+		}
+	}
+	switch {
+	case t.text != nil:
+		t.out = append(t.out, '}')
+	case t.role != "":
+		t.out = append(t.out, "]}"...)
+	}
+	t.out = append(t.out, ']')
+	return nil
+}
+
+// message writes messages[i]. A message that keeps the blocks a Messages
+// API client sent for it (translate.BlocksMember) is sent as those
+// blocks, block for block, while it still says what they say: a turn
+// repair changed (a call renamed, a result sealed) is translated from the
+// chat message instead.
+func (t *turns) message(i int) error {
+	m := t.msgs[i]
+	kept := translate.Kept(m, translate.BlocksMember) // the blocks a Messages API client sent for it
+	before := len(t.out)
+	switch m.Role {
+	case "system", "developer":
+		if kept != nil && t.role != "" {
+			// A Messages client's system message in the conversation
+			// stays in its place.
+			t.each("system", kept)
+		}
+		return nil // the others are in the request's system member (systemBlocks)
+	case "user":
+		if tok, ok := textOnly(m.Content); ok && kept == nil {
+			// A string: sent as the content, as it was written (a
+			// block of its own only when joined with the turn before).
+			t.string(tok)
+			return nil
+		}
+		if kept == nil {
+			var err error
+			if kept, err = contentBlocks(m.Content, i, true); err != nil {
+				return err
+			}
+		}
+		t.each("user", kept)
+	case "assistant":
+		if err := t.assistant(i, m, kept); err != nil {
+			return err
+		}
+	case "tool":
+		if kept != nil && resultFor(kept, m.ToolCallID) {
+			t.each("user", kept)
+		} else if err := t.toolResult(i, m); err != nil {
+			return err
+		}
+	default:
+		return &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in Anthropic's Messages API", wire.Clip(m.Role)), Unsupported: true}
+	}
+	if len(t.out) == before {
+		t.dropped++ // Anthropic refuses empty turns (C12)
+	}
+	return nil
+}
+
+// assistant writes an assistant message: the blocks its client kept when
+// they still say what it says (the gateway's restored thinking first when
+// the client dropped it), else its restored thinking, its text, then one
+// tool_use per call.
+func (t *turns) assistant(i int, m wire.Message, kept []json.RawMessage) error {
+	if kept != nil && assistantSays(kept, m) {
+		if !thinks(kept) {
+			t.each("assistant", restoredThinking(m, t.thinkingMember)) // the client dropped them: the gateway's go first
+		}
+		t.each("assistant", kept)
+		return nil
+	}
+	t.each("assistant", restoredThinking(m, t.thinkingMember))
+	text, err := contentBlocks(m.Content, i, false)
+	if err != nil {
+		return err
+	}
+	t.each("assistant", text)
+	for k, c := range m.ToolCalls {
+		t.open("assistant", "tool_use")
+		t.out = wire.AppendString(append(t.out, `{"type":"tool_use","id":`...), c.ID)
+		t.out = wire.AppendString(append(t.out, `,"name":`...), c.Function.Name)
+		if t.out, err = translate.AppendArguments(append(t.out, `,"input":`...), c, i, k, "an anthropic upstream (its tool_use input is one)"); err != nil {
+			return err
+		}
+		t.out = append(t.out, '}')
+	}
+	return nil
+}
+
+// toolResult writes a tool reply as a tool_result block; a seal (a call
+// nothing answered, docs/spec.md §1.4) is a failed result: its sentence,
+// with is_error, as Anthropic marks a result that failed or was
+// interrupted.
+func (t *turns) toolResult(i int, m wire.Message) error {
+	var blocks []json.RawMessage
+	if m.Seal == "" && len(m.Content) > 0 && m.Content[0] != '"' && string(m.Content) != "null" {
+		var err error
+		if blocks, err = contentBlocks(m.Content, i, true); err != nil {
+			return err
+		}
+	}
+	t.open("user", "tool_result")
+	t.out = wire.AppendString(append(t.out, `{"type":"tool_result","tool_use_id":`...), m.ToolCallID)
+	t.out = append(t.out, `,"content":`...)
+	switch {
+	case m.Seal != "":
+		t.out = append(wire.AppendString(t.out, m.Seal), `,"is_error":true`...)
+	case len(m.Content) > 0 && m.Content[0] == '"':
+		t.out = append(t.out, m.Content...) // a string (checked JSON), as the client wrote it
+	case blocks != nil:
+		t.out = appendArray(t.out, blocks)
+	case len(m.Content) > 0 && string(m.Content) != "null":
+		t.out = append(t.out, "null"...) // parts that make no block: null, as the body has always said
+	default:
+		t.out = append(t.out, `""`...)
+	}
+	t.out = append(t.out, '}')
+	return nil
+}
+
+// each writes blocks into a turn of role.
+func (t *turns) each(role string, blocks []json.RawMessage) {
+	for _, b := range blocks {
+		typ := ""
+		if role == "assistant" {
+			typ = blockType(b)
+		}
+		t.open(role, typ)
+		if len(b) > 0 && b[0] == '"' {
+			t.out = append(append(append(t.out, `{"type":"text","text":`...), b...), '}') // a string: the text block of it (appendArray)
 			continue
 		}
-		out = appendTurn(out, Message{Role: role, blocks: blocks})
+		t.out = append(t.out, b...)
 	}
-	return system, out, dropped, nil
+}
+
+// open readies the body for a block of type typ in a turn of role: after
+// the blocks of the open turn when it has that role (its string, if it is
+// one, made its text block first), else in a turn of its own.
+func (t *turns) open(role, typ string) {
+	switch {
+	case role == t.role && t.text != nil:
+		t.out = append(append(append(t.out[:t.at], `[{"type":"text","text":`...), t.text...), '}')
+		t.text = nil
+		fallthrough
+	case role == t.role:
+		t.out = append(t.out, ',')
+	default:
+		t.close()
+		t.out = append(wire.AppendString(append(t.out, `{"role":`...), role), `,"content":[`...)
+		t.role = role
+		if role == "assistant" {
+			t.calls, t.thought = false, typ == "thinking" || typ == "redacted_thinking"
+		}
+	}
+	t.calls = t.calls || role == "assistant" && typ == "tool_use"
+}
+
+// string writes a user's text that is a string: the content of a turn of
+// its own, as written, or the text block of it in the open user turn.
+func (t *turns) string(tok json.RawMessage) {
+	if t.role == "user" {
+		t.each("user", []json.RawMessage{tok})
+		return
+	}
+	t.close()
+	t.out = append(t.out, `{"role":"user","content":`...)
+	t.role, t.text, t.at = "user", tok, len(t.out)
+	t.out = append(t.out, tok...)
+}
+
+// close ends the open turn, before the next.
+func (t *turns) close() {
+	switch {
+	case t.role == "":
+	case t.text != nil:
+		t.out = append(t.out, "},"...)
+	default:
+		t.out = append(t.out, "]},"...)
+	}
+	t.text = nil
 }
 
 // textOnly is a content that is a non-empty string, as it was written.
 func textOnly(c json.RawMessage) (json.RawMessage, bool) {
 	return c, len(c) > 2 && c[0] == '"'
-}
-
-// appendTurn appends m (its blocks, or its text in Content) to the last
-// turn when it has the same role, as a turn of its own otherwise: a turn
-// of a string that is merged becomes its text block.
-func appendTurn(out []Message, m Message) []Message {
-	n := len(out)
-	if n == 0 || out[n-1].Role != m.Role {
-		return append(out, m)
-	}
-	last := &out[n-1]
-	if last.Content != nil {
-		last.blocks, last.Content = []json.RawMessage{last.Content}, nil
-	}
-	if m.Content != nil {
-		m.blocks = []json.RawMessage{m.Content}
-	}
-	last.blocks = append(last.blocks, m.blocks...)
-	return out
 }
 
 // assistantSays reports whether kept blocks still say what the assistant
@@ -230,61 +403,4 @@ func thinks(blocks []json.RawMessage) bool {
 		}
 	}
 	return false
-}
-
-// assistantBlocks are an assistant turn's blocks: its restored thinking
-// first, then its text, then one tool_use per call.
-func assistantBlocks(m wire.Message, i int, thinkingMember string) ([]json.RawMessage, error) {
-	out := restoredThinking(m, thinkingMember)
-	text, err := contentBlocks(m.Content, i, false)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, text...)
-	for k, c := range m.ToolCalls {
-		args, err := translate.ObjectArguments(c, i, k, "an anthropic upstream (its tool_use input is one)")
-		if err != nil {
-			return nil, err
-		}
-		b := make([]byte, 0, len(c.ID)+len(c.Function.Name)+len(args)+48)
-		b = wire.AppendString(append(b, `{"type":"tool_use","id":`...), c.ID)
-		b = wire.AppendString(append(b, `,"name":`...), c.Function.Name)
-		b = append(append(append(b, `,"input":`...), args...), '}')
-		out = append(out, b)
-	}
-	return out, nil
-}
-
-// toolResult turns a tool reply into a tool_result block; a seal (a
-// call nothing answered, docs/spec.md §1.4) is a failed result: its
-// sentence, with is_error, as Anthropic marks a result that failed or was
-// interrupted.
-func toolResult(m wire.Message, i int) ([]json.RawMessage, error) {
-	if m.Seal != "" {
-		b, _ := json.Marshal(struct {
-			Type      string `json:"type"`
-			ToolUseID string `json:"tool_use_id"`
-			Content   string `json:"content"`
-			IsError   bool   `json:"is_error"`
-		}{"tool_result", m.ToolCallID, m.Seal, true})
-		return []json.RawMessage{b}, nil
-	}
-	content := json.RawMessage(`""`)
-	switch {
-	case len(m.Content) > 0 && m.Content[0] == '"':
-		content = m.Content // a string (checked JSON), as the client wrote it
-	case len(m.Content) > 0 && string(m.Content) != "null":
-		blocks, err := contentBlocks(m.Content, i, true)
-		if err != nil {
-			return nil, err
-		}
-		content = json.RawMessage("null") // parts that make no block: null, as the body has always said
-		if blocks != nil {
-			content = appendArray(nil, blocks)
-		}
-	}
-	b := make([]byte, 0, len(m.ToolCallID)+len(content)+56)
-	b = wire.AppendString(append(b, `{"type":"tool_result","tool_use_id":`...), m.ToolCallID)
-	b = append(append(append(b, `,"content":`...), content...), '}')
-	return []json.RawMessage{b}, nil
 }
