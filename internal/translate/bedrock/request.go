@@ -61,20 +61,21 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "bedrock"); err != nil {
 		return r, err
 	}
-	t, err := transcript(req.Messages, o.CarriedMember)
-	if err != nil {
+	c := conversation{out: append(make([]byte, 0, bodySize(req)), `{"messages":`...)}
+	if err := c.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}
-	r.DroppedEmpty = t.dropped
-	b := body{messages: t.turns, system: t.system}
+	r.DroppedEmpty = c.dropped
+	b := body{system: c.system}
+	var err error
 	maxTokens := o.DefaultMaxTokens
 	if n, ok := translate.IntMember(req, "max_tokens", "max_completion_tokens"); ok {
 		maxTokens = n
 	}
-	if b.toolConfig, err = toolConfig(req, t.toolNames); err != nil {
+	if b.toolConfig, err = toolConfig(req, c.toolNames); err != nil {
 		return r, err
 	}
-	if b.thinking, r.ThinkingOff, err = thinking(req, maxTokens, t.turns); err != nil {
+	if b.thinking, r.ThinkingOff, err = thinking(req, maxTokens, c.calls && !c.thought); err != nil {
 		return r, err
 	}
 	b.inference = inference(req, maxTokens, b.thinking != nil)
@@ -82,14 +83,13 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 		b.topK = k
 	}
 	r.Path = Path(o.Model, req.Stream)
-	r.Body = b.appendJSON()
+	r.Body = b.appendJSON(c.out)
 	return r, nil
 }
 
 // body is a Converse request, its parts as JSON the translator built or
 // checked.
 type body struct {
-	messages   []turn
 	system     []json.RawMessage
 	inference  []byte // the inferenceConfig object, or nil
 	toolConfig []byte
@@ -97,28 +97,22 @@ type body struct {
 	topK       json.RawMessage
 }
 
-// appendJSON writes the body into one buffer.
-func (b *body) appendJSON() []byte {
-	n := 128 + len(b.inference) + len(b.toolConfig) + len(b.thinking) + len(b.topK)
-	for _, t := range b.messages {
-		n += 32
-		for _, c := range t.content {
-			n += len(c) + 11 // a string's text block: {"text":…},
-		}
+// bodySize is about the length of the body for req: each message's bytes
+// and a little more, and the tools.
+func bodySize(req *wire.ChatRequest) int {
+	n := 512
+	for _, m := range req.Messages {
+		n += 48 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
-	for _, s := range b.system {
-		n += len(s) + 11
+	for _, t := range req.Tools {
+		n += len(t.Raw)
 	}
-	out := make([]byte, 0, n)
-	out = append(out, `{"messages":[`...)
-	for i, t := range b.messages {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(append(append(out, `{"role":"`...), t.role...), `","content":`...)
-		out = append(appendArray(out, t.content), '}')
-	}
-	out = append(out, ']')
+	return n
+}
+
+// appendJSON ends the body after its messages (out): the system blocks
+// and the other members, each as the translator built or checked it.
+func (b *body) appendJSON(out []byte) []byte {
 	if len(b.system) > 0 {
 		out = appendArray(append(out, `,"system":`...), b.system)
 	}
@@ -262,9 +256,10 @@ func toolChoice(req *wire.ChatRequest) (string, error) {
 
 // thinking checks the thinking member (Claude's, in
 // additionalModelRequestFields) against Claude's bounds — a budget of at
-// least 1024 tokens, below maxTokens — and turns it off when the final
-// assistant turn made calls and does not start with its reasoning block.
-func thinking(req *wire.ChatRequest, maxTokens int, turns []turn) (json.RawMessage, bool, error) {
+// least 1024 tokens, below maxTokens — and turns it off when unthought:
+// the final assistant turn made calls and does not start with its
+// reasoning block.
+func thinking(req *wire.ChatRequest, maxTokens int, unthought bool) (json.RawMessage, bool, error) {
 	raw := translate.Member(req, "thinking")
 	if raw == nil || string(raw) == "null" {
 		return nil, false, nil
@@ -285,14 +280,8 @@ func thinking(req *wire.ChatRequest, maxTokens int, turns []turn) (json.RawMessa
 	case maxTokens > 0 && t.Budget >= maxTokens:
 		return nil, false, &wire.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("the thinking budget (%d tokens) must be smaller than max_tokens (%d); raise max_tokens or lower the reasoning level", t.Budget, maxTokens)}
 	}
-	for i := len(turns) - 1; i >= 0; i-- {
-		if turns[i].role != "assistant" {
-			continue
-		}
-		if turns[i].calls && !turns[i].thought {
-			return nil, true, nil
-		}
-		break
+	if unthought {
+		return nil, true, nil
 	}
 	return raw, false, nil
 }

@@ -9,52 +9,52 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
-// turn is one Converse message: its role and content blocks (a JSON
-// string among them is the text block of that text, appendArray).
-type turn struct {
-	role    string
-	content []json.RawMessage
-	// calls: the turn holds toolUse blocks; thought: it starts with a
-	// reasoning block.
-	calls, thought bool
-}
-
-// conversation is a chat transcript translated.
+// conversation writes a chat transcript as the Converse API's messages,
+// into the body as it reads them, each block where it is sent; it keeps
+// the system blocks.
 type conversation struct {
+	out       []byte
 	system    []json.RawMessage
-	turns     []turn
-	dropped   int      // empty turns left out
-	toolNames []string // the names the transcript's calls use, first seen first
+	role      string // the open turn's role, "" before the first
+	dropped   int    // empty turns left out
+	toolNames []string
+	// calls and thought: the last assistant turn holds toolUse blocks; it
+	// starts with a reasoning block.
+	calls, thought bool
 }
 
 // emptyResult is the text of a tool result that has none: Bedrock refuses
 // a blank text block.
 const emptyResult = "(no output)"
 
-// transcript turns the chat messages into the Converse API's system
-// blocks and alternating turns: tool replies become toolResult blocks of
-// the user turn after the calls (repair has paired them), consecutive
-// turns of one role are merged, and an empty turn is left out (Bedrock
-// refuses one, as Anthropic does: docs/quirks.md C12).
-func transcript(msgs []wire.Message, carried string) (conversation, error) {
-	var c conversation
+// transcript writes the chat messages as the Converse API's alternating
+// turns (the messages member's value) and keeps their system blocks: tool
+// replies become toolResult blocks of the user turn after the calls
+// (repair has paired them), consecutive turns of one role are merged,
+// and an empty turn is left out (Bedrock refuses one, as Anthropic does:
+// docs/quirks.md C12). toolNames are the names the calls use, first seen
+// first.
+func (c *conversation) transcript(msgs []wire.Message, carried string) error {
 	seen := map[string]bool{}
+	c.out = append(c.out, '[')
 	for i, m := range msgs {
-		var t turn
 		var err error
+		before := len(c.out)
 		switch m.Role {
 		case "system", "developer":
 			blocks, err := contentBlocks(m.Content, i, false)
 			if err != nil {
-				return c, err
+				return err
 			}
 			c.system = append(c.system, blocks...)
 			continue
 		case "user":
-			t.role = "user"
-			t.content, err = contentBlocks(m.Content, i, true)
+			var blocks []json.RawMessage
+			if blocks, err = contentBlocks(m.Content, i, true); err == nil {
+				c.each("user", blocks)
+			}
 		case "assistant":
-			t, err = assistantTurn(m, i, carried)
+			err = c.assistant(m, i, carried)
 			for _, tc := range m.ToolCalls {
 				if !seen[tc.Function.Name] {
 					seen[tc.Function.Name] = true
@@ -62,83 +62,107 @@ func transcript(msgs []wire.Message, carried string) (conversation, error) {
 				}
 			}
 		case "tool":
-			t.role = "user"
-			t.content, err = toolResult(m, i)
+			err = c.toolResult(m, i)
 		default:
-			return c, &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Converse API", wire.Clip(m.Role)), Unsupported: true}
+			return &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Converse API", wire.Clip(m.Role)), Unsupported: true}
 		}
 		if err != nil {
-			return c, err
+			return err
 		}
-		if len(t.content) == 0 {
+		if len(c.out) == before {
 			c.dropped++
-			continue
 		}
-		if n := len(c.turns); n > 0 && c.turns[n-1].role == t.role {
-			last := &c.turns[n-1]
-			last.content = append(last.content, t.content...)
-			last.calls = last.calls || t.calls
-			continue
-		}
-		c.turns = append(c.turns, t)
 	}
-	return c, nil
+	if c.role != "" {
+		c.out = append(c.out, "]}"...)
+	}
+	c.out = append(c.out, ']')
+	return nil
 }
 
-// assistantTurn is an assistant message's blocks: the reasoning blocks
+// assistant writes an assistant message's blocks: the reasoning blocks
 // restored for it first (as Bedrock issued them, signatures and redacted
 // content unchanged), then its text, then one toolUse per call.
-func assistantTurn(m wire.Message, i int, carried string) (turn, error) {
-	t := turn{role: "assistant"}
-	translate.Restored(m, carried, &t.content)
-	t.thought = len(t.content) > 0
+func (c *conversation) assistant(m wire.Message, i int, carried string) error {
+	var reasoning []json.RawMessage
+	translate.Restored(m, carried, &reasoning)
 	text, err := contentBlocks(m.Content, i, false)
 	if err != nil {
-		return t, err
+		return err
 	}
-	t.content = append(t.content, text...)
-	for k, c := range m.ToolCalls {
-		args, err := translate.ObjectArguments(c, i, k, "a bedrock upstream (its toolUse input is one)")
-		if err != nil {
-			return t, err
+	joins := c.role == "assistant"
+	c.each("assistant", reasoning)
+	c.each("assistant", text)
+	if len(reasoning) > 0 && !joins {
+		c.thought = true // the turn starts with them
+	}
+	for k, tc := range m.ToolCalls {
+		c.open("assistant")
+		c.out = wire.AppendString(append(c.out, `{"toolUse":{"toolUseId":`...), tc.ID)
+		c.out = wire.AppendString(append(c.out, `,"name":`...), tc.Function.Name)
+		if c.out, err = translate.AppendArguments(append(c.out, `,"input":`...), tc, i, k, "a bedrock upstream (its toolUse input is one)"); err != nil {
+			return err
 		}
-		b := make([]byte, 0, len(c.ID)+len(c.Function.Name)+len(args)+56)
-		b = wire.AppendString(append(b, `{"toolUse":{"toolUseId":`...), c.ID)
-		b = wire.AppendString(append(b, `,"name":`...), c.Function.Name)
-		b = append(append(append(b, `,"input":`...), args...), `}}`...)
-		t.content = append(t.content, b)
-		t.calls = true
+		c.out = append(c.out, `}}`...)
+		c.calls = true
 	}
-	return t, nil
+	return nil
 }
 
-// toolResult is a tool reply as a toolResult block; a seal (a call
+// toolResult writes a tool reply as a toolResult block; a seal (a call
 // nothing answered, docs/spec.md §1.4) is a result with status error and
 // its sentence, as Bedrock marks a failed call.
-func toolResult(m wire.Message, i int) ([]json.RawMessage, error) {
+func (c *conversation) toolResult(m wire.Message, i int) error {
 	var content []json.RawMessage
-	status := ""
-	if m.Seal != "" {
-		content = []json.RawMessage{json.RawMessage(translate.Quote(m.Seal))}
-		status = `,"status":"error"`
-	} else {
+	if m.Seal == "" {
 		var err error
 		if content, err = contentBlocks(m.Content, i, true); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if len(content) == 0 {
-		content = []json.RawMessage{json.RawMessage(`"` + emptyResult + `"`)}
+	c.open("user")
+	c.out = wire.AppendString(append(c.out, `{"toolResult":{"toolUseId":`...), m.ToolCallID)
+	c.out = append(c.out, `,"content":`...)
+	switch {
+	case m.Seal != "":
+		c.out = append(wire.AppendString(append(c.out, `[{"text":`...), m.Seal), `}],"status":"error"`...)
+	case len(content) == 0:
+		c.out = append(c.out, `[{"text":"`+emptyResult+`"}]`...)
+	default:
+		c.out = appendArray(c.out, content)
 	}
-	n := len(m.ToolCallID) + 64
-	for _, c := range content {
-		n += len(c) + 10
+	c.out = append(c.out, `}}`...)
+	return nil
+}
+
+// each writes blocks into a turn of role (a JSON string among them is
+// the text block of that text, appendArray).
+func (c *conversation) each(role string, blocks []json.RawMessage) {
+	for _, b := range blocks {
+		c.open(role)
+		if len(b) > 0 && b[0] == '"' {
+			c.out = append(append(append(c.out, `{"text":`...), b...), '}')
+			continue
+		}
+		c.out = append(c.out, b...)
 	}
-	b := make([]byte, 0, n)
-	b = wire.AppendString(append(b, `{"toolResult":{"toolUseId":`...), m.ToolCallID)
-	b = appendArray(append(b, `,"content":`...), content)
-	b = append(append(b, status...), `}}`...)
-	return []json.RawMessage{b}, nil
+}
+
+// open readies the body for a block in a turn of role: after the blocks
+// of the open turn when it has that role, else in a turn of its own.
+func (c *conversation) open(role string) {
+	switch {
+	case role == c.role:
+		c.out = append(c.out, ',')
+		return
+	case c.role != "":
+		c.out = append(c.out, "]},"...)
+	}
+	c.out = append(append(append(c.out, `{"role":"`...), role...), `","content":[`...)
+	c.role = role
+	if role == "assistant" {
+		c.calls, c.thought = false, false
+	}
 }
 
 // contentBlocks turns a message's content (a string, or content parts)
