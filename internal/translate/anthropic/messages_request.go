@@ -13,7 +13,7 @@ import (
 // Request is a Messages API request body, the one declaration of it for
 // both directions: a POST /v1/messages (or count_tokens) body as a client
 // sent it (Decode), and the body the gateway sends an Anthropic upstream
-// (UpstreamRequest fills it, appendJSON writes it).
+// (UpstreamRequest fills it, appendHead and appendTail write it).
 type Request struct {
 	Model     string          `json:"model"`
 	MaxTokens *int            `json:"max_tokens"`
@@ -32,11 +32,11 @@ type Request struct {
 	Stream        bool              `json:"stream"`
 	// extra are the members the chat model has no slot for (container,
 	// mcp_servers, service_tier, …): an Anthropic upstream gets them as
-	// they are (appendJSON writes an upstream request's after its own).
+	// they are (appendTail writes an upstream request's after its own).
 	extra map[string]json.RawMessage
 	// An upstream request's system prompt (its blocks) and tools, as the
-	// gateway built them: appendJSON writes them in place of System and
-	// Tools.
+	// gateway built them: appendHead and appendTail write them in place
+	// of System and Tools.
 	upSystem []json.RawMessage
 	upTools  []tool
 	// keptTools are the tools as a client declared them, sent in place
@@ -48,12 +48,10 @@ type Request struct {
 }
 
 // Message is one message of a Request: its content as a client sent it
-// (a string or blocks), or, in the body the gateway sends, its blocks (or
-// in Content a user's text, a JSON string as the client wrote it).
+// (a string or blocks).
 type Message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
-	blocks  []json.RawMessage
 }
 
 // userID is the request's metadata.user_id, "" for none.
@@ -336,9 +334,9 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 func (r *Request) chatSize(o ChatOptions) int {
 	size := func(c json.RawMessage) int {
 		if o.Protocol == translate.Anthropic && len(c) > 0 && c[0] == '[' {
-			return 2*len(c) + 64
+			return 2*len(c) + 40
 		}
-		return len(c) + 64
+		return len(c) + 40
 	}
 	n := 512 + size(r.System)
 	for _, m := range r.Messages {

@@ -177,7 +177,10 @@ func (c *conversation) flush() error {
 			p.Items = 0 // a turn that spans the previous response's end: nothing can stand for part of it
 		}
 	}
-	c.turn = assistant{}
+	// The next turn is gathered in the same lists: what they held is
+	// written.
+	c.turn = assistant{text: t.text[:0], reasoning: t.reasoning[:0], calls: t.calls[:0], kept: t.kept[:0],
+		carried: Carried{Items: t.carried.Items[:0]}}
 	return nil
 }
 

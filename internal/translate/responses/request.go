@@ -287,7 +287,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 func (r *Request) chatSize(items []json.RawMessage, keep bool) int {
 	n := 512
 	for _, it := range items {
-		n += len(it) + 64
+		n += len(it) + 24 // the chat form of an item is about its length: a call's is longer, an output's shorter
 		if keep {
 			n += len(it)
 		}

@@ -59,7 +59,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if rest, id := afterPrevious(req, o); id != "" {
 		b["previous_response_id"], msgs = id, rest
 	}
-	in := items{b: make([]byte, 0, inputSize(msgs))}
+	in := items{b: make([]byte, 0, bodySize(req, msgs))}
 	in.b = append(in.b, `{"input":[`...)
 	dropped, err := in.inputItems(msgs, o.CarriedMember, o.Upstream, o.Sealer)
 	if err != nil {
@@ -97,18 +97,25 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	return r, nil
 }
 
-// inputSize is about the length of the input items written for msgs:
-// each message's kept items, or its content and room for the names.
-func inputSize(msgs []wire.Message) int {
-	n := 4096
+// bodySize is about the length of the body for the messages of req:
+// each message's kept items, or its bytes and a little more; and the
+// tools (the other members are few and small).
+func bodySize(req *wire.ChatRequest, msgs []wire.Message) int {
+	n := 1024
 	for _, m := range msgs {
 		if kept := translate.Own(m, translate.ItemsMember); kept != nil {
-			n += len(kept)
-		} else {
-			n += len(m.Content) + 128
+			n += 16 + len(kept)
+			continue
 		}
+		n += 48 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
-	return n + n/8
+	for _, t := range req.Tools {
+		n += len(t.Raw)
+	}
+	if kept := translate.Member(req, translate.ResponsesRequestMember); kept != nil {
+		n += len(kept)
+	}
+	return n
 }
 
 // items writes input items into one buffer, comma-separated.
