@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/toolgate/toolgate/internal/wire"
 )
@@ -45,8 +46,35 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 		i    int
 		keys []string // the turn's keys, in the order they are tried
 	}
-	var turns []lacking
-	var keys []string
+	// The lists are sized first and the keys written into one string: a
+	// transcript's lookups cost a few bytes per assistant turn.
+	assistants, lookups, size := 0, 0, 0
+	for i := range msgs {
+		if m := &msgs[i]; m.Role == "assistant" && m.Raw != nil {
+			assistants++
+			lookups += max(1, min(len(m.ToolCalls), maxLookups))
+			for _, call := range m.ToolCalls[:min(len(m.ToolCalls), maxLookups)] {
+				size += len(c.Space) + len("call:") + len(call.ID)
+			}
+			if len(m.ToolCalls) == 0 {
+				size += len(c.Space) + len("content:") + 32 // ContentKey's length
+			}
+		}
+	}
+	if assistants == 0 {
+		return Restored{Messages: msgs}
+	}
+	turns := make([]lacking, 0, assistants)
+	keys := make([]string, 0, lookups)
+	var all strings.Builder // what is written is never changed: each key is a view of it
+	all.Grow(size)
+	key := func(parts ...string) {
+		from := all.Len()
+		for _, p := range parts {
+			all.WriteString(p)
+		}
+		keys = append(keys, all.String()[from:])
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role != "assistant" || m.Raw == nil {
@@ -58,21 +86,18 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 			continue
 		}
 		from := len(keys)
-		for k, call := range m.ToolCalls {
-			// A turn's reasoning is stored under each of its calls' ids, so
-			// its first calls suffice: a message of 50,000 calls costs no
-			// more keys than one of four.
-			if k == maxLookups {
-				break
-			}
-			keys = append(keys, c.Space+"call:"+call.ID)
+		// A turn's reasoning is stored under each of its calls' ids, so
+		// its first calls suffice: a message of 50,000 calls costs no
+		// more keys than one of four.
+		for _, call := range m.ToolCalls[:min(len(m.ToolCalls), maxLookups)] {
+			key(c.Space, "call:", call.ID)
 		}
 		if len(m.ToolCalls) == 0 {
 			var content string
 			if json.Unmarshal(m.Content, &content) != nil || content == "" {
 				continue
 			}
-			keys = append(keys, c.Space+ContentKey(content))
+			key(c.Space, ContentKey(content))
 		}
 		turns = append(turns, lacking{i: i, keys: keys[from:len(keys):len(keys)]})
 	}
