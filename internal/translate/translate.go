@@ -309,13 +309,18 @@ func Own(m wire.Message, key string) json.RawMessage {
 	return v
 }
 
-// Restored decodes into v the state the gateway restored into a turn:
-// member holds it as a JSON string of v's JSON. It reports whether there
-// was such state.
-func Restored(m wire.Message, member string, v any) bool {
-	var stored string
+// Restored decodes the state the gateway restored into a turn: member
+// holds it as a JSON string of a T's JSON. It reports whether there was
+// such state. A message without any costs nothing.
+func Restored[T any](m wire.Message, member string) (v T, ok bool) {
 	raw := Own(m, member)
-	return raw != nil && json.Unmarshal(raw, &stored) == nil && json.Unmarshal([]byte(stored), v) == nil
+	var stored string
+	if raw == nil || json.Unmarshal(raw, &stored) != nil {
+		return v, false
+	}
+	p := new(T) // decoded only here: a T that escapes is made for a message that has one
+	err := json.Unmarshal([]byte(stored), p)
+	return *p, err == nil
 }
 
 // Kept are the blocks or items a client of another API sent for a chat

@@ -389,8 +389,7 @@ func imageBlock(imageURL, cacheControl json.RawMessage, i, k int) (json.RawMessa
 // restoredThinking are the thinking blocks restored for a turn (in
 // thinkingMember), or nil.
 func restoredThinking(m wire.Message, thinkingMember string) []json.RawMessage {
-	var blocks []json.RawMessage
-	translate.Restored(m, thinkingMember, &blocks)
+	blocks, _ := translate.Restored[[]json.RawMessage](m, thinkingMember)
 	return blocks
 }
 

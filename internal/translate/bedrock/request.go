@@ -102,7 +102,7 @@ type body struct {
 func bodySize(req *wire.ChatRequest) int {
 	n := 512
 	for _, m := range req.Messages {
-		n += 48 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
+		n += 16 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
 	for _, t := range req.Tools {
 		n += len(t.Raw)

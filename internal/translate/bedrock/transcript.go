@@ -84,8 +84,7 @@ func (c *conversation) transcript(msgs []wire.Message, carried string) error {
 // restored for it first (as Bedrock issued them, signatures and redacted
 // content unchanged), then its text, then one toolUse per call.
 func (c *conversation) assistant(m wire.Message, i int, carried string) error {
-	var reasoning []json.RawMessage
-	translate.Restored(m, carried, &reasoning)
+	reasoning, _ := translate.Restored[[]json.RawMessage](m, carried)
 	text, err := contentBlocks(m.Content, i, false)
 	if err != nil {
 		return err

@@ -110,7 +110,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 func bodySize(req *wire.ChatRequest) int {
 	n := 256
 	for _, m := range req.Messages {
-		n += 48 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
+		n += 16 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
 	for _, t := range req.Tools {
 		n += len(t.Raw)

@@ -86,7 +86,7 @@ func (t *contents) message(i int, m wire.Message, role, carriedMember string) er
 	var err error
 	switch m.Role {
 	case "user":
-		err = t.userParts(m.Content, i)
+		err = t.texts(m.Content, i, true, "")
 	case "assistant":
 		err = t.modelParts(m, i, carriedMember)
 	default:
@@ -112,14 +112,30 @@ func (t *contents) part(start int, p part) {
 	t.out = appendPart(t.out, p)
 }
 
-// userParts writes a user message's text and image parts.
-func (t *contents) userParts(c json.RawMessage, i int) error {
-	parts, err := userParts(c, i, true)
+// texts writes a message's text parts (and, for a user's, its images),
+// the last with the thought signature sig when it has one: a string as
+// its one part, as it was written.
+func (t *contents) texts(c json.RawMessage, i int, images bool, sig string) error {
+	if len(c) > 2 && c[0] == '"' {
+		t.out = wire.AppendToken(append(t.out, `{"text":`...), c)
+		if sig != "" {
+			t.out = wire.AppendString(append(t.out, `,"thoughtSignature":`...), sig)
+		}
+		t.out = append(t.out, '}')
+		return nil
+	}
+	parts, err := userParts(c, i, images)
+	if err != nil {
+		return err
+	}
+	if n := len(parts); n > 0 && sig != "" {
+		parts[n-1].ThoughtSignature = sig
+	}
 	start := len(t.out)
 	for _, p := range parts {
 		t.part(start, p)
 	}
-	return err
+	return nil
 }
 
 // modelParts writes an assistant turn's parts: its text, then one
@@ -129,16 +145,10 @@ func (t *contents) userParts(c json.RawMessage, i int) error {
 // there (Gemini checks the first call of each step).
 func (t *contents) modelParts(m wire.Message, i int, carriedMember string) error {
 	sigs := restored(m, carriedMember)
-	text, err := userParts(m.Content, i, false)
+	start := len(t.out)
+	err := t.texts(m.Content, i, false, sigs.Text)
 	if err != nil {
 		return err
-	}
-	if n := len(text); n > 0 && sigs.Text != "" {
-		text[n-1].ThoughtSignature = sigs.Text
-	}
-	start := len(t.out)
-	for _, p := range text {
-		t.part(start, p)
 	}
 	t.calls.assistant(i)
 	for k, c := range m.ToolCalls {
@@ -211,8 +221,7 @@ func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
 
 // restored reads the signatures the gateway restored into the turn.
 func restored(m wire.Message, member string) Signatures {
-	var sigs Signatures
-	translate.Restored(m, member, &sigs)
+	sigs, _ := translate.Restored[Signatures](m, member)
 	return sigs
 }
 

@@ -107,7 +107,7 @@ func bodySize(req *wire.ChatRequest, msgs []wire.Message) int {
 			n += 16 + len(kept)
 			continue
 		}
-		n += 48 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
+		n += 16 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
 	for _, t := range req.Tools {
 		n += len(t.Raw)
@@ -577,8 +577,8 @@ func openAll(items []carriedItem, upstream string, s translate.Sealer) bool {
 // sent back that another upstream issued are left out too, and counted:
 // that upstream could not read them.
 func restoredItems(m wire.Message, member string, calls map[string]wire.ToolCall, upstream string, s translate.Sealer) ([]carriedItem, int) {
-	var c Carried
-	if !translate.Restored(m, member, &c) {
+	c, ok := translate.Restored[Carried](m, member)
+	if !ok {
 		return nil, 0
 	}
 	if c.Sealed && !openAll(c.Items, upstream, s) {
