@@ -116,13 +116,11 @@ func (t *turns) message(i int) error {
 			t.string(tok)
 			return nil
 		}
-		if kept == nil {
-			var err error
-			if kept, err = contentBlocks(m.Content, i, true); err != nil {
-				return err
-			}
+		if kept != nil {
+			t.each("user", kept)
+		} else if err := t.content("user", m.Content, i, true); err != nil {
+			return err
 		}
-		t.each("user", kept)
 	case "assistant":
 		if err := t.assistant(i, m, kept); err != nil {
 			return err
@@ -155,11 +153,10 @@ func (t *turns) assistant(i int, m wire.Message, kept []json.RawMessage) error {
 		return nil
 	}
 	t.each("assistant", restoredThinking(m, t.thinkingMember))
-	text, err := contentBlocks(m.Content, i, false)
-	if err != nil {
+	if err := t.content("assistant", m.Content, i, false); err != nil {
 		return err
 	}
-	t.each("assistant", text)
+	var err error
 	for k, c := range m.ToolCalls {
 		t.open("assistant", "tool_use")
 		t.out = wire.AppendString(append(t.out, `{"type":"tool_use","id":`...), c.ID)
@@ -201,6 +198,22 @@ func (t *turns) toolResult(i int, m wire.Message) error {
 	}
 	t.out = append(t.out, '}')
 	return nil
+}
+
+// content writes the blocks of a message's content into a turn of role,
+// each where it is sent.
+func (t *turns) content(role string, content json.RawMessage, i int, images bool) error {
+	return eachContentBlock(content, i, images, func(b contentBlock) {
+		switch {
+		case b.bare != nil:
+			t.each(role, []json.RawMessage{b.bare})
+		case b.whole != nil:
+			t.each(role, []json.RawMessage{b.whole})
+		default:
+			t.open(role, "text")
+			t.out = appendTextBlock(t.out, b.text, b.cache)
+		}
+	})
 }
 
 // each writes blocks into a turn of role.
@@ -295,13 +308,36 @@ func resultFor(blocks []json.RawMessage, callID string) bool {
 // into text and image blocks; empty text is left out. The parts are read
 // in place and each text goes as it was written.
 func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	err := eachContentBlock(content, i, images, func(b contentBlock) {
+		switch {
+		case b.bare != nil:
+			out = append(out, b.bare) // its text block (appendArray)
+		case b.whole != nil:
+			out = append(out, b.whole)
+		default:
+			out = append(out, appendTextBlock(make([]byte, 0, len(b.text)+len(b.cache)+48), b.text, b.cache))
+		}
+	})
+	return out, err
+}
+
+// contentBlock is one block of a message's content: a string's text
+// (bare), a text part's text and cache_control, or a block built whole.
+type contentBlock struct {
+	bare, text, cache, whole json.RawMessage
+}
+
+// eachContentBlock calls fn with each block contentBlocks turns content
+// into.
+func eachContentBlock(content json.RawMessage, i int, images bool, fn func(contentBlock)) error {
 	if len(content) == 0 || string(content) == "null" || string(content) == `""` {
-		return nil, nil
+		return nil
 	}
 	if content[0] == '"' { // a string (checked JSON): its text goes as it was written
-		return []json.RawMessage{content}, nil // its text block (appendArray)
+		fn(contentBlock{bare: content})
+		return nil
 	}
-	var out []json.RawMessage
 	var err error
 	if !wire.EachElement(content, func(k int, raw []byte) bool {
 		var typ, text, imageURL, cacheControl []byte
@@ -326,14 +362,14 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 		switch {
 		case wire.StringIs(typ, "text"):
 			if len(text) > 2 {
-				out = append(out, textBlock(text, cacheControl))
+				fn(contentBlock{text: text, cache: cacheControl})
 			}
 		case wire.StringIs(typ, "image_url") && images:
 			var b json.RawMessage
 			if b, err = imageBlock(imageURL, cacheControl, i, k); err != nil {
 				return false
 			}
-			out = append(out, b)
+			fn(contentBlock{whole: b})
 		default:
 			t, _ := wire.String(typ)
 			err = &wire.ParamError{Param: fmt.Sprintf("messages[%d].content[%d].type", i, k), Msg: fmt.Sprintf("a %q part cannot be sent to an anthropic upstream here", wire.Clip(t)), Unsupported: true}
@@ -343,13 +379,12 @@ func contentBlocks(content json.RawMessage, i int, images bool) ([]json.RawMessa
 	}) && err == nil {
 		err = translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 	}
-	return out, err
+	return err
 }
 
-// textBlock is a text block of text (a JSON string token), with its
-// cache_control when it has one.
-func textBlock(text, cacheControl json.RawMessage) json.RawMessage {
-	b := make([]byte, 0, len(text)+len(cacheControl)+48)
+// appendTextBlock writes a text block of text (a JSON string token), with
+// its cache_control when it has one.
+func appendTextBlock(b []byte, text, cacheControl json.RawMessage) []byte {
 	b = wire.AppendToken(append(b, `{"type":"text","text":`...), text)
 	if len(cacheControl) > 0 {
 		b = append(append(b, `,"cache_control":`...), cacheControl...)

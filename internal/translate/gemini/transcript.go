@@ -113,27 +113,16 @@ func (t *contents) part(start int, p part) {
 }
 
 // texts writes a message's text parts (and, for a user's, its images),
-// the last with the thought signature sig when it has one: a string as
-// its one part, as it was written.
+// each where it is sent, the last with the thought signature sig when it
+// has one.
 func (t *contents) texts(c json.RawMessage, i int, images bool, sig string) error {
-	if len(c) > 2 && c[0] == '"' {
-		t.out = wire.AppendToken(append(t.out, `{"text":`...), c)
-		if sig != "" {
-			t.out = wire.AppendString(append(t.out, `,"thoughtSignature":`...), sig)
-		}
-		t.out = append(t.out, '}')
-		return nil
-	}
-	parts, err := userParts(c, i, images)
-	if err != nil {
+	start := len(t.out)
+	if err := eachPart(c, i, images, func(p part) { t.part(start, p) }); err != nil {
 		return err
 	}
-	if n := len(parts); n > 0 && sig != "" {
-		parts[n-1].ThoughtSignature = sig
-	}
-	start := len(t.out)
-	for _, p := range parts {
-		t.part(start, p)
+	if len(t.out) > start && sig != "" {
+		// The last part's signature, its last member as appendPart writes it.
+		t.out = append(wire.AppendString(append(t.out[:len(t.out)-1], `,"thoughtSignature":`...), sig), '}')
 	}
 	return nil
 }
@@ -181,16 +170,22 @@ func (t *contents) modelParts(m wire.Message, i int, carriedMember string) error
 // text and inline image parts, each text as the client wrote it; empty
 // text is left out. The parts are read in place.
 func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
+	var out []part
+	err := eachPart(c, i, images, func(p part) { out = append(out, p) })
+	return out, err
+}
+
+// eachPart calls fn with each part userParts turns c into.
+func eachPart(c json.RawMessage, i int, images bool, fn func(part)) error {
 	if len(c) == 0 || string(c) == "null" {
-		return nil, nil
+		return nil
 	}
 	if c[0] == '"' {
-		if len(c) <= 2 {
-			return nil, nil
+		if len(c) > 2 {
+			fn(part{text: c})
 		}
-		return []part{{text: c}}, nil
+		return nil
 	}
-	var out []part
 	var err error
 	if !wire.EachElement(c, func(k int, raw []byte) bool {
 		typ, _ := wire.Member(raw, "type")
@@ -200,13 +195,13 @@ func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
 			if len(txt) > 0 && txt[0] != '"' && string(txt) != "null" {
 				err = translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 			} else if len(txt) > 2 {
-				out = append(out, part{text: txt})
+				fn(part{text: txt})
 			}
 		case wire.StringIs(typ, "image_url") && images:
 			url, _ := wire.Member(raw, "image_url")
 			var ip part
 			if ip, err = imagePart(url, fmt.Sprintf("messages[%d].content[%d].image_url", i, k)); err == nil {
-				out = append(out, ip)
+				fn(ip)
 			}
 		default:
 			t, _ := wire.String(typ)
@@ -216,7 +211,7 @@ func userParts(c json.RawMessage, i int, images bool) ([]part, error) {
 	}) && err == nil {
 		err = translate.NotParts(fmt.Sprintf("messages[%d].content", i))
 	}
-	return out, err
+	return err
 }
 
 // restored reads the signatures the gateway restored into the turn.
