@@ -42,17 +42,59 @@ type Carry struct {
 // that lack it (in c.Field): found by the turn's tool-call ids, else by
 // its content. Every message's keys are looked up at once.
 func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store ReasoningStore) Restored {
-	type lacking struct {
-		i    int
-		keys []string // the turn's keys, in the order they are tried
+	turns, keys := lookups(msgs, c)
+	if len(turns) == 0 {
+		return Restored{Messages: msgs}
 	}
-	// The lists are sized first and the keys written into one string: a
-	// transcript's lookups cost a few bytes per assistant turn.
-	assistants, lookups, size := 0, 0, 0
+	found, err := store.GetMany(ctx, keys) // on a failure every lookup misses
+	r := Restored{Messages: msgs, Err: err}
+	for _, t := range turns {
+		reasoning, ok := "", false
+		for _, k := range t.keys {
+			if reasoning, ok = found[k]; ok {
+				break
+			}
+		}
+		if !ok {
+			if len(msgs[t.i].ToolCalls) > 0 {
+				r.Missed++
+			}
+			continue
+		}
+		if reasoning == "" {
+			continue // the turn had none (RememberReasoning's mark): nothing to restore, nothing missed
+		}
+		obj, err := wire.ParseObject(msgs[t.i].Raw)
+		if err != nil {
+			continue
+		}
+		if r.Restored == 0 {
+			r.Messages = append([]wire.Message(nil), msgs...)
+		}
+		r.Restored++
+		v, _ := json.Marshal(reasoning) // a string always marshals
+		obj.Set(c.Field, v)
+		r.Messages[t.i].Raw = obj.JSON()
+	}
+	return r
+}
+
+// lacking is an assistant turn that lacks its reasoning: its message,
+// and its keys in the order they are tried.
+type lacking struct {
+	i    int
+	keys []string
+}
+
+// lookups are the turns of msgs that lack their reasoning, and all their
+// keys. The lists are sized first and the keys written into one string:
+// a transcript's lookups cost a few bytes per assistant turn.
+func lookups(msgs []wire.Message, c Carry) ([]lacking, []string) {
+	assistants, n, size := 0, 0, 0
 	for i := range msgs {
 		if m := &msgs[i]; m.Role == "assistant" && m.Raw != nil {
 			assistants++
-			lookups += max(1, min(len(m.ToolCalls), maxLookups))
+			n += max(1, min(len(m.ToolCalls), maxLookups))
 			for _, call := range m.ToolCalls[:min(len(m.ToolCalls), maxLookups)] {
 				size += len(c.Space) + len("call:") + len(call.ID)
 			}
@@ -62,10 +104,10 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 		}
 	}
 	if assistants == 0 {
-		return Restored{Messages: msgs}
+		return nil, nil
 	}
 	turns := make([]lacking, 0, assistants)
-	keys := make([]string, 0, lookups)
+	keys := make([]string, 0, n)
 	var all strings.Builder // what is written is never changed: each key is a view of it
 	all.Grow(size)
 	key := func(parts ...string) {
@@ -101,40 +143,7 @@ func RestoreReasoning(ctx context.Context, msgs []wire.Message, c Carry, store R
 		}
 		turns = append(turns, lacking{i: i, keys: keys[from:len(keys):len(keys)]})
 	}
-	if len(turns) == 0 {
-		return Restored{Messages: msgs}
-	}
-	found, err := store.GetMany(ctx, keys) // on a failure every lookup misses
-	r := Restored{Messages: msgs, Err: err}
-	for _, t := range turns {
-		reasoning, ok := "", false
-		for _, k := range t.keys {
-			if reasoning, ok = found[k]; ok {
-				break
-			}
-		}
-		if !ok {
-			if len(msgs[t.i].ToolCalls) > 0 {
-				r.Missed++
-			}
-			continue
-		}
-		if reasoning == "" {
-			continue // the turn had none (RememberReasoning's mark): nothing to restore, nothing missed
-		}
-		obj, err := wire.ParseObject(msgs[t.i].Raw)
-		if err != nil {
-			continue
-		}
-		if r.Restored == 0 {
-			r.Messages = append([]wire.Message(nil), msgs...)
-		}
-		r.Restored++
-		v, _ := json.Marshal(reasoning) // a string always marshals
-		obj.Set(c.Field, v)
-		r.Messages[t.i].Raw = obj.JSON()
-	}
-	return r
+	return turns, keys
 }
 
 // maxLookups bounds the keys looked up for one assistant turn.
