@@ -408,6 +408,27 @@ func AppendArguments(out []byte, c wire.ToolCall, i, k int, what string) ([]byte
 	return out[:mark+copy(out[mark:], args)], nil
 }
 
+// BodySize is about the length of the part of an upstream's body that
+// holds msgs and tools: each message's bytes (the blocks or items it
+// keeps in member, when it keeps some) and per bytes more, and each
+// tool's declaration times tools (a protocol that may send it twice).
+// A body is written into a buffer of this size, which a translation
+// seldom outgrows.
+func BodySize(msgs []wire.Message, member string, per int, ts []wire.Tool, tools int) int {
+	n := 512
+	for _, m := range msgs {
+		if kept := Own(m, member); kept != nil {
+			n += per + len(kept)
+			continue
+		}
+		n += per + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
+	}
+	for _, t := range ts {
+		n += tools * len(t.Raw)
+	}
+	return n
+}
+
 // NoResponseFormat refuses a response_format other than text, for an
 // upstream that has none (upstream names it: "an anthropic upstream").
 func NoResponseFormat(req *wire.ChatRequest, upstream string) error {

@@ -96,7 +96,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	}
 	t := turns{msgs: req.Messages, thinkingMember: o.CarriedMember}
 	b.upSystem, t.errAt, t.err = systemBlocks(req.Messages, o.CarriedMember)
-	t.out = b.appendHead(make([]byte, 0, bodySize(req)))
+	t.out = b.appendHead(make([]byte, 0, translate.BodySize(req.Messages, translate.BlocksMember, 48, req.Tools, 2))) // the tools translated, and as declared
 	if err := t.transcript(); err != nil {
 		return rep, err
 	}
@@ -301,23 +301,6 @@ func blockType(b json.RawMessage) string {
 	typ, _ := wire.Member(b, "type")
 	s, _ := wire.String(typ)
 	return s
-}
-
-// bodySize is about the length of the body for req: each message's bytes
-// (its blocks, when it keeps them) and a little more, and the tools.
-func bodySize(req *wire.ChatRequest) int {
-	n := 512
-	for _, m := range req.Messages {
-		if kept := translate.Own(m, translate.BlocksMember); kept != nil {
-			n += 32 + len(kept)
-			continue
-		}
-		n += 48 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
-	}
-	for _, t := range req.Tools {
-		n += 2 * len(t.Raw) // translated, and as declared
-	}
-	return n
 }
 
 // appendHead writes the start of the body sent to the Messages API: its

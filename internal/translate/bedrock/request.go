@@ -61,7 +61,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "bedrock"); err != nil {
 		return r, err
 	}
-	c := conversation{out: append(make([]byte, 0, bodySize(req)), `{"messages":`...)}
+	c := conversation{out: append(make([]byte, 0, translate.BodySize(req.Messages, "", 16, req.Tools, 1)), `{"messages":`...)}
 	if err := c.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}
@@ -95,19 +95,6 @@ type body struct {
 	toolConfig []byte
 	thinking   json.RawMessage // Claude's thinking object, in additionalModelRequestFields
 	topK       json.RawMessage
-}
-
-// bodySize is about the length of the body for req: each message's bytes
-// and a little more, and the tools.
-func bodySize(req *wire.ChatRequest) int {
-	n := 512
-	for _, m := range req.Messages {
-		n += 16 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
-	}
-	for _, t := range req.Tools {
-		n += len(t.Raw)
-	}
-	return n
 }
 
 // appendJSON ends the body after its messages (out): the system blocks

@@ -81,7 +81,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "gemini"); err != nil {
 		return r, err
 	}
-	t := contents{out: make([]byte, 0, bodySize(req))}
+	t := contents{out: make([]byte, 0, translate.BodySize(req.Messages, "", 16, req.Tools, 1))}
 	if err := t.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}
@@ -103,19 +103,6 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	}
 	r.Body, err = b.appendJSON(t.out, t.system)
 	return r, err
-}
-
-// bodySize is about the length of the body for req: each message's bytes
-// and a little more.
-func bodySize(req *wire.ChatRequest) int {
-	n := 256
-	for _, m := range req.Messages {
-		n += 16 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
-	}
-	for _, t := range req.Tools {
-		n += len(t.Raw)
-	}
-	return n
 }
 
 // appendJSON finishes the body whose contents are written: its system

@@ -59,7 +59,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if rest, id := afterPrevious(req, o); id != "" {
 		b["previous_response_id"], msgs = id, rest
 	}
-	in := items{b: make([]byte, 0, bodySize(req, msgs))}
+	in := items{b: make([]byte, 0, translate.BodySize(msgs, translate.ItemsMember, 16, req.Tools, 1)+len(translate.Member(req, translate.ResponsesRequestMember)))}
 	in.b = append(in.b, `{"input":[`...)
 	dropped, err := in.inputItems(msgs, o.CarriedMember, o.Upstream, o.Sealer)
 	if err != nil {
@@ -95,27 +95,6 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	}
 	r.Body = append(append(in.b, ']', ','), rest[1:]...)
 	return r, nil
-}
-
-// bodySize is about the length of the body for the messages of req:
-// each message's kept items, or its bytes and a little more; and the
-// tools (the other members are few and small).
-func bodySize(req *wire.ChatRequest, msgs []wire.Message) int {
-	n := 1024
-	for _, m := range msgs {
-		if kept := translate.Own(m, translate.ItemsMember); kept != nil {
-			n += 16 + len(kept)
-			continue
-		}
-		n += 16 + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
-	}
-	for _, t := range req.Tools {
-		n += len(t.Raw)
-	}
-	if kept := translate.Member(req, translate.ResponsesRequestMember); kept != nil {
-		n += len(kept)
-	}
-	return n
 }
 
 // items writes input items into one buffer, comma-separated.
