@@ -61,7 +61,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "bedrock"); err != nil {
 		return r, err
 	}
-	c := conversation{out: append(make([]byte, 0, translate.BodySize(req.Messages, "", 16, req.Tools, 1)), `{"messages":`...)}
+	c := conversation{Turns: translate.Turns{Buf: append(make([]byte, 0, translate.BodySize(req.Messages, "", 16, req.Tools, 1)), `{"messages":`...), Member: "content"}}
 	if err := c.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}
@@ -83,7 +83,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 		b.topK = k
 	}
 	r.Path = Path(o.Model, req.Stream)
-	r.Body = b.appendJSON(c.out)
+	r.Body = b.appendJSON(c.Buf)
 	return r, nil
 }
 

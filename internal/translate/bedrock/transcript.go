@@ -13,10 +13,9 @@ import (
 // into the body as it reads them, each block where it is sent; it keeps
 // the system blocks.
 type conversation struct {
-	out       []byte
+	translate.Turns
 	system    []json.RawMessage
-	role      string // the open turn's role, "" before the first
-	dropped   int    // empty turns left out
+	dropped   int // empty turns left out
 	toolNames []string
 	// calls and thought: the last assistant turn holds toolUse blocks; it
 	// starts with a reasoning block.
@@ -36,10 +35,10 @@ const emptyResult = "(no output)"
 // first.
 func (c *conversation) transcript(msgs []wire.Message, carried string) error {
 	seen := map[string]bool{}
-	c.out = append(c.out, '[')
+	c.Buf = append(c.Buf, '[')
 	for i, m := range msgs {
 		var err error
-		before := len(c.out)
+		before := len(c.Buf)
 		switch m.Role {
 		case "system", "developer":
 			blocks, err := contentBlocks(m.Content, i, false)
@@ -69,14 +68,11 @@ func (c *conversation) transcript(msgs []wire.Message, carried string) error {
 		if err != nil {
 			return err
 		}
-		if len(c.out) == before {
+		if len(c.Buf) == before {
 			c.dropped++
 		}
 	}
-	if c.role != "" {
-		c.out = append(c.out, "]}"...)
-	}
-	c.out = append(c.out, ']')
+	c.End()
 	return nil
 }
 
@@ -89,7 +85,7 @@ func (c *conversation) assistant(m wire.Message, i int, carried string) error {
 	if err != nil {
 		return err
 	}
-	joins := c.role == "assistant"
+	joins := c.Role == "assistant"
 	c.each("assistant", reasoning)
 	c.each("assistant", text)
 	if len(reasoning) > 0 && !joins {
@@ -97,12 +93,12 @@ func (c *conversation) assistant(m wire.Message, i int, carried string) error {
 	}
 	for k, tc := range m.ToolCalls {
 		c.open("assistant")
-		c.out = wire.AppendString(append(c.out, `{"toolUse":{"toolUseId":`...), tc.ID)
-		c.out = wire.AppendString(append(c.out, `,"name":`...), tc.Function.Name)
-		if c.out, err = translate.AppendArguments(append(c.out, `,"input":`...), tc, i, k, "a bedrock upstream (its toolUse input is one)"); err != nil {
+		c.Buf = wire.AppendString(append(c.Buf, `{"toolUse":{"toolUseId":`...), tc.ID)
+		c.Buf = wire.AppendString(append(c.Buf, `,"name":`...), tc.Function.Name)
+		if c.Buf, err = translate.AppendArguments(append(c.Buf, `,"input":`...), tc, i, k, "a bedrock upstream (its toolUse input is one)"); err != nil {
 			return err
 		}
-		c.out = append(c.out, `}}`...)
+		c.Buf = append(c.Buf, `}}`...)
 		c.calls = true
 	}
 	return nil
@@ -120,17 +116,17 @@ func (c *conversation) toolResult(m wire.Message, i int) error {
 		}
 	}
 	c.open("user")
-	c.out = wire.AppendString(append(c.out, `{"toolResult":{"toolUseId":`...), m.ToolCallID)
-	c.out = append(c.out, `,"content":`...)
+	c.Buf = wire.AppendString(append(c.Buf, `{"toolResult":{"toolUseId":`...), m.ToolCallID)
+	c.Buf = append(c.Buf, `,"content":`...)
 	switch {
 	case m.Seal != "":
-		c.out = append(wire.AppendString(append(c.out, `[{"text":`...), m.Seal), `}],"status":"error"`...)
+		c.Buf = append(wire.AppendString(append(c.Buf, `[{"text":`...), m.Seal), `}],"status":"error"`...)
 	case len(content) == 0:
-		c.out = append(c.out, `[{"text":"`+emptyResult+`"}]`...)
+		c.Buf = append(c.Buf, `[{"text":"`+emptyResult+`"}]`...)
 	default:
-		c.out = appendArray(c.out, content)
+		c.Buf = appendArray(c.Buf, content)
 	}
-	c.out = append(c.out, `}}`...)
+	c.Buf = append(c.Buf, `}}`...)
 	return nil
 }
 
@@ -140,26 +136,17 @@ func (c *conversation) each(role string, blocks []json.RawMessage) {
 	for _, b := range blocks {
 		c.open(role)
 		if len(b) > 0 && b[0] == '"' {
-			c.out = append(append(append(c.out, `{"text":`...), b...), '}')
+			c.Buf = append(append(append(c.Buf, `{"text":`...), b...), '}')
 			continue
 		}
-		c.out = append(c.out, b...)
+		c.Buf = append(c.Buf, b...)
 	}
 }
 
-// open readies the body for a block in a turn of role: after the blocks
-// of the open turn when it has that role, else in a turn of its own.
+// open readies the body for a block in a turn of role (translate.Turns),
+// a new assistant turn having made no call and not begun with reasoning.
 func (c *conversation) open(role string) {
-	switch {
-	case role == c.role:
-		c.out = append(c.out, ',')
-		return
-	case c.role != "":
-		c.out = append(c.out, "]},"...)
-	}
-	c.out = append(append(append(c.out, `{"role":"`...), role...), `","content":[`...)
-	c.role = role
-	if role == "assistant" {
+	if c.Open(role) && role == "assistant" {
 		c.calls, c.thought = false, false
 	}
 }

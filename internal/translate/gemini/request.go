@@ -81,7 +81,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "gemini"); err != nil {
 		return r, err
 	}
-	t := contents{out: make([]byte, 0, translate.BodySize(req.Messages, "", 16, req.Tools, 1))}
+	t := contents{Turns: translate.Turns{Buf: make([]byte, 0, translate.BodySize(req.Messages, "", 16, req.Tools, 1)), Member: "parts"}}
 	if err := t.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}
@@ -101,7 +101,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if req.Stream {
 		r.Path = "/models/" + url.PathEscape(o.Model) + ":streamGenerateContent?alt=sse"
 	}
-	r.Body, err = b.appendJSON(t.out, t.system)
+	r.Body, err = b.appendJSON(t.Buf, t.system)
 	return r, err
 }
 

@@ -22,8 +22,7 @@ type Signatures struct {
 // into the body: nothing is held between a message and its bytes but
 // the turn being written.
 type contents struct {
-	out          []byte
-	role         string // the open turn's role, "" before the first
+	translate.Turns
 	system       *content
 	calls        callNames
 	placeholders int // model turns whose first call got SkipSignature
@@ -36,9 +35,10 @@ type contents struct {
 // instruction.
 func (t *contents) transcript(msgs []wire.Message, carriedMember string) error {
 	t.calls.msgs = msgs
-	t.out = append(t.out, `{"contents":[`...)
+	t.Buf = append(t.Buf, `{"contents":[`...)
 	for i, m := range msgs {
-		var role string
+		before := len(t.Buf)
+		var err error
 		switch m.Role {
 		case "system", "developer":
 			parts, err := userParts(m.Content, i, false)
@@ -50,79 +50,40 @@ func (t *contents) transcript(msgs []wire.Message, carriedMember string) error {
 			}
 			t.system.Parts = append(t.system.Parts, parts...)
 			continue
-		case "user", "tool":
-			role = "user"
+		case "user":
+			err = t.texts("user", m.Content, i, "")
 		case "assistant":
-			role = "model"
+			err = t.modelParts(m, i, carriedMember)
+		case "tool":
+			err = t.responsePart(m, i)
 		default:
 			return &wire.ParamError{Param: fmt.Sprintf("messages[%d].role", i), Msg: fmt.Sprintf("%q has no counterpart in the Gemini API", wire.Clip(m.Role)), Unsupported: true}
 		}
-		if err := t.message(i, m, role, carriedMember); err != nil {
+		if err != nil {
 			return err
 		}
+		if len(t.Buf) == before {
+			t.dropped++ // a turn with nothing to send is left out
+		}
 	}
-	if t.role != "" {
-		t.out = append(t.out, "]}"...)
-	}
-	t.out = append(t.out, ']')
+	t.End()
 	return nil
 }
 
-// message writes a message's parts: in the open turn when it has the
-// same role, else in a turn of its own; a message with nothing to send
-// is left out.
-func (t *contents) message(i int, m wire.Message, role, carriedMember string) error {
-	mark := len(t.out)
-	switch {
-	case role == t.role:
-		t.out = append(t.out, ',')
-	case t.role != "":
-		t.out = append(t.out, "]},"...)
-	}
-	if role != t.role {
-		t.out = append(wire.AppendString(append(t.out, `{"role":`...), role), `,"parts":[`...)
-	}
-	start := len(t.out)
-	var err error
-	switch m.Role {
-	case "user":
-		err = t.texts(m.Content, i, true, "")
-	case "assistant":
-		err = t.modelParts(m, i, carriedMember)
-	default:
-		err = t.responsePart(m, i)
-	}
-	switch {
-	case err != nil:
-		return err
-	case len(t.out) == start:
-		t.out = t.out[:mark]
-		t.dropped++
-	default:
-		t.role = role
-	}
-	return nil
-}
-
-// part writes p, after the message's parts written since start.
-func (t *contents) part(start int, p part) {
-	if len(t.out) > start {
-		t.out = append(t.out, ',')
-	}
-	t.out = appendPart(t.out, p)
-}
-
-// texts writes a message's text parts (and, for a user's, its images),
-// each where it is sent, the last with the thought signature sig when it
-// has one.
-func (t *contents) texts(c json.RawMessage, i int, images bool, sig string) error {
-	start := len(t.out)
-	if err := eachPart(c, i, images, func(p part) { t.part(start, p) }); err != nil {
+// texts writes the text parts of a message of role (and a user's
+// images), each where it is sent, the last with the thought signature
+// sig when it has one.
+func (t *contents) texts(role string, c json.RawMessage, i int, sig string) error {
+	start := len(t.Buf)
+	if err := eachPart(c, i, role == "user", func(p part) {
+		t.Open(role)
+		t.Buf = appendPart(t.Buf, p)
+	}); err != nil {
 		return err
 	}
-	if len(t.out) > start && sig != "" {
+	if len(t.Buf) > start && sig != "" {
 		// The last part's signature, its last member as appendPart writes it.
-		t.out = append(wire.AppendString(append(t.out[:len(t.out)-1], `,"thoughtSignature":`...), sig), '}')
+		t.Buf = append(wire.AppendString(append(t.Buf[:len(t.Buf)-1], `,"thoughtSignature":`...), sig), '}')
 	}
 	return nil
 }
@@ -134,22 +95,19 @@ func (t *contents) texts(c json.RawMessage, i int, images bool, sig string) erro
 // there (Gemini checks the first call of each step).
 func (t *contents) modelParts(m wire.Message, i int, carriedMember string) error {
 	sigs := restored(m, carriedMember)
-	start := len(t.out)
-	err := t.texts(m.Content, i, false, sigs.Text)
+	err := t.texts("model", m.Content, i, sigs.Text)
 	if err != nil {
 		return err
 	}
 	t.calls.assistant(i)
 	for k, c := range m.ToolCalls {
-		if len(t.out) > start {
-			t.out = append(t.out, ',')
-		}
-		t.out = append(t.out, `{"functionCall":{`...)
+		t.Open("model")
+		t.Buf = append(t.Buf, `{"functionCall":{`...)
 		if c.ID != "" {
-			t.out = append(wire.AppendString(append(t.out, `"id":`...), c.ID), ',')
+			t.Buf = append(wire.AppendString(append(t.Buf, `"id":`...), c.ID), ',')
 		}
-		t.out = append(wire.AppendString(append(t.out, `"name":`...), c.Function.Name), `,"args":`...)
-		if t.out, err = translate.AppendArguments(t.out, c, i, k, "a gemini upstream (its functionCall args are one)"); err != nil {
+		t.Buf = append(wire.AppendString(append(t.Buf, `"name":`...), c.Function.Name), `,"args":`...)
+		if t.Buf, err = translate.AppendArguments(t.Buf, c, i, k, "a gemini upstream (its functionCall args are one)"); err != nil {
 			return err
 		}
 		sig := cmp.Or(wire.ThoughtSignature(c.Extra), sigs.Calls[c.ID])
@@ -157,11 +115,11 @@ func (t *contents) modelParts(m wire.Message, i int, carriedMember string) error
 			sig = SkipSignature
 			t.placeholders++
 		}
-		t.out = append(t.out, '}')
+		t.Buf = append(t.Buf, '}')
 		if sig != "" {
-			t.out = wire.AppendString(append(t.out, `,"thoughtSignature":`...), sig)
+			t.Buf = wire.AppendString(append(t.Buf, `,"thoughtSignature":`...), sig)
 		}
-		t.out = append(t.out, '}')
+		t.Buf = append(t.Buf, '}')
 	}
 	return nil
 }
@@ -229,30 +187,31 @@ func (t *contents) responsePart(m wire.Message, i int) error {
 	if !ok {
 		return &wire.ParamError{Param: fmt.Sprintf("messages[%d].tool_call_id", i), Msg: "answers no call of an earlier assistant message"}
 	}
-	t.out = append(t.out, `{"functionResponse":{`...)
+	t.Open("user")
+	t.Buf = append(t.Buf, `{"functionResponse":{`...)
 	if m.ToolCallID != "" {
-		t.out = append(wire.AppendString(append(t.out, `"id":`...), m.ToolCallID), ',')
+		t.Buf = append(wire.AppendString(append(t.Buf, `"id":`...), m.ToolCallID), ',')
 	}
-	t.out = wire.AppendString(append(t.out, `"name":`...), name)
-	t.out = append(t.out, `,"response":`...)
-	mark := len(t.out)
-	t.out = append(t.out, `{"result":`...)
-	at := len(t.out)
-	if t.out, ok = wire.AppendText(t.out, m.Content); !ok {
-		t.out = append(t.out, translate.ReplyText(m.Content)...) // content parts: their texts
+	t.Buf = wire.AppendString(append(t.Buf, `"name":`...), name)
+	t.Buf = append(t.Buf, `,"response":`...)
+	mark := len(t.Buf)
+	t.Buf = append(t.Buf, `{"result":`...)
+	at := len(t.Buf)
+	if t.Buf, ok = wire.AppendText(t.Buf, m.Content); !ok {
+		t.Buf = append(t.Buf, translate.ReplyText(m.Content)...) // content parts: their texts
 	}
-	trimmed := bytes.TrimSpace(t.out[at:])
+	trimmed := bytes.TrimSpace(t.Buf[at:])
 	switch {
 	case len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed):
-		t.out = t.out[:mark+copy(t.out[mark:], trimmed)]
+		t.Buf = t.Buf[:mark+copy(t.Buf[mark:], trimmed)]
 	case len(trimmed) > 0 && json.Valid(trimmed):
-		t.out = append(t.out[:at+copy(t.out[at:], trimmed)], '}')
+		t.Buf = append(t.Buf[:at+copy(t.Buf[at:], trimmed)], '}')
 	default: // the text as a JSON string, written after it and moved into its place
-		end := len(t.out)
-		t.out = wire.AppendString(t.out, t.out[at:end])
-		t.out = append(t.out[:at+copy(t.out[at:], t.out[end:])], '}')
+		end := len(t.Buf)
+		t.Buf = wire.AppendString(t.Buf, t.Buf[at:end])
+		t.Buf = append(t.Buf[:at+copy(t.Buf[at:], t.Buf[end:])], '}')
 	}
-	t.out = append(t.out, "}}"...)
+	t.Buf = append(t.Buf, "}}"...)
 	return nil
 }
 
@@ -284,8 +243,8 @@ func (c *callNames) name(i int, id string) (string, bool) {
 		c.ids = map[string]string{}
 	}
 	for ; c.upTo < i; c.upTo++ {
-		for _, call := range c.msgs[c.upTo].ToolCalls {
-			if c.msgs[c.upTo].Role == "assistant" {
+		if m := c.msgs[c.upTo]; m.Role == "assistant" {
+			for _, call := range m.ToolCalls {
 				c.ids[call.ID] = call.Function.Name
 			}
 		}
