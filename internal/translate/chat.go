@@ -369,23 +369,12 @@ func NotParts(param string) error {
 	return &wire.ParamError{Param: param, Msg: "must be a string or an array of content parts"}
 }
 
-// ObjectArguments are call k of message i's arguments as a JSON object,
-// as an upstream whose calls take an object (Anthropic's tool_use input,
-// Gemini's functionCall args, Bedrock's toolUse input) needs them: "" is
-// {}, and anything else but an object is refused with 400, what saying
-// what the upstream takes ("an anthropic upstream (its tool_use input is
-// one)").
-func ObjectArguments(c wire.ToolCall, i, k int, what string) (string, error) {
-	args, err := AppendArguments(nil, c, i, k, what)
-	if err != nil {
-		return "", err
-	}
-	return string(args), nil
-}
-
-// AppendArguments appends a call's arguments as ObjectArguments returns
-// them, decoded straight into out: a call's arguments cost their bytes
-// once, where they are sent. On an error out is as it was.
+// AppendArguments appends call k of message i's arguments as a JSON
+// object, as an upstream whose calls take an object (Anthropic's tool_use
+// input, Gemini's functionCall args, Bedrock's toolUse input) needs them,
+// decoded straight into out: "" is {}, and anything else but an object is
+// refused with 400, what saying what the upstream takes ("an anthropic
+// upstream (its tool_use input is one)"). On an error out is as it was.
 func AppendArguments(out []byte, c wire.ToolCall, i, k int, what string) ([]byte, error) {
 	mark := len(out)
 	switch a := c.Function.Arguments; {

@@ -206,9 +206,9 @@ func (t *turns) content(role string, content json.RawMessage, i int, images bool
 	return eachContentBlock(content, i, images, func(b contentBlock) {
 		switch {
 		case b.bare != nil:
-			t.each(role, []json.RawMessage{b.bare})
+			t.block(role, b.bare)
 		case b.whole != nil:
-			t.each(role, []json.RawMessage{b.whole})
+			t.block(role, b.whole)
 		default:
 			t.open(role, "text")
 			t.out = appendTextBlock(t.out, b.text, b.cache)
@@ -219,17 +219,23 @@ func (t *turns) content(role string, content json.RawMessage, i int, images bool
 // each writes blocks into a turn of role.
 func (t *turns) each(role string, blocks []json.RawMessage) {
 	for _, b := range blocks {
-		typ := ""
-		if role == "assistant" {
-			typ = blockType(b)
-		}
-		t.open(role, typ)
-		if len(b) > 0 && b[0] == '"' {
-			t.out = append(append(append(t.out, `{"type":"text","text":`...), b...), '}') // a string: the text block of it (appendArray)
-			continue
-		}
-		t.out = append(t.out, b...)
+		t.block(role, b)
 	}
+}
+
+// block writes a block into a turn of role: a JSON string is the text
+// block of it (appendArray).
+func (t *turns) block(role string, b json.RawMessage) {
+	typ := ""
+	if role == "assistant" {
+		typ = blockType(b)
+	}
+	t.open(role, typ)
+	if len(b) > 0 && b[0] == '"' {
+		t.out = append(append(append(t.out, `{"type":"text","text":`...), b...), '}')
+		return
+	}
+	t.out = append(t.out, b...)
 }
 
 // open readies the body for a block of type typ in a turn of role: after
@@ -258,7 +264,7 @@ func (t *turns) open(role, typ string) {
 // its own, as written, or the text block of it in the open user turn.
 func (t *turns) string(tok json.RawMessage) {
 	if t.role == "user" {
-		t.each("user", []json.RawMessage{tok})
+		t.block("user", tok)
 		return
 	}
 	t.close()
