@@ -11,6 +11,12 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/testing/wiretest"
+	"github.com/toolgate/toolgate/internal/translate"
+	"github.com/toolgate/toolgate/internal/translate/anthropic"
+	"github.com/toolgate/toolgate/internal/translate/bedrock"
+	"github.com/toolgate/toolgate/internal/translate/gemini"
+	"github.com/toolgate/toolgate/internal/translate/responses"
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // agentTurns is an agent's transcript of n turns, each a user step, an
@@ -138,5 +144,29 @@ routes:
 				wiretest.MarginalAllocPerByte(b, len(small), serve(small), len(large), serve(large))
 			})
 		}
+	}
+}
+
+// BenchmarkUpstreamTranslation is what each upstream translator costs,
+// on its own, on the chat form of a 100-turn agent transcript
+// (agentTurns): time, bytes and allocations per request body written.
+func BenchmarkUpstreamTranslation(b *testing.B) {
+	req, err := wire.DecodeRequest(agentTurns("chat", 100))
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := translate.Options{Model: "m", DefaultMaxTokens: 4096, CarriedMember: "carried"}
+	for _, c := range []struct {
+		name      string
+		translate func(*wire.ChatRequest, translate.Options) (translate.Request, error)
+	}{{"anthropic", anthropic.UpstreamRequest}, {"gemini", gemini.Request}, {"responses", responses.UpstreamRequest}, {"bedrock", bedrock.Request}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.translate(req, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
