@@ -196,11 +196,13 @@ func (e *StateError) Error() string { return "state store unavailable: " + e.Err
 func (e *StateError) Unwrap() error { return e.Err }
 
 // InputChars counts the characters of a transcript's text: every string
-// a message holds that the model reads as text (see TextChars).
-func InputChars(msgs []wire.Message) int {
+// a message holds that the model reads as text (see TextChars); kept
+// holds the client's blocks or items its messages keep by index, for a
+// request a client API's translator made (wire.ChatRequest.Kept).
+func InputChars(msgs []wire.Message, kept []json.RawMessage) int {
 	n := 0
 	for i := range msgs {
-		n += messageChars(&msgs[i])
+		n += messageChars(&msgs[i], kept)
 	}
 	return n
 }
@@ -239,14 +241,19 @@ func TextChars(raw []byte) int { return wire.TextChars(raw, textRule) }
 // received (its content in any shape — parts, documents, search results,
 // tool results —, the calls' names and arguments, past thinking), but
 // notText's. A message a client API's translation made for a route of
-// its own protocol carries the client's blocks or items as they were
-// sent beside their chat form: those are counted, once.
-func messageChars(m *wire.Message) int {
+// its own protocol keeps the client's blocks or items as they were sent
+// beside their chat form (by their index in kept): those are counted,
+// once.
+func messageChars(m *wire.Message, kept []json.RawMessage) int {
 	if m.Raw != nil {
 		n, found := 0, false
 		for _, k := range [...]string{translate.BlocksMember, translate.ItemsMember} {
-			if v := translate.Own(*m, k); v != nil {
-				n, found = n+TextChars(v), true
+			if translate.Own(*m, k) == nil {
+				continue
+			}
+			found = true
+			for _, v := range translate.Kept(kept, *m, k) {
+				n += TextChars(v)
 			}
 		}
 		if found {
@@ -308,9 +315,9 @@ type TrimReport struct {
 // fixed is the text of the rest of the request (RequestChars), which
 // counts and stays. With trim false, a transcript over the limit is
 // refused. Either way, a transcript that cannot fit is a *LimitError.
-// The input is not modified.
-func Trim(msgs []wire.Message, fixed, maxChars int, trim bool) ([]wire.Message, TrimReport, error) {
-	total := fixed + InputChars(msgs)
+// The input is not modified. kept is as for InputChars.
+func Trim(msgs []wire.Message, kept []json.RawMessage, fixed, maxChars int, trim bool) ([]wire.Message, TrimReport, error) {
+	total := fixed + InputChars(msgs, kept)
 	if maxChars == Unlimited || total <= maxChars {
 		return msgs, TrimReport{}, nil
 	}
@@ -336,7 +343,7 @@ func Trim(msgs []wire.Message, fixed, maxChars int, trim bool) ([]wire.Message, 
 		for ; i < len(msgs) && turnOf[i] == t; i++ {
 			if !keep(&msgs[i]) {
 				drop[i] = true
-				total -= messageChars(&msgs[i])
+				total -= messageChars(&msgs[i], kept)
 			}
 		}
 	}

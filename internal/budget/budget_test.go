@@ -55,30 +55,30 @@ func TestTrim(t *testing.T) {
 	msgs := wiretest.Messages(t, `[{"role":"system","content":"ssss"},{"role":"user","content":"aaaa"},{"role":"assistant","content":"bbbb"},`+
 		`{"role":"user","content":"cccc"},{"role":"assistant","content":"","tool_calls":[{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}]},`+
 		`{"role":"tool","tool_call_id":"x","content":"dd"},{"role":"user","content":"eeee"}]`)
-	total := InputChars(msgs) // 4+4+4+4 + 1 (the call's name) + 2 (its arguments) + 2+4 = 25
+	total := InputChars(msgs, nil) // 4+4+4+4 + 1 (the call's name) + 2 (its arguments) + 2+4 = 25
 	if total != 25 {
 		t.Fatalf("InputChars = %d", total)
 	}
-	if out, _, err := Trim(msgs, 0, 25, false); err != nil || len(out) != len(msgs) {
+	if out, _, err := Trim(msgs, nil, 0, 25, false); err != nil || len(out) != len(msgs) {
 		t.Errorf("at the limit: %v", err)
 	}
 	var le *LimitError
-	if _, _, err := Trim(msgs, 0, 24, false); !errors.As(err, &le) || le.Max != 24 || le.Got != 25 {
+	if _, _, err := Trim(msgs, nil, 0, 24, false); !errors.As(err, &le) || le.Max != 24 || le.Got != 25 {
 		t.Errorf("one over, refuse: %v", err)
 	}
-	out, rep, err := Trim(msgs, 0, 24, true)
+	out, rep, err := Trim(msgs, nil, 0, 24, true)
 	if err != nil || roles(out) != "system,user,assistant,tool,user" || rep.Removed != 2 {
 		t.Errorf("one over, trim: %s %+v %v", roles(out), rep, err)
 	}
-	out, _, err = Trim(msgs, 0, 8, true)
+	out, _, err = Trim(msgs, nil, 0, 8, true)
 	if err != nil || roles(out) != "system,user" {
 		t.Errorf("trim to the latest turn: %s %v", roles(out), err)
 	}
-	if _, _, err := Trim(msgs, 0, 7, true); !errors.As(err, &le) {
+	if _, _, err := Trim(msgs, nil, 0, 7, true); !errors.As(err, &le) {
 		t.Errorf("cannot fit: %v", err)
 	}
 	// The rest of the request's text counts and stays.
-	if _, _, err := Trim(msgs, 20, 27, true); !errors.As(err, &le) || le.Got != 28 {
+	if _, _, err := Trim(msgs, nil, 20, 27, true); !errors.As(err, &le) || le.Got != 28 {
 		t.Errorf("with 20 characters of tools, trimmed to 8 + 20: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -91,6 +92,9 @@ type edgeChat struct {
 	// keepOwn: the body holds the gateway's own members, for the
 	// upstream's translator (it is decoded keeping them).
 	keepOwn bool
+	// kept are the client's blocks or items its messages keep by index
+	// (wire.ChatRequest.Kept).
+	kept []json.RawMessage
 	// droppedCache counts cache_control marks left out (a Messages request
 	// to another protocol).
 	droppedCache int
@@ -138,7 +142,7 @@ func (g *Gateway) requestFor(x *exchange, p *plan) (translation, error) {
 	// The body is the gateway's own: a translator writes its own members
 	// only where it keeps blocks or items (keepOwn), and no member a
 	// client names becomes a key of it.
-	req, err := wire.DecodeTranslated(c.body)
+	req, err := wire.DecodeTranslated(c.body, c.kept)
 	if err != nil {
 		return translation{}, err
 	}

@@ -71,7 +71,7 @@ func (m *messagesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	for k, b := range dropped {
 		dropped[k] = "anthropic-beta:" + b
 	}
-	return edgeChat{body: t.Chat, keepOwn: true, droppedCache: t.DroppedCacheControl, dropped: append(dropped, t.Dropped...)}, nil
+	return edgeChat{body: t.Chat, keepOwn: true, kept: t.Kept, droppedCache: t.DroppedCacheControl, dropped: append(dropped, t.Dropped...)}, nil
 }
 
 // checkBetas refuses a beta only Anthropic honours on an upstream of
@@ -158,7 +158,7 @@ func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	if p.upstream.protocol != translate.Anthropic {
 		return anthropic.EstimateTokens(t.Chat), nil
 	}
-	chat, err := wire.DecodeTranslated(t.Chat)
+	chat, err := wire.DecodeTranslated(t.Chat, t.Kept)
 	if err != nil {
 		return 0, err
 	}

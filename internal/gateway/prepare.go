@@ -126,7 +126,7 @@ func (pr *prepared) transcript() error {
 	p, msgs := pr.plan, pr.req.Messages
 	changed := false
 	if pr.limits.MaxInputChars != budget.Unlimited {
-		trimmed, rep, err := budget.Trim(msgs, budget.RequestChars(pr.req), pr.limits.MaxInputChars, p.trim)
+		trimmed, rep, err := budget.Trim(msgs, pr.req.Kept, budget.RequestChars(pr.req), pr.limits.MaxInputChars, p.trim)
 		if err != nil {
 			return err
 		}

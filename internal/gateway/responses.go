@@ -166,7 +166,11 @@ func (c *responsesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	for _, t := range left {
 		dropped = append(dropped, "tool:"+t)
 	}
-	return edgeChat{body: body, keepOwn: keep, dropped: dropped}, err
+	out := edgeChat{body: body, keepOwn: keep, dropped: dropped}
+	if keep {
+		out.kept = c.items // each message keeps its items by their index in the conversation
+	}
+	return out, err
 }
 
 // loadResponse reads a stored response the caller's key made.

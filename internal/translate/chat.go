@@ -398,21 +398,21 @@ func AppendArguments(out []byte, c wire.ToolCall, i, k int, what string) ([]byte
 }
 
 // BodySize is about the length of the part of an upstream's body that
-// holds msgs and tools: each message's bytes (the blocks or items it
-// keeps in member, when it keeps some) and per bytes more, and each
-// tool's declaration times tools (a protocol that may send it twice).
-// A body is written into a buffer of this size, which a translation
-// seldom outgrows.
-func BodySize(msgs []wire.Message, member string, per int, ts []wire.Tool, tools int) int {
+// holds msgs (req's, or some of them) and req's tools: each message's
+// bytes (the blocks or items it keeps in member, when it keeps some) and
+// per bytes more, and each tool's declaration times tools (a protocol
+// that may send it twice). A body is written into a buffer of this size,
+// which a translation seldom outgrows.
+func BodySize(req *wire.ChatRequest, msgs []wire.Message, member string, per int, tools int) int {
 	n := 512
 	for _, m := range msgs {
-		if kept := Own(m, member); kept != nil {
-			n += per + len(kept)
+		if kept := KeptSize(req.Kept, m, member); kept > 0 {
+			n += per + kept
 			continue
 		}
 		n += per + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
-	for _, t := range ts {
+	for _, t := range req.Tools {
 		n += tools * len(t.Raw)
 	}
 	return n

@@ -26,6 +26,7 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"strconv"
 
 	"github.com/toolgate/toolgate/internal/enum"
 	"github.com/toolgate/toolgate/internal/wire"
@@ -180,8 +181,10 @@ const (
 // The members a client API's request keeps, for an upstream of its own
 // protocol, what the chat model has no slot for. For a Messages API
 // client and an Anthropic upstream: BlocksMember, on each chat message,
-// the blocks the client sent for it (a JSON array), which the Anthropic
-// translator sends as they are while the message still says what they
+// the blocks the client sent for it (a JSON array of their indices in
+// wire.ChatRequest.Kept, which holds views of the client's request: a
+// block is never copied into the chat form; Kept reads them), which the
+// Anthropic translator sends as they are while the message still says what they
 // say ([BlocksSay]); RequestMember, on the request, the client's members
 // the chat model lacks (its tools as declared, server tools included, and
 // members such as container or mcp_servers), a JSON object. For a
@@ -324,17 +327,56 @@ func Restored[T any](m wire.Message, member string) (v T, ok bool) {
 }
 
 // Kept are the blocks or items a client of another API sent for a chat
-// message (in member: BlocksMember or ItemsMember), or nil.
-func Kept(m wire.Message, member string) []json.RawMessage {
+// message, which its member (BlocksMember or ItemsMember) names by their
+// index in src (the request's wire.ChatRequest.Kept) — a JSON array of
+// indices, AppendIndex's — or nil: when it names none, or one src lacks.
+// Views of the client's request, in a list of their own.
+func Kept(src []json.RawMessage, m wire.Message, member string) []json.RawMessage {
 	raw := Own(m, member)
 	if raw == nil {
 		return nil // most messages: nothing decoded
 	}
-	kept, ok := wire.Elements(raw) // views of the message: nothing copied
-	if !ok || len(kept) == 0 {
+	kept := make([]json.RawMessage, 0, wire.ArrayLen(raw))
+	if !eachKept(src, raw, func(v json.RawMessage) { kept = append(kept, v) }) || len(kept) == 0 {
 		return nil
 	}
 	return kept
+}
+
+// KeptSize is the length of the blocks or items a chat message keeps
+// (Kept), 0 when it keeps none: read without a list.
+func KeptSize(src []json.RawMessage, m wire.Message, member string) int {
+	raw := Own(m, member)
+	if raw == nil {
+		return 0
+	}
+	n := 0
+	if !eachKept(src, raw, func(v json.RawMessage) { n += len(v) + 1 }) {
+		return 0
+	}
+	return n
+}
+
+// eachKept calls fn with each value of src the indices of a kept member
+// name; false, having stopped, at one that is no index of it.
+func eachKept(src []json.RawMessage, indices []byte, fn func(json.RawMessage)) bool {
+	return wire.EachElement(indices, func(_ int, v []byte) bool {
+		i, err := strconv.Atoi(string(v))
+		if err != nil || i < 0 || i >= len(src) {
+			return false
+		}
+		fn(src[i])
+		return true
+	})
+}
+
+// AppendIndex writes index i of a kept block or item into a kept
+// member's array (the comma before all but the first, k > 0).
+func AppendIndex(buf []byte, k, i int) []byte {
+	if k > 0 {
+		buf = append(buf, ',')
+	}
+	return strconv.AppendInt(buf, int64(i), 10)
 }
 
 // KeptMembers are the client's members a request keeps for an upstream of

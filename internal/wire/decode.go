@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,15 +43,16 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 // DecodeTranslated is DecodeRequest for a body the gateway itself made from
 // a request of another client API (the Messages API's thinking blocks,
 // which its translator puts in the gateway's own member): the members
-// named with OwnPrefix are kept. A body a client sent is never decoded
-// with it.
-func DecodeTranslated(b []byte) (*ChatRequest, error) {
+// named with OwnPrefix are kept, and kept is the request's Kept (the
+// client's blocks or items its messages keep by index, nil for none). A
+// body a client sent is never decoded with it.
+func DecodeTranslated(b []byte, kept []json.RawMessage) (*ChatRequest, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "the translated request is not a JSON object"}
 	}
 	d := &decoder{b: b, translated: true}
-	r := &ChatRequest{raw: b}
+	r := &ChatRequest{raw: b, Kept: kept}
 	haveMessages, err := d.members(r, i)
 	if err != nil {
 		return nil, err

@@ -23,6 +23,12 @@ type ChatRequest struct {
 	// Tools are the declared tools, in order (nil when the request has
 	// none).
 	Tools []Tool
+	// Kept, on a request a client API's translator made (DecodeTranslated)
+	// for an upstream of the client's protocol, are the blocks or items
+	// the client sent, which its messages' own members name by their
+	// index (translate.Kept): views of the client's request, never copied
+	// into the translation. Nil on a request a client sent.
+	Kept []json.RawMessage
 
 	obj             Object
 	messagesChanged bool

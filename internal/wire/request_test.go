@@ -91,7 +91,7 @@ func TestOwnMembers(t *testing.T) {
 	if _, ok := req.Get("toolgate_request"); ok {
 		t.Error("Get finds a client's own member")
 	}
-	req, err = DecodeTranslated([]byte(in))
+	req, err = DecodeTranslated([]byte(in), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,10 +99,7 @@ func TestRequestKeptBlocks(t *testing.T) {
 				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := wire.DecodeTranslated([]byte(`{"model":"m",` + tc.members + `}`))
-			if err != nil {
-				t.Fatal(err)
-			}
+			req := wiretest.Translated(t, `{"model":"m",`+tc.members+`}`, translate.BlocksMember)
 			r, err := UpstreamRequest(req, translate.Options{Model: "claude", DefaultMaxTokens: 4096, CarriedMember: "restored_thinking_blocks"})
 			if err != nil {
 				t.Fatal(err)

@@ -23,7 +23,8 @@
 // # As a client API
 //
 // For an Anthropic upstream nothing is lost: each chat message keeps the
-// blocks the client sent for it (translate.BlocksMember) and the request
+// blocks the client sent for it (translate.BlocksMember, by their index
+// in Translated.Kept: views of the body, never copied) and the request
 // the client's tools and the members the chat model lacks
 // (translate.RequestMember); the Anthropic translator sends those blocks
 // as they were while the message still says what they say, and blocks

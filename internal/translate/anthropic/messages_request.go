@@ -30,6 +30,8 @@ type Request struct {
 	Thinking      json.RawMessage   `json:"thinking"`
 	Metadata      json.RawMessage   `json:"metadata"`
 	Stream        bool              `json:"stream"`
+	// blocks counts the content blocks of the system prompt and messages.
+	blocks int
 	// extra are the members the chat model has no slot for (container,
 	// mcp_servers, service_tier, …): an Anthropic upstream gets them as
 	// they are (appendTail writes an upstream request's after its own).
@@ -81,7 +83,7 @@ const (
 // level (as wire.ParseTop reads it), counting each content array's
 // elements with the wire scanner before anything is decoded: a request
 // past them costs a scan of its bytes, no more.
-func checkBlocks(top *wire.Object) error {
+func checkBlocks(top *wire.Object) (int, error) {
 	system, _ := top.Get("system")
 	total := wire.ArrayLen(system)
 	raw, _ := top.Get("messages")
@@ -99,7 +101,7 @@ func checkBlocks(top *wire.Object) error {
 		}
 		return true
 	})
-	return err
+	return total, err
 }
 
 // Decode reads a Messages request. A member repeated in its top level
@@ -114,10 +116,11 @@ func Decode(body []byte, countTokens bool) (*Request, error) {
 	if err != nil {
 		return nil, notRequest(err.Error())
 	}
-	if err := checkBlocks(&top); err != nil {
+	blocks, err := checkBlocks(&top)
+	if err != nil {
 		return nil, err
 	}
-	var r Request
+	r := Request{blocks: blocks}
 	for k, v := range top.Members() {
 		if err := r.member(k, v); err != nil {
 			return nil, err
@@ -280,6 +283,10 @@ type Translated struct {
 	// Dropped names the server tools left out, as "tool:TYPE": billed
 	// tools the route does not let the upstream run (HostedTools).
 	Dropped []string
+	// Kept, for an Anthropic upstream, are the blocks the chat messages
+	// keep (translate.BlocksMember names them by their index in it):
+	// views of the body, for wire.ChatRequest.Kept.
+	Kept []json.RawMessage
 }
 
 // Chat translates the request into a chat completions request (see the
@@ -290,6 +297,9 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 	}
 	tools, dropped := r.allowedTools(o.HostedTools)
 	t := translator{o: o, ChatWriter: translate.ChatWriter{Buf: make([]byte, 0, r.chatSize(o))}}
+	if t.keep() {
+		t.kept = make([]json.RawMessage, 0, r.blocks)
+	}
 	t.Buf = append(t.Buf, `{"messages":[`...)
 	if len(r.System) > 0 && string(r.System) != "null" {
 		if err := t.system(r.System, systemPlace); err != nil {
@@ -325,22 +335,19 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 		return Translated{}, err
 	}
 	b := append(append(t.Buf, ','), rest[1:]...) // rest has at least the model
-	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped}, nil
+	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped, Kept: t.kept}, nil
 }
 
 // chatSize is about the length of the chat body Chat writes: the
-// content it reads, for an Anthropic upstream the blocks each message
-// keeps beside their chat form once more, and the other members.
+// content it reads, for an Anthropic upstream the index of each block a
+// message keeps (Translated.Kept), and the other members.
 func (r *Request) chatSize(o ChatOptions) int {
-	size := func(c json.RawMessage) int {
-		if o.Protocol == translate.Anthropic && len(c) > 0 && c[0] == '[' {
-			return 2*len(c) + 40
-		}
-		return len(c) + 40
-	}
-	n := 512 + size(r.System)
+	n := 512 + len(r.System) + 40*(len(r.Messages)+1)
 	for _, m := range r.Messages {
-		n += size(m.Content)
+		n += len(m.Content)
+	}
+	if o.Protocol == translate.Anthropic {
+		n += 24 * r.blocks // a kept block's index, and its message's member
 	}
 	// The other members, which it may write twice (the tools translated
 	// and, for an Anthropic upstream, as declared).

@@ -14,13 +14,14 @@ import (
 // Messages API client's system message after the conversation has begun,
 // which stays in its place (turns.message). A system message's error is
 // kept with its index, for the transcript to return in its turn.
-func systemBlocks(msgs []wire.Message, thinkingMember string) (system []json.RawMessage, errAt int, err error) {
+func systemBlocks(req *wire.ChatRequest, thinkingMember string) (system []json.RawMessage, errAt int, err error) {
+	msgs := req.Messages
 	var begun *turns // written up to the message being read, to learn whether a turn has begun
 	for i, m := range msgs {
 		if m.Role != "system" && m.Role != "developer" {
 			continue
 		}
-		kept := translate.Kept(m, translate.BlocksMember)
+		kept := translate.Kept(req.Kept, m, translate.BlocksMember)
 		if kept == nil {
 			parts, err := contentBlocks(m.Content, i, false)
 			if err != nil {
@@ -30,7 +31,7 @@ func systemBlocks(msgs []wire.Message, thinkingMember string) (system []json.Raw
 			continue
 		}
 		if begun == nil {
-			begun = &turns{msgs: msgs, thinkingMember: thinkingMember, errAt: -1}
+			begun = &turns{req: req, msgs: msgs, thinkingMember: thinkingMember, errAt: -1}
 		}
 		for ; begun.read < i; begun.read++ {
 			if begun.message(begun.read) != nil {
@@ -50,6 +51,7 @@ func systemBlocks(msgs []wire.Message, thinkingMember string) (system []json.Raw
 // message costs its bytes once.
 type turns struct {
 	out            []byte
+	req            *wire.ChatRequest // its Kept, what the messages keep
 	msgs           []wire.Message
 	thinkingMember string
 	// errAt is the message at which the transcript fails with err (a
@@ -99,7 +101,7 @@ func (t *turns) transcript() error {
 // chat message instead.
 func (t *turns) message(i int) error {
 	m := t.msgs[i]
-	kept := translate.Kept(m, translate.BlocksMember) // the blocks a Messages API client sent for it
+	kept := translate.Kept(t.req.Kept, m, translate.BlocksMember) // the blocks a Messages API client sent for it
 	before := len(t.out)
 	switch m.Role {
 	case "system", "developer":

@@ -61,7 +61,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "bedrock"); err != nil {
 		return r, err
 	}
-	c := conversation{Turns: translate.Turns{Buf: append(make([]byte, 0, translate.BodySize(req.Messages, "", 16, req.Tools, 1)), `{"messages":`...), Member: "content"}}
+	c := conversation{Turns: translate.Turns{Buf: append(make([]byte, 0, translate.BodySize(req, req.Messages, "", 16, 1)), `{"messages":`...), Member: "content"}}
 	if err := c.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}

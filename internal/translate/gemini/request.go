@@ -81,7 +81,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "gemini"); err != nil {
 		return r, err
 	}
-	t := contents{Turns: translate.Turns{Buf: make([]byte, 0, translate.BodySize(req.Messages, "", 16, req.Tools, 1)), Member: "parts"}}
+	t := contents{Turns: translate.Turns{Buf: make([]byte, 0, translate.BodySize(req, req.Messages, "", 16, 1)), Member: "parts"}}
 	if err := t.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}

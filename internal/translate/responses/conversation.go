@@ -93,18 +93,18 @@ type assistant struct {
 	open      bool
 	carried   Carried // the encrypted reasoning items sent back, with the calls after them
 	encrypted bool    // carried holds a reasoning item
-	kept      [][]byte
-	first     int // the index of its first item
-	last      int // the index of its last item
+	kept      []int   // the indices of its items
+	first     int     // the index of its first item
+	last      int     // the index of its last item
 }
 
 // add takes item i into the turn.
-func (a *assistant) add(raw []byte, i int) {
+func (a *assistant) add(i int) {
 	if len(a.kept) == 0 {
 		a.first = i
 	}
 	a.open, a.last = true, i
-	a.kept = append(a.kept, raw)
+	a.kept = append(a.kept, i)
 }
 
 // carry keeps a reasoning item the client sent back with encrypted
@@ -128,17 +128,14 @@ type conversation struct {
 }
 
 // end ends a message made from items up to last: with keep, the items
-// it was made from (kept), and the mark of a message made from the
-// previous response's items only.
-func (c *conversation) end(kept [][]byte, last int) {
+// it was made from (kept, by their index in the conversation), and the
+// mark of a message made from the previous response's items only.
+func (c *conversation) end(kept []int, last int) {
 	if c.o.Keep {
 		c.Member(translate.ItemsMember)
 		c.Buf = append(c.Buf, '[')
-		for k, raw := range kept {
-			if k > 0 {
-				c.Buf = append(c.Buf, ',')
-			}
-			c.Buf = append(c.Buf, raw...)
+		for k, i := range kept {
+			c.Buf = translate.AppendIndex(c.Buf, k, i)
 		}
 		c.Buf = append(c.Buf, ']')
 		if c.o.Previous != nil && last < c.o.Previous.Items {
@@ -263,7 +260,7 @@ func (c *conversation) item(i int, raw []byte, it inItem) error {
 					return err
 				}
 			}
-			c.turn.add(raw, i)
+			c.turn.add(i)
 			return turnText(&c.turn, it.content, i)
 		}
 		if err := c.flush(); err != nil {
@@ -272,9 +269,9 @@ func (c *conversation) item(i int, raw []byte, it inItem) error {
 		if err := c.inputMessage(it, i); err != nil {
 			return err
 		}
-		c.end([][]byte{raw}, i)
+		c.end([]int{i}, i)
 	case "function_call":
-		turn.add(raw, i)
+		turn.add(i)
 		turn.calls = append(turn.calls, call{id: it.callID, name: it.name, namespace: it.namespace, arguments: it.arguments})
 		if turn.encrypted {
 			turn.carried.Items = append(turn.carried.Items, carriedItem{Type: "function_call", ID: text(it.id), CallID: text(it.callID)})
@@ -290,7 +287,7 @@ func (c *conversation) item(i int, raw []byte, it inItem) error {
 		if err := c.outputText(it.output, i); err != nil {
 			return err
 		}
-		c.end([][]byte{raw}, i)
+		c.end([]int{i}, i)
 	case "reasoning":
 		return c.reasoning(raw, i, it)
 	default:
@@ -303,7 +300,7 @@ func (c *conversation) item(i int, raw []byte, it inItem) error {
 		// A hosted tool's call (web_search_call, …) or another item the
 		// chat model has no slot for: kept with the assistant turn it
 		// belongs to, in its place.
-		turn.add(raw, i)
+		turn.add(i)
 	}
 	return nil
 }
@@ -317,7 +314,7 @@ func (c *conversation) reasoning(raw []byte, i int, it inItem) error {
 		}
 	}
 	open := c.turn.open // reasoning alone makes no turn
-	c.turn.add(raw, i)
+	c.turn.add(i)
 	c.turn.open = open
 	bad := false
 	if len(it.summary) > 0 && string(it.summary) != "null" && !wire.EachElement(it.summary, func(_ int, s []byte) bool {

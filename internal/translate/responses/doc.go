@@ -52,7 +52,8 @@
 // upstream, not at all.
 //
 // Item for item, for a Responses upstream (ChatOptions.Keep): each chat
-// message keeps the items the client sent for it (translate.ItemsMember)
+// message keeps the items the client sent for it (translate.ItemsMember,
+// by their index in the conversation's items, never copied)
 // and the request the client's tools and untranslated members
 // (translate.ResponsesRequestMember); items, parts and tools the chat model has no
 // slot for are carried, not refused. The upstream's translator sends the

@@ -177,7 +177,9 @@ type ChatOptions struct {
 	// unsealing.
 	CarriedMember string
 	// Keep, for a Responses upstream: each chat message keeps the items
-	// the client sent for it (translate.ItemsMember), and the request the
+	// the client sent for it (translate.ItemsMember: their indices in
+	// Chat's items, which the caller gives wire.DecodeTranslated as the
+	// request's Kept), and the request the
 	// client's tools and the members the chat model lacks
 	// (translate.ResponsesRequestMember); items, parts and tools the chat model has
 	// no slot for are carried, not refused.
@@ -281,7 +283,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 }
 
 // chatSize is about the length of the chat body Chat writes: the items
-// it reads (with keep, each once more beside its chat form), and the
+// it reads (with keep, the index of each beside its chat form), and the
 // other members, which it may write twice (the tools translated and, with
 // keep, as declared).
 func (r *Request) chatSize(items []json.RawMessage, keep bool) int {
@@ -289,7 +291,7 @@ func (r *Request) chatSize(items []json.RawMessage, keep bool) int {
 	for _, it := range items {
 		n += len(it) + 24 // the chat form of an item is about its length: a call's is longer, an output's shorter
 		if keep {
-			n += len(it)
+			n += 24 // `,"toolgate_items":[` and the index
 		}
 	}
 	for k, v := range r.members {

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -270,7 +271,7 @@ func fuzzResponsesRequest(t *testing.T, body string, keep bool) {
 					t.Fatalf("the chat request %s does not decode: %v", chat, derr)
 				}
 			}
-			if req, derr := wire.DecodeTranslated(chat); keep && derr == nil {
+			if req, derr := wire.DecodeTranslated(chat, r.Input); keep && derr == nil {
 				if up, uerr := UpstreamRequest(req, translate.Options{Model: "m", CarriedMember: wire.OwnPrefix + "carried", Upstream: "u"}); uerr == nil && !json.Valid(up.Body) {
 					t.Fatalf("the upstream request %q is not JSON", up.Body)
 				}
@@ -320,5 +321,45 @@ func BenchmarkManyParts(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// With Keep, each chat message names the items it was made from by their
+// index in the conversation: none is copied into the chat form, and the
+// request decoded with the items as its Kept reads them back.
+func TestKeptByIndex(t *testing.T) {
+	r, err := Decode([]byte(`{"model":"m","input":[{"role":"user","content":"go"},{"type":"web_search_call","id":"ws_only_here","status":"completed","action":{"query":"q"}},` +
+		`{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"ok"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat, err := r.Chat(r.Input, ChatOptions{Keep: true, HostedTools: []string{"web_search"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(chat), "ws_only_here") {
+		t.Errorf("an item copied into the chat form: %s", chat)
+	}
+	req, err := wire.DecodeTranslated(chat, r.Input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int{{0}, {1, 2}, {3}} // the user's message; the turn of the search and the call; the output
+	if len(req.Messages) != len(want) {
+		t.Fatalf("%d messages: %s", len(req.Messages), chat)
+	}
+	for i, m := range req.Messages {
+		kept := translate.Kept(req.Kept, m, translate.ItemsMember)
+		if len(kept) != len(want[i]) {
+			t.Fatalf("message %d keeps %d items, want %v: %s", i, len(kept), want[i], chat)
+		}
+		for k, at := range want[i] {
+			if !bytes.Equal(kept[k], r.Input[at]) {
+				t.Errorf("message %d, kept item %d: %s, want input[%d] %s", i, k, kept[k], at, r.Input[at])
+			}
+		}
+	}
+	if kept := translate.Kept(r.Input[:1], req.Messages[1], translate.ItemsMember); kept != nil {
+		t.Errorf("indices past the kept list read: %s", kept)
 	}
 }

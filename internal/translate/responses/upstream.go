@@ -59,7 +59,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if rest, id := afterPrevious(req, o); id != "" {
 		b["previous_response_id"], msgs = id, rest
 	}
-	in := items{b: make([]byte, 0, translate.BodySize(msgs, translate.ItemsMember, 16, req.Tools, 1)+len(translate.Member(req, translate.ResponsesRequestMember)))}
+	in := items{req: req, b: make([]byte, 0, translate.BodySize(req, msgs, translate.ItemsMember, 16, 1)+len(translate.Member(req, translate.ResponsesRequestMember)))}
 	in.b = append(in.b, `{"input":[`...)
 	dropped, err := in.inputItems(msgs, o.CarriedMember, o.Upstream, o.Sealer)
 	if err != nil {
@@ -99,8 +99,9 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 
 // items writes input items into one buffer, comma-separated.
 type items struct {
-	b []byte
-	n int
+	req *wire.ChatRequest // its Kept, the items the messages keep
+	b   []byte
+	n   int
 }
 
 // add writes a whole item.
@@ -192,7 +193,7 @@ func keptTools(raw json.RawMessage, translated any) any {
 func (w *items) inputItems(msgs []wire.Message, carriedMember, upstream string, sealer translate.Sealer) (int, error) {
 	dropped := 0
 	for i, m := range msgs {
-		kept := keptItems(m, upstream, sealer)
+		kept := keptItems(w.req, m, upstream, sealer)
 		switch m.Role {
 		case "system", "developer", "user":
 			if kept != nil {
@@ -268,7 +269,7 @@ func afterPrevious(req *wire.ChatRequest, o translate.Options) ([]wire.Message, 
 		switch marked := fromPrevious(m); {
 		case m.Role == "system" || m.Role == "developer":
 			rest = append(rest, m)
-		case marked && (after || !unchanged(m, o.Upstream, o.Sealer)):
+		case marked && (after || !unchanged(req, m, o.Upstream, o.Sealer)):
 			return nil, "" // repair changed or moved what the upstream keeps
 		case marked:
 			skipped++
@@ -289,8 +290,8 @@ func fromPrevious(m wire.Message) bool {
 }
 
 // unchanged reports a message whose kept items still say what it says.
-func unchanged(m wire.Message, upstream string, s translate.Sealer) bool {
-	kept := keptItems(m, upstream, s)
+func unchanged(req *wire.ChatRequest, m wire.Message, upstream string, s translate.Sealer) bool {
+	kept := keptItems(req, m, upstream, s)
 	switch {
 	case kept == nil:
 		return false
@@ -307,8 +308,8 @@ func unchanged(m wire.Message, upstream string, s translate.Sealer) bool {
 // unsealed for upstream — or nil, when there are none, or when one was
 // sealed for another upstream (the message is then translated, and such
 // reasoning left out).
-func keptItems(m wire.Message, upstream string, s translate.Sealer) []json.RawMessage {
-	items := translate.Kept(m, translate.ItemsMember)
+func keptItems(req *wire.ChatRequest, m wire.Message, upstream string, s translate.Sealer) []json.RawMessage {
+	items := translate.Kept(req.Kept, m, translate.ItemsMember)
 	for k, raw := range items {
 		it, ok := readItem(raw)
 		if !ok {

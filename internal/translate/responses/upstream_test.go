@@ -244,7 +244,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := wire.DecodeTranslated(chat)
+	req, err := wire.DecodeTranslated(chat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,10 +329,7 @@ func TestAfterPrevious(t *testing.T) {
 		{"something put among them", `"messages":[` + user + `,` + sealed + `,` + call + `,` + reply + `],` + prev, "a", true, -1},
 		{"none of them", `"messages":[` + reply + `],` + prev, "a", true, -1},
 	} {
-		req, err := wire.DecodeTranslated([]byte(`{"model":"m",` + tc.body + `}`))
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := wiretest.Translated(t, `{"model":"m",`+tc.body+`}`, translate.ItemsMember)
 		rest, id := afterPrevious(req, translate.Options{Upstream: tc.upstream, UpstreamStore: tc.store})
 		if got := map[bool]int{true: len(rest), false: -1}[id == "resp_up"]; got != tc.want {
 			t.Errorf("%s: %d messages left (id %q), want %d", tc.name, got, id, tc.want)
