@@ -399,15 +399,19 @@ func AppendArguments(out []byte, c wire.ToolCall, i, k int, what string) ([]byte
 
 // BodySize is about the length of the part of an upstream's body that
 // holds msgs (req's, or some of them) and req's tools: each message's
-// bytes (the blocks or items it keeps in member, when it keeps some) and
-// per bytes more, and each tool's declaration times tools (a protocol
-// that may send it twice). A body is written into a buffer of this size,
-// which a translation seldom outgrows.
+// bytes (the blocks or items it keeps in member, when it keeps some, and
+// for blocks the 32 bytes of a turn's role that blocks lack and items
+// have) and per bytes more, and each tool's declaration times tools (a
+// protocol that may send it twice). A body is written into a buffer of
+// this size, which a translation seldom outgrows.
 func BodySize(req *wire.ChatRequest, msgs []wire.Message, member string, per int, tools int) int {
 	n := 512
 	for _, m := range msgs {
 		if kept := KeptSize(req.Kept, m, member); kept > 0 {
 			n += per + kept
+			if member == BlocksMember {
+				n += 32
+			}
 			continue
 		}
 		n += per + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))

@@ -96,7 +96,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	}
 	t := turns{req: req, msgs: req.Messages, thinkingMember: o.CarriedMember}
 	b.upSystem, t.errAt, t.err = systemBlocks(req, o.CarriedMember)
-	t.out = b.appendHead(make([]byte, 0, translate.BodySize(req, req.Messages, translate.BlocksMember, 48, 2))) // the tools translated, and as declared
+	t.out = b.appendHead(make([]byte, 0, translate.BodySize(req, req.Messages, translate.BlocksMember, 16, 2))) // the tools translated, and as declared
 	if err := t.transcript(); err != nil {
 		return rep, err
 	}
