@@ -146,7 +146,8 @@ func (r *Route) Forwards(method, path string) Forwarding {
 // completions, conversations, containers, fine-tuning jobs, assistants
 // and threads, evals, uploads — which every client key of a route would
 // share through the gateway's upstream key. passthrough: true does not
-// forward them; a route lists them by name (passthrough or paths) to.
+// forward them; only a rule of the route naming them (passthrough or
+// paths) does.
 var storedObjects = []string{"/v1/files", "/v1/uploads", "/v1/vector_stores", "/v1/batches", "/v1/chat/completions",
 	"/v1/conversations", "/v1/containers", "/v1/fine_tuning", "/v1/assistants", "/v1/threads", "/v1/evals",
 	"/v1/responses", "/v1/messages", "/v1/organization", "/v1/projects"}
