@@ -263,15 +263,22 @@ func TestMessagesOpenAIUpstream(t *testing.T) {
 }
 
 // count_tokens: from the Anthropic upstream's own endpoint, else the
-// gateway's estimate.
+// gateway's estimate. A block the chat model has no slot for (a
+// document) is counted as the client sent it.
 func TestMessagesCountTokens(t *testing.T) {
-	_, s, c := messagesEnv(t)
+	e, s, c := messagesEnv(t)
 	params := anthropic.MessageCountTokensParams{Model: "claude-text", Messages: userText("how many tokens is this?")}
 	n, err := c.Messages.CountTokens(context.Background(), params)
 	var sent map[string]any
 	_ = json.Unmarshal(s.LastRequest(), &sent)
 	if err != nil || n.InputTokens == 0 || sent["max_tokens"] != nil || sent["messages"] == nil {
 		t.Fatalf("anthropic: %v %+v (sent %s)", err, n, s.LastRequest())
+	}
+	document := `{"type":"document","source":{"type":"text","media_type":"text/plain","data":"the whole report"},"title":"report"}`
+	resp, body := e.Do(t, "POST", "/v1/messages/count_tokens", `{"model":"claude-text","messages":[{"role":"user","content":[`+document+`,{"type":"text","text":"how long?"}]}]}`,
+		"x-api-key", "client-key", "anthropic-version", "2023-06-01")
+	if resp.StatusCode != 200 || !strings.Contains(string(s.LastRequest()), `"content":[`+document+`,{"type":"text","text":"how long?"}]`) {
+		t.Errorf("a document counted: %d %s (sent %s)", resp.StatusCode, body, s.LastRequest())
 	}
 	before := s.Requests()
 	params.Model = "sim-text"
