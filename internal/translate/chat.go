@@ -401,20 +401,21 @@ func AppendArguments(out []byte, c wire.ToolCall, i, k int, what string) ([]byte
 // holds msgs (req's, or some of them) and req's tools: each message's
 // bytes (the blocks or items it keeps in member, when it keeps some, and
 // for blocks the 32 bytes of a turn's role that blocks lack and items
-// have) and per bytes more, and each tool's declaration times tools (a
-// protocol that may send it twice). A body is written into a buffer of
-// this size, which a translation seldom outgrows.
-func BodySize(req *wire.ChatRequest, msgs []wire.Message, member string, per int, tools int) int {
+// have) and what per says the protocol writes more for it, and each
+// tool's declaration times tools (a protocol that may send it twice). A
+// body is written into a buffer of this size, which a translation of
+// the shapes wiretest.Shapes holds never outgrows.
+func BodySize(req *wire.ChatRequest, msgs []wire.Message, member string, per func(wire.Message) int, tools int) int {
 	n := 512
 	for _, m := range msgs {
 		if kept := KeptSize(req.Kept, m, member); kept > 0 {
-			n += per + kept
+			n += per(m) + kept
 			if member == BlocksMember {
 				n += 32
 			}
 			continue
 		}
-		n += per + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
+		n += per(m) + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
 	for _, t := range req.Tools {
 		n += tools * len(t.Raw)

@@ -96,7 +96,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	}
 	t := turns{req: req, msgs: req.Messages, thinkingMember: o.CarriedMember}
 	b.upSystem, t.errAt, t.err = systemBlocks(req, o.CarriedMember)
-	t.out = b.appendHead(make([]byte, 0, translate.BodySize(req, req.Messages, translate.BlocksMember, 16, 2))) // the tools translated, and as declared
+	t.out = b.appendHead(make([]byte, 0, bodySize(req)))
 	if err := t.transcript(); err != nil {
 		return rep, err
 	}
@@ -366,4 +366,12 @@ func appendTools(b []byte, tools []tool) []byte {
 		b = append(append(append(b, `,"input_schema":`...), t.InputSchema...), '}')
 	}
 	return append(b, ']')
+}
+
+// bodySize is about the length of the body UpstreamRequest writes: the
+// chat messages' (translate.BodySize, the blocks a message keeps for
+// those that keep some), 16 bytes more for each, and the tools twice
+// (translated, and as a client declared them).
+func bodySize(req *wire.ChatRequest) int {
+	return translate.BodySize(req, req.Messages, translate.BlocksMember, func(wire.Message) int { return 16 }, 2)
 }

@@ -61,7 +61,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "bedrock"); err != nil {
 		return r, err
 	}
-	c := conversation{Turns: translate.Turns{Buf: append(make([]byte, 0, translate.BodySize(req, req.Messages, "", 16, 1)), `{"messages":`...), Member: "content"}}
+	c := conversation{Turns: translate.Turns{Buf: append(make([]byte, 0, bodySize(req)), `{"messages":`...), Member: "content"}}
 	if err := c.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}
@@ -271,4 +271,21 @@ func thinking(req *wire.ChatRequest, maxTokens int, unthought bool) (json.RawMes
 		return nil, true, nil
 	}
 	return raw, false, nil
+}
+
+// bodySize is about the length of the body Request writes: the chat
+// messages' (translate.BodySize), and what Bedrock writes more for each
+// (perMessage).
+func bodySize(req *wire.ChatRequest) int {
+	return translate.BodySize(req, req.Messages, "", perMessage, 1)
+}
+
+// perMessage is what Bedrock writes more than chat for a message: 16
+// bytes (its content a list of blocks), but a content part's wrapping is
+// shorter than chat's.
+func perMessage(m wire.Message) int {
+	if len(m.Content) > 0 && m.Content[0] == '[' {
+		return 16 - 14*wire.ArrayLen(m.Content)
+	}
+	return 16
 }

@@ -81,7 +81,7 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	if err := translate.Unsupported(req, "gemini"); err != nil {
 		return r, err
 	}
-	t := contents{Turns: translate.Turns{Buf: make([]byte, 0, translate.BodySize(req, req.Messages, "", 16, 1)), Member: "parts"}}
+	t := contents{Turns: translate.Turns{Buf: make([]byte, 0, bodySize(req)), Member: "parts"}}
 	if err := t.transcript(req.Messages, o.CarriedMember); err != nil {
 		return r, err
 	}
@@ -103,6 +103,29 @@ func Request(req *wire.ChatRequest, o translate.Options) (translate.Request, err
 	}
 	r.Body, err = b.appendJSON(t.Buf, t.system)
 	return r, err
+}
+
+// bodySize is about the length of the body Request writes: the chat
+// messages' (translate.BodySize) and what Gemini writes more for each
+// (perMessage).
+func bodySize(req *wire.ChatRequest) int {
+	return translate.BodySize(req, req.Messages, "", perMessage, 1)
+}
+
+// perMessage is what Gemini writes more than chat for a message: its
+// parts' wrapping (but a content part's is shorter than chat's), and for
+// each call a thought signature (SkipSignature, for one that has none)
+// and its function's name again in the functionResponse of its reply,
+// whose wrapping is longer than a tool message's.
+func perMessage(m wire.Message) int {
+	n := 10
+	if len(m.Content) > 0 && m.Content[0] == '[' {
+		n -= 14 * wire.ArrayLen(m.Content)
+	}
+	for _, c := range m.ToolCalls {
+		n += 32 + len(c.Function.Name)
+	}
+	return n
 }
 
 // appendJSON finishes the body whose contents are written: its system

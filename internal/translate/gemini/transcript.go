@@ -201,12 +201,17 @@ func (t *contents) responsePart(m wire.Message, i int) error {
 		t.Buf = append(t.Buf, translate.ReplyText(m.Content)...) // content parts: their texts
 	}
 	trimmed := bytes.TrimSpace(t.Buf[at:])
+	tok, _ := wire.StringToken(m.Content)
 	switch {
 	case len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed):
 		t.Buf = t.Buf[:mark+copy(t.Buf[mark:], trimmed)]
 	case len(trimmed) > 0 && json.Valid(trimmed):
 		t.Buf = append(t.Buf[:at+copy(t.Buf[at:], trimmed)], '}')
-	default: // the text as a JSON string, written after it and moved into its place
+	case tok != nil:
+		// The text as the JSON string the client wrote, over its decoded
+		// text: nothing written past what the body keeps.
+		t.Buf = append(wire.AppendToken(t.Buf[:at], tok), '}')
+	default: // the parts' text as a JSON string, written after it and moved into its place
 		end := len(t.Buf)
 		t.Buf = wire.AppendString(t.Buf, t.Buf[at:end])
 		t.Buf = append(t.Buf[:at+copy(t.Buf[at:], t.Buf[end:])], '}')

@@ -59,7 +59,7 @@ func UpstreamRequest(req *wire.ChatRequest, o translate.Options) (translate.Requ
 	if rest, id := afterPrevious(req, o); id != "" {
 		b["previous_response_id"], msgs = id, rest
 	}
-	in := items{req: req, b: make([]byte, 0, translate.BodySize(req, msgs, translate.ItemsMember, 16, 1)+len(translate.Member(req, translate.ResponsesRequestMember)))}
+	in := items{req: req, b: make([]byte, 0, bodySize(req, msgs))}
 	in.b = append(in.b, `{"input":[`...)
 	dropped, err := in.inputItems(msgs, o.CarriedMember, o.Upstream, o.Sealer)
 	if err != nil {
@@ -704,4 +704,28 @@ func upstreamFormat(req *wire.ChatRequest, b map[string]any) error {
 	}
 	b["text"] = map[string]any{"format": format}
 	return nil
+}
+
+// bodySize is about the length of the body UpstreamRequest writes for
+// msgs: the chat messages' (translate.BodySize, the items a message keeps
+// for those that keep some) and what an item writes more than chat
+// (perItem), and the members the client's request keeps.
+func bodySize(req *wire.ChatRequest, msgs []wire.Message) int {
+	return translate.BodySize(req, msgs, translate.ItemsMember, perItem, 1) + len(translate.Member(req, translate.ResponsesRequestMember))
+}
+
+// perItem is what a message's items write more than the chat message: a
+// function_call_output's type; a message item's type and the wrapping
+// of its content as parts (a content part's a little longer than
+// chat's). An assistant's calls take about what chat's do.
+func perItem(m wire.Message) int {
+	switch {
+	case m.Role == "tool":
+		return 16
+	case len(m.Content) > 0 && m.Content[0] == '[':
+		return 52 + 8*wire.ArrayLen(m.Content)
+	case len(m.Content) > 2 && m.Content[0] == '"':
+		return 52
+	}
+	return -24
 }
