@@ -99,7 +99,7 @@ func lookups(msgs []wire.Message, c Carry) ([]lacking, []string) {
 				size += len(c.Space) + len("call:") + len(call.ID)
 			}
 			if len(m.ToolCalls) == 0 {
-				size += len(c.Space) + len("content:") + 32 // ContentKey's length
+				size += len(c.Space) + contentKeyLen
 			}
 		}
 	}
@@ -117,6 +117,8 @@ func lookups(msgs []wire.Message, c Carry) ([]lacking, []string) {
 		}
 		keys = append(keys, all.String()[from:])
 	}
+	var text []byte
+	var contentKey [contentKeyLen]byte
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role != "assistant" || m.Raw == nil {
@@ -135,11 +137,16 @@ func lookups(msgs []wire.Message, c Carry) ([]lacking, []string) {
 			key(c.Space, "call:", call.ID)
 		}
 		if len(m.ToolCalls) == 0 {
-			var content string
-			if json.Unmarshal(m.Content, &content) != nil || content == "" {
+			// The text read into the lookups' own buffer and its key
+			// written from it: nothing allocated for the turn.
+			var ok bool
+			if text, ok = wire.AppendText(text[:0], m.Content); !ok || len(text) == 0 {
 				continue
 			}
-			key(c.Space, ContentKey(content))
+			from := all.Len()
+			all.WriteString(c.Space)
+			all.Write(appendContentKey(contentKey[:0], text))
+			keys = append(keys, all.String()[from:])
 		}
 		turns = append(turns, lacking{i: i, keys: keys[from:len(keys):len(keys)]})
 	}

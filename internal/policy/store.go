@@ -43,6 +43,15 @@ func (v tenantView) PutMany(ctx context.Context, entries map[string]string) erro
 // ContentKey is the store key of a turn that made no call: a hash of its
 // text content.
 func ContentKey(content string) string {
+	var b [contentKeyLen]byte
+	return string(appendContentKey(b[:0], content))
+}
+
+// contentKeyLen is the length of a ContentKey.
+const contentKeyLen = len("content:") + 32
+
+// appendContentKey appends ContentKey's key of content to dst.
+func appendContentKey[S string | []byte](dst []byte, content S) []byte {
 	h := sha256.Sum256([]byte(content))
-	return "content:" + hex.EncodeToString(h[:16])
+	return hex.AppendEncode(append(dst, "content:"...), h[:16])
 }
