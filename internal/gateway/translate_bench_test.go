@@ -22,11 +22,21 @@ import (
 // agentTurns is an agent's transcript of n turns, each a user step, an
 // assistant call and its result, as each client API writes it: the shape
 // of the requests the gateway translates most.
-func agentTurns(api string, n int) []byte {
+func agentTurns(api string, n int) []byte { return agentTurnsOf(api, n, 0) }
+
+// agentTurnsOf is agentTurns whose results are, with file > 0, a source
+// file of about that many bytes each (what a coding agent's read tool
+// returns: quotes, tabs and newlines, escaped in JSON).
+func agentTurnsOf(api string, n, file int) []byte {
 	step := func(i int) string {
 		return fmt.Sprintf("Step %d: %s", i, strings.Repeat("check the next city and report. ", 8))
 	}
+	line := "func f(x int) string {\n\treturn fmt.Sprintf(\"%d\", x)\n}\n"
+	source := strings.Repeat(line, file/len(line)+1)[:file]
 	result := func(i int) string {
+		if file > 0 {
+			return fmt.Sprintf("// file %d\n", i) + source
+		}
 		return fmt.Sprintf(`{"city":"City %d","temp":%d,"sky":"%s"}`, i, 10+i%15, strings.Repeat("clear ", 10))
 	}
 	args := func(i int) string { return fmt.Sprintf(`{"city":"City %d","unit":"c"}`, i) }
@@ -104,6 +114,35 @@ func quietUpstream(b *testing.B) string {
 // marginal-alloc-per-byte what each byte more costs, from a 400-turn one
 // (the per-request costs, such as the transport's copy buffer, left out).
 func BenchmarkTranslationMemory(b *testing.B) {
+	translationMemory(b, func(api string, n int) []byte { return agentTurnsOf(api, n, 0) })
+}
+
+// BenchmarkTranslationMemoryFiles is BenchmarkTranslationMemory on a
+// coding agent's transcript: each result a 4 KB source file.
+func BenchmarkTranslationMemoryFiles(b *testing.B) {
+	translationMemory(b, func(api string, n int) []byte { return agentTurnsOf(api, n, 4096) })
+}
+
+// BenchmarkTranslationMemoryTiny is BenchmarkTranslationMemory on the
+// costliest shape per byte: a transcript of one-letter messages, each
+// turn a user's and an assistant's (the count of messages, not the
+// body's size, bounds what it costs: server.max_messages).
+func BenchmarkTranslationMemoryTiny(b *testing.B) {
+	translationMemory(b, func(api string, n int) []byte {
+		turn, head := `{"role":"user","content":"a"},{"role":"assistant","content":"b"},`, `{"model":"MODEL","messages":[`
+		switch api {
+		case "messages":
+			head = `{"model":"MODEL","max_tokens":10,"messages":[`
+		case "responses":
+			head = `{"model":"MODEL","store":false,"input":[`
+		}
+		return []byte(head + strings.Repeat(turn, n) + `{"role":"user","content":"a"}]}`)
+	})
+}
+
+// translationMemory serves transcripts of 100 and 400 turns (turns) on
+// each client API × upstream protocol.
+func translationMemory(b *testing.B, turns func(api string, n int) []byte) {
 	up := quietUpstream(b)
 	g := newBenchGateway(b, `
 upstreams:
@@ -122,8 +161,8 @@ routes:
 	paths := map[string]string{"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
 	for _, api := range []string{"chat", "messages", "responses"} {
 		for _, protocol := range []string{"openai", "anthropic", "gemini", "responses", "bedrock"} {
-			body := func(turns int) []byte {
-				return bytes.Replace(agentTurns(api, turns), []byte(`"MODEL"`), []byte(`"`+protocol+`"`), 1)
+			body := func(n int) []byte {
+				return bytes.Replace(turns(api, n), []byte(`"MODEL"`), []byte(`"`+protocol+`"`), 1)
 			}
 			small, large := body(100), body(400)
 			b.Run(api+"/"+protocol, func(b *testing.B) {
