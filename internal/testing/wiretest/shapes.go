@@ -3,6 +3,9 @@ package wiretest
 import (
 	"fmt"
 	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // Shapes are chat requests of the transcript shapes that cost an
@@ -40,4 +43,26 @@ func Shapes() map[string]string {
 		out[name] = `{"model":"m","messages":[{"role":"system","content":"Be careful."}` + msgs + `,{"role":"user","content":"Summarize."}],` + tools + `}`
 	}
 	return out
+}
+
+// BodySized holds an upstream translator (translate: a request's body)
+// to its sizing (size: the buffer it writes the body into) over each of
+// Shapes: the body is written into that buffer, never a larger one
+// (growing it would cost the body once more, and more), and fills at
+// least 80% of it.
+func BodySized(t *testing.T, translate func(*wire.ChatRequest) ([]byte, error), size func(*wire.ChatRequest) int) {
+	t.Helper()
+	for name, body := range Shapes() {
+		req, err := wire.DecodeRequest([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, err := translate(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := size(req); cap(b) != n || len(b) < n*8/10 {
+			t.Errorf("%s: %d bytes written in a buffer of %d, sized %d", name, len(b), cap(b), n)
+		}
+	}
 }
