@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/translate"
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
@@ -45,24 +46,23 @@ func Shapes() map[string]string {
 	return out
 }
 
-// BodySized holds an upstream translator (translate: a request's body)
-// to its sizing (size: the buffer it writes the body into) over each of
-// Shapes: the body is written into that buffer, never a larger one
-// (growing it would cost the body once more, and more), and fills at
-// least 80% of it.
-func BodySized(t *testing.T, translate func(*wire.ChatRequest) ([]byte, error), size func(*wire.ChatRequest) int) {
+// BodySized holds an upstream translator to its sizing (size: the
+// buffer it writes a request's body into) over each of Shapes: the body
+// is written into that buffer, never a larger one (growing it would cost
+// the body once more, and more), and fills at least 80% of it.
+func BodySized(t *testing.T, up func(*wire.ChatRequest, translate.Options) (translate.Request, error), size func(*wire.ChatRequest) int) {
 	t.Helper()
 	for name, body := range Shapes() {
 		req, err := wire.DecodeRequest([]byte(body))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		b, err := translate(req)
+		r, err := up(req, translate.Options{Model: "m", DefaultMaxTokens: 100})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if n := size(req); cap(b) != n || len(b) < n*8/10 {
-			t.Errorf("%s: %d bytes written in a buffer of %d, sized %d", name, len(b), cap(b), n)
+		if n := size(req); cap(r.Body) != n || len(r.Body) < n*8/10 {
+			t.Errorf("%s: %d bytes written in a buffer of %d, sized %d", name, len(r.Body), cap(r.Body), n)
 		}
 	}
 }

@@ -4,15 +4,8 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/testing/wiretest"
-	"github.com/toolgate/toolgate/internal/translate"
-	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // The body of a request of each costly shape is written into the buffer
 // bodySize sizes (wiretest.BodySized).
-func TestBodySized(t *testing.T) {
-	wiretest.BodySized(t, func(req *wire.ChatRequest) ([]byte, error) {
-		r, err := Request(req, translate.Options{Model: "m", DefaultMaxTokens: 100})
-		return r.Body, err
-	}, bodySize)
-}
+func TestBodySized(t *testing.T) { wiretest.BodySized(t, Request, bodySize) }
