@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,6 +27,7 @@ func TestConverseModeSDK(t *testing.T) {
 	srv := httptest.NewServer(New(Options{}))
 	t.Cleanup(srv.Close)
 	c := bedrockruntime.New(bedrockruntime.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
+		HTTPClient: &http.Client{Transport: bodyKept{http.DefaultTransport}},
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: AWSAccessKey, SecretAccessKey: AWSSecretKey}, nil
 		})})
@@ -105,4 +108,26 @@ func TestConverseModeSDK(t *testing.T) {
 		t.Errorf("an unsigned request: %v %v", err, resp)
 	}
 	resp.Body.Close()
+}
+
+// bodyKept sends a copy of each request's body. The SDK closes the body
+// it gave once the answer's headers arrive, while net/http may still be
+// reading it to see that it ended; that read then fails, and net/http
+// closes the connection a streamed answer is still being read from ("use
+// of closed network connection" mid-stream, about one run in a hundred
+// under the race detector; aws-sdk-go-v2 issue 2737).
+type bodyKept struct{ next http.RoundTripper }
+
+func (t bodyKept) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return t.next.RoundTrip(r)
+	}
+	b, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	c := r.Clone(r.Context())
+	c.Body = io.NopCloser(bytes.NewReader(b))
+	return t.next.RoundTrip(c)
 }
