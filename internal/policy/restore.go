@@ -110,13 +110,8 @@ func lookups(msgs []wire.Message, c Carry) ([]lacking, []string) {
 	keys := make([]string, 0, n)
 	var all strings.Builder // what is written is never changed: each key is a view of it
 	all.Grow(size)
-	key := func(parts ...string) {
-		from := all.Len()
-		for _, p := range parts {
-			all.WriteString(p)
-		}
-		keys = append(keys, all.String()[from:])
-	}
+	// key ends a key, written into all from at.
+	key := func(at int) { keys = append(keys, all.String()[at:]) }
 	var text []byte
 	var contentKey [contentKeyLen]byte
 	for i := range msgs {
@@ -134,7 +129,11 @@ func lookups(msgs []wire.Message, c Carry) ([]lacking, []string) {
 		// its first calls suffice: a message of 50,000 calls costs no
 		// more keys than one of four.
 		for _, call := range m.ToolCalls[:min(len(m.ToolCalls), maxLookups)] {
-			key(c.Space, "call:", call.ID)
+			at := all.Len()
+			all.WriteString(c.Space)
+			all.WriteString("call:")
+			all.WriteString(call.ID)
+			key(at)
 		}
 		if len(m.ToolCalls) == 0 {
 			// The text read into the lookups' own buffer and its key
@@ -143,10 +142,10 @@ func lookups(msgs []wire.Message, c Carry) ([]lacking, []string) {
 			if text, ok = wire.AppendText(text[:0], m.Content); !ok || len(text) == 0 {
 				continue
 			}
-			from := all.Len()
+			at := all.Len()
 			all.WriteString(c.Space)
 			all.Write(appendContentKey(contentKey[:0], text))
-			keys = append(keys, all.String()[from:])
+			key(at)
 		}
 		turns = append(turns, lacking{i: i, keys: keys[from:len(keys):len(keys)]})
 	}
