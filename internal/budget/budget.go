@@ -243,17 +243,14 @@ func TextChars(raw []byte) int { return wire.TextChars(raw, textRule) }
 // notText's. A message a client API's translation made for a route of
 // its own protocol keeps the client's blocks or items as they were sent
 // beside their chat form (by their index in kept): those are counted,
-// once.
+// once, and the chat form not (a message whose kept blocks cannot be
+// read is counted, as it is then sent, by its chat form).
 func messageChars(m *wire.Message, kept []json.RawMessage) int {
 	if m.Raw != nil {
 		n, found := 0, false
 		for _, k := range [...]string{translate.BlocksMember, translate.ItemsMember} {
-			if translate.Own(*m, k) == nil {
-				continue
-			}
-			found = true
 			for _, v := range translate.Kept(kept, *m, k) {
-				n += TextChars(v)
+				n, found = n+TextChars(v), true
 			}
 		}
 		if found {
