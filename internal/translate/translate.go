@@ -185,9 +185,10 @@ const (
 // wire.ChatRequest.Kept, which holds views of the client's request: a
 // block is never copied into the chat form; Kept reads them), which the
 // Anthropic translator sends as they are while the message still says
-// what they say ([BlocksSay]); RequestMember, on the request, the client's members
-// the chat model lacks (its tools as declared, server tools included, and
-// members such as container or mcp_servers), a JSON object. For a
+// what they say ([BlocksSay]); RequestMember, on the request, the
+// client's members the chat model lacks (its tools as declared, server
+// tools included, and members such as container or mcp_servers), a JSON
+// object. For a
 // Responses API client and a Responses upstream, the same as ItemsMember
 // and ResponsesRequestMember. Each protocol has its own, so that a
 // request that falls back to an upstream of a third protocol carries

@@ -115,10 +115,9 @@ func bodySize(req *wire.ChatRequest) int {
 // perMessage is what Gemini writes more than chat for a message: its
 // parts' wrapping (but a content part's is shorter than chat's: a text's
 // by 14 bytes, an image's or an audio clip's, inline data, by 10 or
-// more), and for
-// each call a thought signature (SkipSignature, for one that has none)
-// and its function's name again in the functionResponse of its reply,
-// whose wrapping is longer than a tool message's.
+// more), and for each call a thought signature (SkipSignature, for one
+// that has none) and its function's name again in the functionResponse
+// of its reply, whose wrapping is longer than a tool message's.
 func perMessage(m wire.Message) int {
 	n := 10
 	if len(m.Content) > 0 && m.Content[0] == '[' {
