@@ -256,7 +256,10 @@ func messageChars(m *wire.Message, kept []json.RawMessage) int {
 		if found {
 			return n
 		}
-		return TextChars(m.Raw)
+		if m.ContentApart() {
+			n = TextChars(m.Content) // named by its index: not in Raw
+		}
+		return n + TextChars(m.Raw)
 	}
 	n := 0
 	if len(m.Content) > 0 {

@@ -95,6 +95,9 @@ type edgeChat struct {
 	// kept are the client's blocks or items its messages keep by index
 	// (wire.ChatRequest.Kept).
 	kept []json.RawMessage
+	// strings are the client's strings its messages name by index
+	// rather than hold (wire.KeptContent).
+	strings []json.RawMessage
 	// droppedCache counts cache_control marks left out (a Messages request
 	// to another protocol).
 	droppedCache int
@@ -142,7 +145,7 @@ func (g *Gateway) requestFor(x *exchange, p *plan) (translation, error) {
 	// The body is the gateway's own: a translator writes its own members
 	// only where it keeps blocks or items (keepOwn), and no member a
 	// client names becomes a key of it.
-	req, err := wire.DecodeTranslated(c.body, c.kept)
+	req, err := wire.DecodeTranslated(c.body, c.kept, c.strings)
 	if err != nil {
 		return translation{}, err
 	}

@@ -61,8 +61,10 @@ func (m *messagesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	if err != nil {
 		return edgeChat{}, err
 	}
+	// An upstream translator reads the decoded messages: the long strings
+	// are named, not copied.
 	t, err := m.req.Chat(anthropic.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember, Effort: takesEffort(p),
-		OrgWide: s.reach.orgWideKinds(), HostedTools: s.reach.hosted()})
+		OrgWide: s.reach.orgWideKinds(), HostedTools: s.reach.hosted(), Apart: p.upstream.protocol != translate.OpenAI})
 	if err != nil {
 		return edgeChat{}, err
 	}
@@ -71,7 +73,7 @@ func (m *messagesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	for k, b := range dropped {
 		dropped[k] = "anthropic-beta:" + b
 	}
-	return edgeChat{body: t.Chat, keepOwn: true, kept: t.Kept, droppedCache: t.DroppedCacheControl, dropped: append(dropped, t.Dropped...)}, nil
+	return edgeChat{body: t.Chat, keepOwn: true, kept: t.Kept, strings: t.Strings, droppedCache: t.DroppedCacheControl, dropped: append(dropped, t.Dropped...)}, nil
 }
 
 // checkBetas refuses a beta only Anthropic honours on an upstream of
@@ -151,14 +153,16 @@ func (g *Gateway) tokenCount(x *exchange, body []byte) (int, error) {
 	if err := g.admitWith(x, budget.Unlimited, 0, 0); err != nil {
 		return 0, err
 	}
-	t, err := req.Chat(anthropic.ChatOptions{Protocol: p.upstream.protocol, CarriedMember: carriedMember})
+	// Another protocol's tokens are estimated from the chat bytes, which
+	// then hold every string.
+	t, err := req.Chat(anthropic.ChatOptions{Protocol: p.upstream.protocol, CarriedMember: carriedMember, Apart: p.upstream.protocol == translate.Anthropic})
 	if err != nil {
 		return 0, err
 	}
 	if p.upstream.protocol != translate.Anthropic {
 		return anthropic.EstimateTokens(t.Chat), nil
 	}
-	chat, err := wire.DecodeTranslated(t.Chat, t.Kept)
+	chat, err := wire.DecodeTranslated(t.Chat, t.Kept, t.Strings)
 	if err != nil {
 		return 0, err
 	}

@@ -154,7 +154,10 @@ func (c *responsesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 			o.Previous = c.previous
 		}
 	}
-	body, err := c.req.Chat(c.items, o)
+	// An upstream translator reads the decoded messages: the long strings
+	// are named, not copied.
+	o.Apart = p.upstream.protocol != translate.OpenAI
+	t, err := c.req.Translate(c.items, o)
 	// Hosted tools the route does not let the upstream run are left out
 	// on every route; on one to another protocol, which runs none, all
 	// are (but with refuse_hosted_tools, which refuses those allowed).
@@ -166,7 +169,7 @@ func (c *responsesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	for _, t := range left {
 		dropped = append(dropped, "tool:"+t)
 	}
-	out := edgeChat{body: body, keepOwn: keep, dropped: dropped}
+	out := edgeChat{body: t.Chat, strings: t.Strings, keepOwn: keep, dropped: dropped}
 	if keep {
 		out.kept = c.items // each message keeps its items by their index in the conversation
 	}

@@ -415,7 +415,11 @@ func BodySize(req *wire.ChatRequest, msgs []wire.Message, member string, per fun
 			}
 			continue
 		}
-		n += per(m) + max(len(m.Raw), len(m.Content)+len(m.ToolCallID)+len(m.Seal))
+		raw := len(m.Raw)
+		if m.ContentApart() {
+			raw += len(m.Content)
+		}
+		n += per(m) + max(raw, len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}
 	for _, t := range req.Tools {
 		n += tools * len(t.Raw)

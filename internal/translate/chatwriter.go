@@ -1,12 +1,59 @@
 package translate
 
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/wire"
+)
+
 // ChatWriter writes a chat completions request's messages into one
 // buffer, as a client API's translator makes them: Next starts each
 // message (its role), Member names each next member, the translator
 // writes the values and closes each message with '}'.
+//
+// With Apart, a long string the client wrote for a message's content is
+// not copied: the message names it by its index in Strings
+// (wire.KeptContent), which the caller gives wire.DecodeTranslated, and
+// the decoded message's content is the client's own bytes. The chat
+// request then holds each long text once (the client's request), for an
+// upstream translator that reads the decoded messages: not for a chat
+// upstream, which is sent the chat messages' bytes.
 type ChatWriter struct {
 	Buf []byte
 	N   int // messages started
+	// Kept are the blocks the messages keep by index (a translator of
+	// a client API whose own protocol is the upstream's).
+	Kept []json.RawMessage
+	// Strings are the strings put apart, with Apart.
+	Strings []json.RawMessage
+	Apart   bool
+}
+
+// ApartMin is the length from which a string goes apart: a shorter one
+// costs about as much named as copied.
+const ApartMin = 64
+
+// Apart reports whether the string token tok (a view of the client's
+// request) goes apart with ChatWriter.Apart: a long one, ending at its
+// closing quote, that is valid UTF-8 (what AppendToken writes as it is).
+func Apart(tok []byte) bool {
+	return len(tok) >= ApartMin && tok[len(tok)-1] == '"' && utf8.Valid(tok)
+}
+
+// Content writes a message's content member whose value is tok, a JSON
+// string the client wrote: named by its index in Strings when it goes
+// apart (Apart), else as AppendToken writes it.
+func (w *ChatWriter) Content(tok []byte) {
+	if w.Apart && Apart(tok) {
+		w.Member(wire.KeptContent)
+		w.Buf = strconv.AppendInt(w.Buf, int64(len(w.Strings)), 10)
+		w.Strings = append(w.Strings, tok)
+		return
+	}
+	w.Member("content")
+	w.Buf = wire.AppendToken(w.Buf, tok)
 }
 
 // Next starts a message of role, after a comma when one came before.

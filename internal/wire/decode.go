@@ -43,15 +43,16 @@ func DecodeRequest(b []byte) (*ChatRequest, error) {
 // DecodeTranslated is DecodeRequest for a body the gateway itself made from
 // a request of another client API (the Messages API's thinking blocks,
 // which its translator puts in the gateway's own member): the members
-// named with OwnPrefix are kept, and kept is the request's Kept (the
-// client's blocks or items its messages keep by index, nil for none). A
-// body a client sent is never decoded with it.
-func DecodeTranslated(b []byte, kept []json.RawMessage) (*ChatRequest, error) {
+// named with OwnPrefix are kept, kept is the request's Kept (the
+// client's blocks or items its messages keep by index, nil for none),
+// and strings are the strings its messages' KeptContent names (nil for
+// none). A body a client sent is never decoded with it.
+func DecodeTranslated(b []byte, kept, strings []json.RawMessage) (*ChatRequest, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, &DecodeError{Kind: KindSyntax, Offset: int64(i), Msg: "the translated request is not a JSON object"}
 	}
-	d := &decoder{b: b, translated: true}
+	d := &decoder{b: b, translated: true, strings: strings}
 	r := &ChatRequest{raw: b, Kept: kept}
 	haveMessages, err := d.members(r, i)
 	if err != nil {
@@ -66,6 +67,15 @@ func DecodeTranslated(b []byte, kept []json.RawMessage) (*ChatRequest, error) {
 // messages it decodes, so that only what the gateway itself stored is
 // ever put there.
 const OwnPrefix = "toolgate_"
+
+// KeptContent is the member of a translated message (DecodeTranslated)
+// that stands for its content: the index, in the strings
+// DecodeTranslated is given, of a JSON string the client wrote (a view
+// of its request, valid UTF-8), which the decoder makes the message's
+// Content. A client API's
+// translator names a long string so rather than copy it into the chat
+// message: the request then holds the client's text once.
+const KeptContent = OwnPrefix + "content"
 
 // ownKey is how a member named with OwnPrefix starts in a message's bytes.
 var ownKey = []byte(`"` + OwnPrefix)
@@ -97,10 +107,10 @@ func (r *ChatRequest) DropOwn() {
 		if err != nil {
 			continue
 		}
-		kept := obj.members[:0:0]
+		kept, content := obj.members[:0:0], false
 		for _, mb := range obj.members {
 			if !strings.HasPrefix(mb.key, OwnPrefix) {
-				kept = append(kept, mb)
+				kept, content = append(kept, mb), content || mb.key == "content"
 			}
 		}
 		if len(kept) == len(obj.members) {
@@ -109,8 +119,12 @@ func (r *ChatRequest) DropOwn() {
 		if msgs == nil {
 			msgs = append([]Message(nil), r.Messages...)
 		}
+		if r.Messages[i].apart && !content {
+			// The content the message named goes in as its member.
+			kept = append(kept, member{key: "content", value: r.Messages[i].Content})
+		}
 		obj.members = kept
-		msgs[i].Raw, msgs[i].own = obj.JSON(), false
+		msgs[i].Raw, msgs[i].own, msgs[i].apart = obj.JSON(), false, false
 	}
 	if msgs != nil {
 		r.SetMessages(msgs)
@@ -129,6 +143,8 @@ type decoder struct {
 	// top-level members named with OwnPrefix are kept; a client's are
 	// left out.
 	translated bool
+	// strings are what a translated request's KeptContent indexes.
+	strings []json.RawMessage
 }
 
 // members reads the top-level object at b[i] into r: every member's bytes,
@@ -415,14 +431,46 @@ func (d *decoder) messageMember(k string, v, n int, m *Message) (end int, err er
 		}
 	case "tool_calls":
 		m.ToolCalls, end, err = d.toolCalls(v, n)
+	case KeptContent:
+		if !d.translated {
+			end, err = d.ownMember(m, b, v)
+			break
+		}
+		end, err = d.keptContent(v, n, m)
 	default:
-		if strings.HasPrefix(k, OwnPrefix) && !m.own {
-			m.own = true
-			d.own++
+		if strings.HasPrefix(k, OwnPrefix) {
+			end, err = d.ownMember(m, b, v)
+			break
 		}
 		end, err = skipValue(b, v, 3)
 	}
 	return end, err
+}
+
+// ownMember marks m as carrying a member named with OwnPrefix, whose
+// value at b[v] it skips.
+func (d *decoder) ownMember(m *Message, b []byte, v int) (int, error) {
+	if !m.own {
+		m.own = true
+		d.own++
+	}
+	return skipValue(b, v, 3)
+}
+
+// keptContent reads a translated message's KeptContent at b[v]: the
+// string its index names becomes m's Content. The gateway wrote it: an
+// index that names no string is its own error, not the client's.
+func (d *decoder) keptContent(v, n int, m *Message) (int, error) {
+	end, err := d.ownMember(m, d.b, v)
+	if err != nil {
+		return 0, err
+	}
+	i, err := strconv.Atoi(string(d.b[v:end]))
+	if err != nil || i < 0 || i >= len(d.strings) || len(d.strings[i]) == 0 || d.strings[i][0] != '"' {
+		return 0, fmt.Errorf("wire: messages.%d.%s names no string", n, KeptContent)
+	}
+	m.Content, m.apart = d.strings[i], true
+	return end, nil
 }
 
 // intern returns the usual roles as constants, so they share no memory

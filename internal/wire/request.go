@@ -57,7 +57,17 @@ type Message struct {
 	// own: Raw holds a member named with OwnPrefix (DecodeRequest
 	// strips it).
 	own bool
+	// apart: Content is a string the client wrote, which the translated
+	// message names by its index (KeptContent) instead of holding it:
+	// Raw has no content member.
+	apart bool
 }
+
+// ContentApart reports whether the message's content is not in its Raw:
+// a string of the client's request that a client API's translator named
+// by its index (KeptContent) rather than copied into the chat message.
+// What reads a message's text from its Raw reads Content besides.
+func (m *Message) ContentApart() bool { return m.apart }
 
 // ToolCall is one call an assistant message made. Raw holds the call's
 // original bytes; a call the gateway builds has a nil Raw.

@@ -91,7 +91,7 @@ func TestOwnMembers(t *testing.T) {
 	if _, ok := req.Get("toolgate_request"); ok {
 		t.Error("Get finds a client's own member")
 	}
-	req, err = DecodeTranslated([]byte(in), nil)
+	req, err = DecodeTranslated([]byte(in), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +107,45 @@ func TestOwnMembers(t *testing.T) {
 	}
 	if out, _ := req.Encode("m"); string(out) != in {
 		t.Errorf("the request derived from: %s", out)
+	}
+}
+
+// A translated message's KeptContent names its content: the string it
+// indexes is the message's Content, apart from its Raw, and goes in as
+// its content member when the own members are dropped (for a chat
+// upstream). An index that names no string is an error; a client's
+// KeptContent is one of its own members, stripped.
+func TestKeptContent(t *testing.T) {
+	in := `{"model":"m","messages":[{"role":"user","toolgate_content":1},{"role":"tool","tool_call_id":"c","content":"x"}]}`
+	strs := []json.RawMessage{json.RawMessage(`"a"`), json.RawMessage(`"the client's text"`)}
+	req, err := DecodeTranslated([]byte(in), nil, strs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := req.Messages[0]
+	if string(m.Content) != `"the client's text"` || !m.ContentApart() || req.Messages[1].ContentApart() {
+		t.Fatalf("content %s, apart %v", m.Content, m.ContentApart())
+	}
+	d := req.Derive()
+	d.DropOwn()
+	if out, _ := d.Encode("m"); string(out) != `{"model":"m","messages":[{"role":"user","content":"the client's text"},{"role":"tool","tool_call_id":"c","content":"x"}]}` {
+		t.Errorf("dropped: %s", out)
+	}
+	for _, idx := range []string{"2", "-1", `"1"`, "0.5"} {
+		bad := strings.Replace(in, `"toolgate_content":1`, `"toolgate_content":`+idx, 1)
+		if _, err := DecodeTranslated([]byte(bad), nil, strs); err == nil {
+			t.Errorf("index %s decoded", idx)
+		}
+	}
+	if _, err := DecodeTranslated([]byte(in), nil, []json.RawMessage{json.RawMessage(`"a"`), json.RawMessage(`["a"]`)}); err == nil {
+		t.Error("an index naming no string decoded")
+	}
+	client, err := DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi","toolgate_content":0}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := client.Encode("m"); string(out) != `{"model":"m","messages":[{"role":"user","content":"hi"}]}` || client.Messages[0].ContentApart() {
+		t.Errorf("a client's: %s", out)
 	}
 }
 

@@ -23,7 +23,7 @@ func Translated(t TB, body string, members ...string) *wire.ChatRequest {
 		}
 		return idx
 	})
-	req, err := wire.DecodeTranslated(b, kept)
+	req, err := wire.DecodeTranslated(b, kept, nil)
 	if err != nil {
 		t.Fatalf("decode %s: %v", b, err)
 	}

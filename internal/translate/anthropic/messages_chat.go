@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -18,9 +17,6 @@ type translator struct {
 	translate.ChatWriter
 	o            ChatOptions
 	droppedCache int
-	// kept are the blocks the messages keep, for an Anthropic upstream:
-	// each message's member names its blocks by their index here.
-	kept []json.RawMessage
 }
 
 // keep: the upstream is Anthropic's, and each chat message keeps the
@@ -146,7 +142,7 @@ func (p place) at(k int, field string) string { return fmt.Sprintf("%s.%d.%s", p
 func isArray(c []byte) bool { return len(c) > 0 && c[0] == '[' }
 
 // blocksMember writes the blocks a message keeps, as sent: those of
-// content that pick says, each by its index in t.kept.
+// content that pick says, each by its index in t.Kept.
 func (t *translator) blocksMember(content []byte, pick func(b block) bool) {
 	t.Member(translate.BlocksMember)
 	t.Buf = append(t.Buf, '[')
@@ -161,11 +157,11 @@ func (t *translator) blocksMember(content []byte, pick func(b block) bool) {
 	t.Buf = append(t.Buf, ']')
 }
 
-// keepBlock keeps a block as sent, writing its index in t.kept as
+// keepBlock keeps a block as sent, writing its index in t.Kept as
 // element k of a message's kept member.
 func (t *translator) keepBlock(k int, raw []byte) {
-	t.Buf = translate.AppendIndex(t.Buf, k, len(t.kept))
-	t.kept = append(t.kept, raw)
+	t.Buf = translate.AppendIndex(t.Buf, k, len(t.Kept))
+	t.Kept = append(t.Kept, raw)
 }
 
 // system turns the system prompt (or a system message) into a system
@@ -222,7 +218,6 @@ func (t *translator) user(content []byte, param place) error {
 			return nil
 		}
 		t.Next("tool")
-		t.Member("content")
 		if err := t.resultText(b, place{msg: param.msg, block: k}); err != nil {
 			return err
 		}
@@ -244,8 +239,8 @@ func (t *translator) user(content []byte, param place) error {
 		// A string: the chat message's content, as it was written.
 		if len(tok) > 2 {
 			t.Next("user")
-			t.Member("content")
-			t.Buf = append(wire.AppendToken(t.Buf, tok), '}')
+			t.Content(tok)
+			t.Buf = append(t.Buf, '}')
 		}
 		return nil
 	}
@@ -275,13 +270,14 @@ func (t *translator) user(content []byte, param place) error {
 	return nil
 }
 
-// resultText writes a tool_result's content as text (an error marked
-// so): a string as it was sent.
+// resultText writes a tool_result's content member as text (an error
+// marked so): a string as it was sent.
 func (t *translator) resultText(b block, param place) error {
 	if tok, ok := wire.StringToken(b.content); ok && !b.isError {
-		t.Buf = wire.AppendToken(t.Buf, tok)
+		t.Content(tok)
 		return nil
 	}
+	t.Member("content")
 	var sb strings.Builder
 	if len(b.content) > 0 && string(b.content) != "null" {
 		err := eachBlock(b.content, param, func(_ int, c block) error {

@@ -272,6 +272,12 @@ type ChatOptions struct {
 	// code_execution) the route lets the upstream run
 	// (translate.HostedAllowed); the others are left out (Translated.Dropped).
 	HostedTools []string
+	// Apart: the long strings of the messages' content (a user's text, a
+	// tool result's) are not copied into the chat request but named by
+	// their index in Translated.Strings (translate.ChatWriter), for an
+	// upstream translator that reads the decoded messages (every
+	// protocol but chat completions).
+	Apart bool
 }
 
 // Translated is a Messages request as the chat path takes it.
@@ -287,6 +293,10 @@ type Translated struct {
 	// keep (translate.BlocksMember names them by their index in it):
 	// views of the body, for wire.ChatRequest.Kept.
 	Kept []json.RawMessage
+	// Strings, with Apart, are the strings put apart, which the messages
+	// name by their index here (for wire.DecodeTranslated): views of
+	// the body.
+	Strings []json.RawMessage
 }
 
 // Chat translates the request into a chat completions request (see the
@@ -296,9 +306,13 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 		return Translated{}, err
 	}
 	tools, dropped := r.allowedTools(o.HostedTools)
-	t := translator{o: o, ChatWriter: translate.ChatWriter{Buf: make([]byte, 0, r.chatSize(o))}}
+	size, named := r.chatSize(o)
+	t := translator{o: o, ChatWriter: translate.ChatWriter{Buf: make([]byte, 0, size), Apart: o.Apart}}
 	if t.keep() {
-		t.kept = make([]json.RawMessage, 0, r.blocks)
+		t.Kept = make([]json.RawMessage, 0, r.blocks)
+	}
+	if named > 0 {
+		t.Strings = make([]json.RawMessage, 0, named)
 	}
 	t.Buf = append(t.Buf, `{"messages":[`...)
 	if len(r.System) > 0 && string(r.System) != "null" {
@@ -335,16 +349,23 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 		return Translated{}, err
 	}
 	b := append(append(t.Buf, ','), rest[1:]...) // rest has at least the model
-	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped, Kept: t.kept}, nil
+	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped, Kept: t.Kept, Strings: t.Strings}, nil
 }
 
 // chatSize is about the length of the chat body Chat writes: the
-// content it reads, for an Anthropic upstream the index of each block a
-// message keeps (Translated.Kept), and the other members.
-func (r *Request) chatSize(o ChatOptions) int {
+// content it reads (with Apart, but the strings that go apart, each
+// named by its index instead: translate.ChatWriter), for an Anthropic
+// upstream the index of each block a message keeps (Translated.Kept),
+// and the other members; and the number of strings that go apart.
+func (r *Request) chatSize(o ChatOptions) (size, named int) {
 	n := 512 + len(r.System) + 40*(len(r.Messages)+1)
 	for _, m := range r.Messages {
 		n += len(m.Content)
+		if o.Apart {
+			eachApart(m.Content, func(tok []byte) {
+				n, named = n-len(tok)+apartName, named+1
+			})
+		}
 	}
 	if o.Protocol == translate.Anthropic {
 		n += 24 * r.blocks // a kept block's index, and its message's member
@@ -357,7 +378,43 @@ func (r *Request) chatSize(o ChatOptions) int {
 	for _, v := range r.extra {
 		n += len(v)
 	}
-	return n + n/16
+	return n + n/16, named
+}
+
+// apartName is what naming a string put apart costs the chat message
+// more than its content member's name would: `"toolgate_content":`
+// against `"content":`, and the index.
+const apartName = 16
+
+// eachApart calls fn with each string of a message's content that goes
+// apart (translate.Apart) when Chat writes it: the content itself when a
+// string, and a tool_result's string but an error's.
+func eachApart(content []byte, fn func(tok []byte)) {
+	if tok, ok := wire.StringToken(content); ok {
+		if translate.Apart(tok) {
+			fn(tok)
+		}
+		return
+	}
+	wire.EachElement(content, func(_ int, b []byte) bool {
+		var result, isError bool
+		var text []byte
+		wire.EachMember(b, func(k string, v []byte) bool {
+			switch k {
+			case "type":
+				result = wire.StringIs(v, "tool_result")
+			case "is_error":
+				isError = string(v) == "true"
+			case "content":
+				text, _ = wire.StringToken(v)
+			}
+			return true
+		})
+		if result && !isError && translate.Apart(text) {
+			fn(text)
+		}
+		return true
+	})
 }
 
 // billedTools are the server tools (by type, before its version) that

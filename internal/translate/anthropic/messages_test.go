@@ -323,7 +323,7 @@ func FuzzMessagesRequest(f *testing.F) {
 					t.Fatalf("%q translated to %q", body, got.Chat)
 				}
 				// For an Anthropic upstream, then its translator: JSON or refused.
-				if req, derr := wire.DecodeTranslated(got.Chat, got.Kept); err == nil && p == translate.Anthropic && derr == nil {
+				if req, derr := wire.DecodeTranslated(got.Chat, got.Kept, nil); err == nil && p == translate.Anthropic && derr == nil {
 					if up, uerr := UpstreamRequest(req, translate.Options{Model: "c", DefaultMaxTokens: 10, CarriedMember: "carried"}); uerr == nil && !json.Valid(up.Body) {
 						t.Fatalf("the upstream request %q is not JSON", up.Body)
 					}

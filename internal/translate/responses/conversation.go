@@ -283,7 +283,6 @@ func (c *conversation) item(i int, raw []byte, it inItem) error {
 		c.Next("tool")
 		c.Member("tool_call_id")
 		c.Buf = wire.AppendToken(c.Buf, it.callID)
-		c.Member("content")
 		if err := c.outputText(it.output, i); err != nil {
 			return err
 		}
@@ -350,11 +349,11 @@ func (c *conversation) inputMessage(it inItem, i int) error {
 		return &wire.ParamError{Param: fmt.Sprintf("input[%d].role", i), Msg: fmt.Sprintf("%q is not a message role; use user, system, developer or assistant", wire.Clip(it.Role))}
 	}
 	c.Next(it.Role)
-	c.Member("content")
 	if tok, ok := wire.StringToken(it.content); ok {
-		c.Buf = wire.AppendToken(c.Buf, tok)
+		c.Content(tok)
 		return nil
 	}
+	c.Member("content")
 	mark := len(c.Buf)
 	c.Buf = append(c.Buf, '[')
 	n := 0
@@ -476,13 +475,14 @@ func turnText(t *assistant, content []byte, i int) error {
 	return nil
 }
 
-// outputText writes a function_call_output's output as text: a string as
-// it was sent, or its text parts joined.
+// outputText writes a function_call_output's output as the content
+// member's text: a string as it was sent, or its text parts joined.
 func (c *conversation) outputText(output []byte, i int) error {
 	if tok, ok := wire.StringToken(output); ok {
-		c.Buf = wire.AppendToken(c.Buf, tok)
+		c.Content(tok)
 		return nil
 	}
+	c.Member("content")
 	var sb strings.Builder
 	bad := false
 	if !wire.EachElement(output, func(_ int, p []byte) bool {

@@ -202,6 +202,12 @@ type ChatOptions struct {
 	// (HostedTools names them) instead of refused, and their calls in
 	// the input with them.
 	DropHosted bool
+	// Apart: the long strings of the items' content (a message's, an
+	// output's) and the instructions are not copied into the chat
+	// request but named by their index in Translated.Strings
+	// (translate.ChatWriter), for an upstream translator that reads the
+	// decoded messages (every protocol but chat completions).
+	Apart bool
 	// Previous, with Keep, is the response the conversation continues, as
 	// the upstream keeps it: the chat messages made from its items (the
 	// first Items of the conversation) are marked, so that the upstream's
@@ -224,27 +230,53 @@ var translatedMembers = []string{"model", "input", "instructions", "stream", "st
 
 // Chat returns the chat completions request for the conversation items
 // (the previous response's, then this request's).
+//
+// Its options have no Apart: Translate's, with them, has the strings its
+// messages name.
 func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
+	o.Apart = false
+	t, err := r.Translate(items, o)
+	return t.Chat, err
+}
+
+// Translated is a request translated into a chat completions request.
+type Translated struct {
+	Chat []byte
+	// Strings, with Apart, are the strings put apart, which the messages
+	// name by their index here (for wire.DecodeTranslated): views of the
+	// items. (With Keep, the messages name the items they keep by their
+	// index in the conversation's items.)
+	Strings []json.RawMessage
+}
+
+// Translate returns the chat completions request for the conversation
+// items (the previous response's, then this request's), and what its
+// messages name by index.
+func (r *Request) Translate(items []json.RawMessage, o ChatOptions) (Translated, error) {
 	if err := r.reaches(items, o); err != nil {
-		return nil, err
+		return Translated{}, err
 	}
 	if o.Previous != nil {
 		p := *o.Previous // flush sets Items to 0 when a turn spans its end
 		o.Previous = &p
 	}
-	c := conversation{o: o, ChatWriter: translate.ChatWriter{Buf: make([]byte, 0, r.chatSize(items, o.Keep))}}
+	size, named := r.chatSize(items, o.Keep, o.Apart)
+	c := conversation{o: o, ChatWriter: translate.ChatWriter{Buf: make([]byte, 0, size), Apart: o.Apart}}
+	if named > 0 {
+		c.Strings = make([]json.RawMessage, 0, named)
+	}
 	c.Buf = append(c.Buf, `{"messages":[`...)
 	if v := r.members["instructions"]; v != nil && string(v) != "null" {
 		tok, ok := wire.StringToken(v)
 		if !ok {
-			return nil, &wire.ParamError{Param: "instructions", Msg: "must be a string"}
+			return Translated{}, &wire.ParamError{Param: "instructions", Msg: "must be a string"}
 		}
 		c.Next("system")
-		c.Member("content")
-		c.Buf = append(wire.AppendToken(c.Buf, tok), '}')
+		c.Content(tok)
+		c.Buf = append(c.Buf, '}')
 	}
 	if err := c.messages(items); err != nil {
-		return nil, err
+		return Translated{}, err
 	}
 	c.Buf = append(c.Buf, ']')
 	// The other members, few and small, marshalled after the messages.
@@ -260,7 +292,7 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 		chat["stream_options"] = map[string]bool{"include_usage": true}
 	}
 	if err := r.tools(chat, o); err != nil {
-		return nil, err
+		return Translated{}, err
 	}
 	limit := o.OutputLimitField
 	if limit == "" {
@@ -273,33 +305,85 @@ func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
 		}
 	}
 	if err := r.reasoningAndFormat(chat, o.Effort); err != nil {
-		return nil, err
+		return Translated{}, err
 	}
 	rest, err := json.Marshal(chat)
 	if err != nil {
-		return nil, err
+		return Translated{}, err
 	}
-	return append(append(c.Buf, ','), rest[1:]...), nil // rest has at least the model
+	return Translated{Chat: append(append(c.Buf, ','), rest[1:]...), Strings: c.Strings}, nil // rest has at least the model
 }
 
-// chatSize is about the length of the chat body Chat writes: the items
-// it reads (with keep, the index of each beside its chat form), and the
-// other members, which it may write twice (the tools translated and, with
-// keep, as declared).
-func (r *Request) chatSize(items []json.RawMessage, keep bool) int {
+// chatSize is about the length of the chat body Translate writes: the
+// items it reads (with keep, the index of each beside its chat form;
+// with apart, but the strings that go apart, each named by its index
+// instead), and the other members, which it may write twice (the tools
+// translated and, with keep, as declared); and the number of strings
+// that go apart.
+func (r *Request) chatSize(items []json.RawMessage, keep, apart bool) (size, named int) {
 	n := 512
+	put := func(tok []byte) {
+		if apart && translate.Apart(tok) {
+			n, named = n-len(tok)+apartName, named+1
+		}
+	}
 	for _, it := range items {
 		n += len(it) + 24 // the chat form of an item is about its length: a call's is longer, an output's shorter
 		if keep {
 			n += 24 // `,"toolgate_items":[` and the index
 		}
+		if apart {
+			eachApart(it, put)
+		}
 	}
 	for k, v := range r.members {
-		if k != "input" {
+		switch k {
+		case "input":
+		case "instructions":
+			n += len(v)
+			if tok, ok := wire.StringToken(v); ok {
+				put(tok)
+			}
+		default:
 			n += 2 * len(v)
 		}
 	}
-	return n + n/16
+	return n + n/16, named
+}
+
+// apartName is what naming a string put apart costs the chat message
+// more than its content member's name would: `"toolgate_content":`
+// against `"content":`, and the index.
+const apartName = 16
+
+// eachApart calls fn with the string of an input item that Translate
+// may put apart: a user's, system's or developer's message content, or a
+// function_call_output's output, when a string.
+func eachApart(item []byte, fn func(tok []byte)) {
+	var typ, role, content, output []byte
+	wire.EachMember(item, func(k string, v []byte) bool {
+		switch k {
+		case "type":
+			typ = v
+		case "role":
+			role = v
+		case "content":
+			content = v
+		case "output":
+			output = v
+		}
+		return true
+	})
+	switch {
+	case (typ == nil || wire.StringIs(typ, "message")) && !wire.StringIs(role, "assistant"):
+		if tok, ok := wire.StringToken(content); ok && tok != nil {
+			fn(tok)
+		}
+	case wire.StringIs(typ, "function_call_output"):
+		if tok, ok := wire.StringToken(output); ok && tok != nil {
+			fn(tok)
+		}
+	}
 }
 
 // keep puts what the chat model has no slot for in the request's own

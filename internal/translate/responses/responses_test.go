@@ -271,7 +271,7 @@ func fuzzResponsesRequest(t *testing.T, body string, keep bool) {
 					t.Fatalf("the chat request %s does not decode: %v", chat, derr)
 				}
 			}
-			if req, derr := wire.DecodeTranslated(chat, r.Input); keep && derr == nil {
+			if req, derr := wire.DecodeTranslated(chat, r.Input, nil); keep && derr == nil {
 				if up, uerr := UpstreamRequest(req, translate.Options{Model: "m", CarriedMember: wire.OwnPrefix + "carried", Upstream: "u"}); uerr == nil && !json.Valid(up.Body) {
 					t.Fatalf("the upstream request %q is not JSON", up.Body)
 				}
@@ -340,7 +340,7 @@ func TestKeptByIndex(t *testing.T) {
 	if strings.Contains(string(chat), "ws_only_here") {
 		t.Errorf("an item copied into the chat form: %s", chat)
 	}
-	req, err := wire.DecodeTranslated(chat, r.Input)
+	req, err := wire.DecodeTranslated(chat, r.Input, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := wire.DecodeTranslated(chat, nil)
+	req, err := wire.DecodeTranslated(chat, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
