@@ -418,7 +418,8 @@ func (d *decoder) messageMember(k string, v, n int, m *Message) (end int, err er
 			err = typeError(msgParam(n, ".role"), b, v, "a string")
 		}
 	case "name":
-		if m.Name, end, err = stringAt(b, v); err == errWrongType {
+		// Checked, and left in Raw: the gateway reads no message's name.
+		if _, end, err = stringAt(b, v); err == errWrongType {
 			err = typeError(msgParam(n, ".name"), b, v, "a string")
 		}
 	case "tool_call_id":

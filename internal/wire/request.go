@@ -43,7 +43,6 @@ type ChatRequest struct {
 type Message struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content,omitempty"`
-	Name       string          `json:"name,omitempty"`
 	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 
@@ -305,10 +304,6 @@ func appendMessage(buf []byte, m *Message) ([]byte, error) {
 	if len(m.Content) > 0 {
 		buf = append(buf, `,"content":`...)
 		buf = append(buf, m.Content...)
-	}
-	if m.Name != "" {
-		buf = append(buf, `,"name":`...)
-		buf = AppendString(buf, m.Name)
 	}
 	if len(m.ToolCalls) > 0 {
 		buf = append(buf, `,"tool_calls":`...)
