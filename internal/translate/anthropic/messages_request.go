@@ -18,7 +18,11 @@ type Request struct {
 	Model     string          `json:"model"`
 	MaxTokens *int            `json:"max_tokens"`
 	System    json.RawMessage `json:"system"`
-	Messages  []Message       `json:"messages"`
+	// msgs is a client's messages array as sent, which Decode checked
+	// (eachMessage reads it in place, as often as needed: no list of
+	// them is made); nMessages counts them.
+	msgs      json.RawMessage
+	nMessages int
 	// Tools are the tools as the client declared them (an upstream
 	// request's are upTools).
 	Tools         []json.RawMessage `json:"tools"`
@@ -129,7 +133,7 @@ func Decode(body []byte, countTokens bool) (*Request, error) {
 	switch {
 	case r.Model == "":
 		return nil, &wire.ParamError{Param: "model", Msg: "Field required"}
-	case len(r.Messages) == 0:
+	case r.nMessages == 0:
 		return nil, &wire.ParamError{Param: "messages", Msg: "Field required: at least one message"}
 	case r.MaxTokens == nil && !countTokens:
 		return nil, &wire.ParamError{Param: "max_tokens", Msg: "Field required"}
@@ -191,29 +195,26 @@ func (r *Request) member(k string, v json.RawMessage) error {
 	return nil
 }
 
-// messages reads the messages, each in place: its role, and its content
-// as sent.
+// messages checks the messages, each in place: its role, and its
+// content as sent.
 func (r *Request) messages(v json.RawMessage) error {
 	if string(v) == "null" {
 		return nil
 	}
-	r.Messages = make([]Message, 0, wire.ArrayLen(v))
 	var err error
 	if !wire.EachElement(v, func(i int, elem []byte) bool {
-		var m Message
 		ok := wire.EachMember(elem, func(k string, v []byte) bool {
 			switch k {
 			case "role":
-				m.Role, err = roleOf(v, i)
+				_, err = roleOf(v, i)
 			case "content":
-				m.Content = v
 			default:
 				err = wire.CaseVariant(k, messageMembers, fmt.Sprintf("messages.%d", i))
 			}
 			return err == nil
 		})
 		if ok && err == nil {
-			r.Messages = append(r.Messages, m)
+			r.nMessages++
 			return true
 		}
 		if err == nil {
@@ -223,6 +224,28 @@ func (r *Request) messages(v json.RawMessage) error {
 	}) && err == nil {
 		err = notRequest("messages must be an array of messages")
 	}
+	r.msgs = v
+	return err
+}
+
+// eachMessage calls fn with each message, read in place (as messages
+// checked it), until fn returns an error, which it returns.
+func (r *Request) eachMessage(fn func(i int, m Message) error) error {
+	var err error
+	wire.EachElement(r.msgs, func(i int, elem []byte) bool {
+		var m Message
+		wire.EachMember(elem, func(k string, v []byte) bool {
+			switch k {
+			case "role":
+				m.Role, _ = roleOf(v, i)
+			case "content":
+				m.Content = v
+			}
+			return true
+		})
+		err = fn(i, m)
+		return err == nil
+	})
 	return err
 }
 
@@ -320,10 +343,8 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 			return Translated{}, err
 		}
 	}
-	for i, m := range r.Messages {
-		if err := t.message(i, m.Role, m.Content); err != nil {
-			return Translated{}, err
-		}
+	if err := r.eachMessage(func(i int, m Message) error { return t.message(i, m.Role, m.Content) }); err != nil {
+		return Translated{}, err
 	}
 	t.Buf = append(t.Buf, ']')
 	// The other members, few and small, marshalled after the messages.
@@ -358,15 +379,16 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 // upstream the index of each block a message keeps (Translated.Kept),
 // and the other members; and the number of strings that go apart.
 func (r *Request) chatSize(o ChatOptions) (size, named int) {
-	n := 512 + len(r.System) + 40*(len(r.Messages)+1)
-	for _, m := range r.Messages {
+	n := 512 + len(r.System) + 40*(r.nMessages+1)
+	_ = r.eachMessage(func(_ int, m Message) error {
 		n += len(m.Content)
 		if o.Apart {
 			eachApart(m.Content, func(tok []byte) {
 				n, named = n-len(tok)+apartName, named+1
 			})
 		}
-	}
+		return nil
+	})
 	if o.Protocol == translate.Anthropic {
 		n += 24 * r.blocks // a kept block's index, and its message's member
 	}
@@ -468,15 +490,9 @@ func (r *Request) reaches(o ChatOptions) error {
 			return err
 		}
 	}
-	for i, m := range r.Messages {
-		if len(m.Content) == 0 || m.Content[0] != '[' {
-			continue
-		}
-		if err := fileBlocks(m.Content, place{msg: i, block: -1}, allow); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.eachMessage(func(i int, m Message) error {
+		return fileBlocks(m.Content, place{msg: i, block: -1}, allow) // nothing but for an array
+	})
 }
 
 // fileBlocks checks the blocks of a content array (and of the tool
