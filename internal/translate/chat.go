@@ -417,7 +417,9 @@ func BodySize(req *wire.ChatRequest, msgs []wire.Message, member string, per fun
 		}
 		raw := len(m.Raw)
 		if m.ContentApart() {
-			raw += len(m.Content)
+			// Its content in place of the member that names it, whose
+			// name is 9 bytes longer than "content"'s.
+			raw += len(m.Content) - 9
 		}
 		n += per(m) + max(raw, len(m.Content)+len(m.ToolCallID)+len(m.Seal))
 	}

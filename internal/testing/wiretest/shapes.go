@@ -1,7 +1,9 @@
 package wiretest
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,19 +52,54 @@ func Shapes() map[string]string {
 // buffer it writes a request's body into) over each of Shapes: the body
 // is written into that buffer, never a larger one (growing it would cost
 // the body once more, and more), and fills at least 80% of it.
+// Each shape is held so as a client sent it, and with its long strings
+// put apart (Apart), as a client API's translation gives it.
 func BodySized(t *testing.T, up func(*wire.ChatRequest, translate.Options) (translate.Request, error), size func(*wire.ChatRequest) int) {
 	t.Helper()
 	for name, body := range Shapes() {
-		req, err := wire.DecodeRequest([]byte(body))
+		sent, err := wire.DecodeRequest([]byte(body))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		r, err := up(req, translate.Options{Model: "m", DefaultMaxTokens: 100})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if n := size(req); cap(r.Body) != n || len(r.Body) < n*8/10 {
-			t.Errorf("%s: %d bytes written in a buffer of %d, sized %d", name, len(r.Body), cap(r.Body), n)
+		for _, req := range []*wire.ChatRequest{sent, Apart(t, body)} {
+			r, err := up(req, translate.Options{Model: "m", DefaultMaxTokens: 100})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if n := size(req); cap(r.Body) != n || len(r.Body) < n*8/10 {
+				t.Errorf("%s (apart: %v): %d bytes written in a buffer of %d, sized %d", name, req != sent, len(r.Body), cap(r.Body), n)
+			}
 		}
 	}
+}
+
+// Apart decodes a chat body as a client API's translator writes it with
+// translate.ChatWriter's Apart: each message's content that is a long
+// string (translate.Apart) named by its index (wire.KeptContent), not
+// held. It fails the test when the body does not decode.
+func Apart(t TB, body string) *wire.ChatRequest {
+	t.Helper()
+	var top map[string]json.RawMessage
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &top); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if err := json.Unmarshal(top["messages"], &msgs); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	var named []json.RawMessage
+	for _, m := range msgs {
+		if tok, ok := wire.StringToken(m["content"]); ok && translate.Apart(tok) {
+			delete(m, "content")
+			m[wire.KeptContent] = json.RawMessage(strconv.Itoa(len(named)))
+			named = append(named, tok)
+		}
+	}
+	top["messages"], _ = json.Marshal(msgs)
+	b, _ := json.Marshal(top)
+	req, err := wire.DecodeTranslated(b, nil, named)
+	if err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return req
 }
