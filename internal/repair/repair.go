@@ -249,11 +249,11 @@ func appendCalls(dst []*wire.ToolCall, m *wire.Message) []*wire.ToolCall {
 
 // seal is the failed result for a call nothing answered (docs/spec.md §1.4).
 func seal(c *wire.ToolCall) wire.Message {
-	content, sentence := reloadedContent, SealReloaded
+	content := reloadedContent
 	if cutOff(c) {
-		content, sentence = cutOffContent, SealCutOff
+		content = cutOffContent
 	}
-	return wire.Message{Role: "tool", ToolCallID: c.ID, Content: content, Seal: sentence}
+	return wire.SealReply(c.ID, content)
 }
 
 // cutOff reports whether a call's arguments are a non-empty text that does

@@ -421,7 +421,7 @@ func BodySize(req *wire.ChatRequest, msgs []wire.Message, member string, per fun
 			// name is 9 bytes longer than "content"'s.
 			raw += len(m.Content) - 9
 		}
-		n += per(m) + max(raw, len(m.Content)+len(m.ToolCallID)+len(m.Seal))
+		n += per(m) + max(raw, len(m.Content)+len(m.ToolCallID))
 	}
 	for _, t := range req.Tools {
 		n += tools * len(t.Raw)

@@ -48,11 +48,6 @@ type Message struct {
 
 	// Raw is the message exactly as the client sent it, or nil.
 	Raw json.RawMessage `json:"-"`
-	// Seal, on a tool message the gateway made for a call nothing
-	// answered (repair's seal, docs/spec.md §1.4), is the sentence saying
-	// why; "" on every other message. A translator whose protocol marks a
-	// failed result (Anthropic's is_error) sends that sentence so marked.
-	Seal string `json:"-"`
 	// own: Raw holds a member named with OwnPrefix (DecodeRequest
 	// strips it).
 	own bool
@@ -60,6 +55,33 @@ type Message struct {
 	// message names by its index (KeptContent) instead of holding it:
 	// Raw has no content member.
 	apart bool
+	// sealed: a reply SealReply made.
+	sealed bool
+}
+
+// SealReply is the tool message the gateway makes for call id, which
+// nothing answered (repair's seal, docs/spec.md §1.4): its content is
+// content, a JSON string whose text is the JSON object
+// {"success":false,"error":sentence}, the sentence saying why.
+func SealReply(id string, content json.RawMessage) Message {
+	return Message{Role: "tool", ToolCallID: id, Content: content, sealed: true}
+}
+
+// Seal, on a reply SealReply made, is its sentence; "" on every other
+// message. A translator whose protocol marks a failed result
+// (Anthropic's is_error) sends that sentence so marked.
+func (m *Message) Seal() string {
+	if !m.sealed {
+		return ""
+	}
+	var text string
+	var v struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(m.Content, &text) != nil || json.Unmarshal([]byte(text), &v) != nil {
+		return ""
+	}
+	return v.Error
 }
 
 // ContentApart reports whether the message's content is not in its Raw:

@@ -177,7 +177,8 @@ func (t *turns) assistant(i int, m wire.Message, kept []json.RawMessage) error {
 // interrupted.
 func (t *turns) toolResult(i int, m wire.Message) error {
 	var blocks []json.RawMessage
-	if m.Seal == "" && len(m.Content) > 0 && m.Content[0] != '"' && string(m.Content) != "null" {
+	seal := m.Seal()
+	if seal == "" && len(m.Content) > 0 && m.Content[0] != '"' && string(m.Content) != "null" {
 		var err error
 		if blocks, err = contentBlocks(m.Content, i, true); err != nil {
 			return err
@@ -187,8 +188,8 @@ func (t *turns) toolResult(i int, m wire.Message) error {
 	t.out = wire.AppendString(append(t.out, `{"type":"tool_result","tool_use_id":`...), m.ToolCallID)
 	t.out = append(t.out, `,"content":`...)
 	switch {
-	case m.Seal != "":
-		t.out = append(wire.AppendString(t.out, m.Seal), `,"is_error":true`...)
+	case seal != "":
+		t.out = append(wire.AppendString(t.out, seal), `,"is_error":true`...)
 	case len(m.Content) > 0 && m.Content[0] == '"':
 		t.out = append(t.out, m.Content...) // a string (checked JSON), as the client wrote it
 	case blocks != nil:

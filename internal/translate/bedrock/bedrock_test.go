@@ -81,7 +81,7 @@ func TestSealedResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Messages = append(req.Messages, wire.Message{Role: "tool", ToolCallID: "t1", Content: json.RawMessage(`"cut off"`), Seal: "The call was cut off."})
+	req.Messages = append(req.Messages, wire.SealReply("t1", json.RawMessage(`"{\"success\":false,\"error\":\"The call was cut off.\"}"`)))
 	r, err := Request(req, translate.Options{Model: "m"})
 	if err != nil {
 		t.Fatal(err)

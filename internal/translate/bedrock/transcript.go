@@ -109,7 +109,8 @@ func (c *conversation) assistant(m wire.Message, i int, carried string) error {
 // its sentence, as Bedrock marks a failed call.
 func (c *conversation) toolResult(m wire.Message, i int) error {
 	var content []json.RawMessage
-	if m.Seal == "" {
+	seal := m.Seal()
+	if seal == "" {
 		var err error
 		if content, err = contentBlocks(m.Content, i, true); err != nil {
 			return err
@@ -119,8 +120,8 @@ func (c *conversation) toolResult(m wire.Message, i int) error {
 	c.Buf = wire.AppendString(append(c.Buf, `{"toolResult":{"toolUseId":`...), m.ToolCallID)
 	c.Buf = append(c.Buf, `,"content":`...)
 	switch {
-	case m.Seal != "":
-		c.Buf = append(wire.AppendString(append(c.Buf, `[{"text":`...), m.Seal), `}],"status":"error"`...)
+	case seal != "":
+		c.Buf = append(wire.AppendString(append(c.Buf, `[{"text":`...), seal), `}],"status":"error"`...)
 	case len(content) == 0:
 		c.Buf = append(c.Buf, `[{"text":"`+emptyResult+`"}]`...)
 	default:
