@@ -249,7 +249,7 @@ func messageChars(m *wire.Message, kept []json.RawMessage) int {
 	if m.Raw != nil {
 		n, found := 0, false
 		for _, k := range [...]string{translate.BlocksMember, translate.ItemsMember} {
-			for _, v := range translate.Kept(kept, *m, k) {
+			for _, v := range translate.Kept(nil, kept, *m, k) {
 				n, found = n+TextChars(v), true
 			}
 		}

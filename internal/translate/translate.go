@@ -331,13 +331,18 @@ func Restored[T any](m wire.Message, member string) (v T, ok bool) {
 // message, which its member (BlocksMember or ItemsMember) names by their
 // index in src (the request's wire.ChatRequest.Kept) — a JSON array of
 // indices, AppendIndex's — or nil: when it names none, or one src lacks.
-// Views of the client's request, in a list of their own.
-func Kept(src []json.RawMessage, m wire.Message, member string) []json.RawMessage {
+// Views of the client's request, in dst's array (dst[:0], a list a
+// translator reuses from one message to the next) or, for a nil dst, a
+// list of their own.
+func Kept(dst, src []json.RawMessage, m wire.Message, member string) []json.RawMessage {
 	raw := Own(m, member)
 	if raw == nil {
 		return nil // most messages: nothing decoded
 	}
-	kept := make([]json.RawMessage, 0, wire.ArrayLen(raw))
+	kept := dst[:0]
+	if kept == nil {
+		kept = make([]json.RawMessage, 0, wire.ArrayLen(raw))
+	}
 	if !eachKept(src, raw, func(v json.RawMessage) { kept = append(kept, v) }) || len(kept) == 0 {
 		return nil
 	}

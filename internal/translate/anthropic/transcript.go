@@ -21,7 +21,7 @@ func systemBlocks(req *wire.ChatRequest, thinkingMember string) (system []json.R
 		if m.Role != "system" && m.Role != "developer" {
 			continue
 		}
-		kept := translate.Kept(req.Kept, m, translate.BlocksMember)
+		kept := translate.Kept(nil, req.Kept, m, translate.BlocksMember)
 		if kept == nil {
 			parts, err := contentBlocks(m.Content, i, false)
 			if err != nil {
@@ -59,6 +59,9 @@ type turns struct {
 	errAt int
 	err   error
 	read  int // the messages read
+
+	// kept is the list of the blocks a message keeps, reused.
+	kept []json.RawMessage
 
 	role string // the open turn's role, "" before the first
 	// text, when the open turn's content is a string (a user's text, as
@@ -101,7 +104,10 @@ func (t *turns) transcript() error {
 // chat message instead.
 func (t *turns) message(i int) error {
 	m := t.msgs[i]
-	kept := translate.Kept(t.req.Kept, m, translate.BlocksMember) // the blocks a Messages API client sent for it
+	kept := translate.Kept(t.kept, t.req.Kept, m, translate.BlocksMember) // the blocks a Messages API client sent for it
+	if kept != nil {
+		t.kept = kept // the list, for the next message's
+	}
 	before := len(t.out)
 	switch m.Role {
 	case "system", "developer":

@@ -349,7 +349,7 @@ func TestKeptByIndex(t *testing.T) {
 		t.Fatalf("%d messages: %s", len(req.Messages), chat)
 	}
 	for i, m := range req.Messages {
-		kept := translate.Kept(req.Kept, m, translate.ItemsMember)
+		kept := translate.Kept(nil, req.Kept, m, translate.ItemsMember)
 		if len(kept) != len(want[i]) {
 			t.Fatalf("message %d keeps %d items, want %v: %s", i, len(kept), want[i], chat)
 		}
@@ -359,7 +359,7 @@ func TestKeptByIndex(t *testing.T) {
 			}
 		}
 	}
-	if kept := translate.Kept(r.Input[:1], req.Messages[1], translate.ItemsMember); kept != nil {
+	if kept := translate.Kept(nil, r.Input[:1], req.Messages[1], translate.ItemsMember); kept != nil {
 		t.Errorf("indices past the kept list read: %s", kept)
 	}
 }

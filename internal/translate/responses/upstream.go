@@ -102,6 +102,8 @@ type items struct {
 	req *wire.ChatRequest // its Kept, the items the messages keep
 	b   []byte
 	n   int
+	// kept is the list of the items a message keeps, reused.
+	kept []json.RawMessage
 }
 
 // add writes a whole item.
@@ -193,7 +195,10 @@ func keptTools(raw json.RawMessage, translated any) any {
 func (w *items) inputItems(msgs []wire.Message, carriedMember, upstream string, sealer translate.Sealer) (int, error) {
 	dropped := 0
 	for i, m := range msgs {
-		kept := keptItems(w.req, m, upstream, sealer)
+		kept := keptItems(w.kept, w.req, m, upstream, sealer)
+		if kept != nil {
+			w.kept = kept // the list, for the next message's
+		}
 		switch m.Role {
 		case "system", "developer", "user":
 			if kept != nil {
@@ -291,7 +296,7 @@ func fromPrevious(m wire.Message) bool {
 
 // unchanged reports a message whose kept items still say what it says.
 func unchanged(req *wire.ChatRequest, m wire.Message, upstream string, s translate.Sealer) bool {
-	kept := keptItems(req, m, upstream, s)
+	kept := keptItems(nil, req, m, upstream, s)
 	switch {
 	case kept == nil:
 		return false
@@ -307,9 +312,10 @@ func unchanged(req *wire.ChatRequest, m wire.Message, upstream string, s transla
 // (translate.ItemsMember), the reasoning items' encrypted content
 // unsealed for upstream — or nil, when there are none, or when one was
 // sealed for another upstream (the message is then translated, and such
-// reasoning left out).
-func keptItems(req *wire.ChatRequest, m wire.Message, upstream string, s translate.Sealer) []json.RawMessage {
-	items := translate.Kept(req.Kept, m, translate.ItemsMember)
+// reasoning left out). The list is dst's array when it has one
+// (translate.Kept).
+func keptItems(dst []json.RawMessage, req *wire.ChatRequest, m wire.Message, upstream string, s translate.Sealer) []json.RawMessage {
+	items := translate.Kept(dst, req.Kept, m, translate.ItemsMember)
 	for k, raw := range items {
 		it, ok := readItem(raw)
 		if !ok {
