@@ -282,10 +282,12 @@ func bodySize(req *wire.ChatRequest) int {
 
 // perMessage is what Bedrock writes more than chat for a message: 16
 // bytes (its content a list of blocks), but a content part's wrapping is
-// shorter than chat's.
+// shorter than chat's, and a call's (a toolUse block's by at least 16
+// bytes, its input not a string).
 func perMessage(m wire.Message) int {
+	n := 16 - 16*len(m.ToolCalls)
 	if len(m.Content) > 0 && m.Content[0] == '[' {
-		return 16 - 14*wire.ArrayLen(m.Content)
+		n -= 14 * wire.ArrayLen(m.Content)
 	}
-	return 16
+	return n
 }
