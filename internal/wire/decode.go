@@ -72,9 +72,9 @@ const OwnPrefix = "toolgate_"
 // that stands for its content: the index, in the strings
 // DecodeTranslated is given, of a JSON string the client wrote (a view
 // of its request, valid UTF-8), which the decoder makes the message's
-// Content. A client API's
-// translator names a long string so rather than copy it into the chat
-// message: the request then holds the client's text once.
+// Content. A client API's translator names a long string so rather than
+// copy it into the chat message: the request then holds the client's
+// text once.
 const KeptContent = OwnPrefix + "content"
 
 // ownKey is how a member named with OwnPrefix starts in a message's bytes.

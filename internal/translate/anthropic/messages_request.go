@@ -382,7 +382,7 @@ func (r *Request) chatSize(o ChatOptions) (size, named int) {
 	n := 512 + len(r.System) + 40*(r.nMessages+1)
 	_ = r.eachMessage(func(_ int, m Message) error {
 		n += len(m.Content)
-		if o.Apart {
+		if o.Apart && m.Role == "user" {
 			eachApart(m.Content, func(tok []byte) {
 				n, named = n-len(tok)+apartName, named+1
 			})
@@ -408,9 +408,9 @@ func (r *Request) chatSize(o ChatOptions) (size, named int) {
 // against `"content":`, and the index.
 const apartName = 16
 
-// eachApart calls fn with each string of a message's content that goes
-// apart (translate.Apart) when Chat writes it: the content itself when a
-// string, and a tool_result's string but an error's.
+// eachApart calls fn with each string of a user message's content that
+// goes apart (translate.Apart) when Chat writes it: the content itself
+// when a string, and a tool_result's string but an error's.
 func eachApart(content []byte, fn func(tok []byte)) {
 	if tok, ok := wire.StringToken(content); ok {
 		if translate.Apart(tok) {
