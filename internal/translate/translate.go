@@ -17,6 +17,15 @@
 // a turn, keyed by the turn's call ids, and puts it back into that turn's
 // assistant message, in the member [Options.CarriedMember] names, before
 // the next request is translated.
+//
+// A client API's translator writes the chat request with a [ChatWriter]
+// and copies as little of the client's request as it can: to an upstream
+// of the client's protocol, each message names the blocks or items it
+// keeps by their index in a list of views of the request ([Kept]); to
+// any upstream whose translator reads the decoded messages (all but chat
+// completions), a long string the client wrote for a message's content
+// is named by its index too ([ChatWriter.Content], wire.KeptContent),
+// and the decoded message's content is the client's own bytes.
 package translate
 
 import (

@@ -324,7 +324,9 @@ func (r *Request) chatSize(items []json.RawMessage, keep, apart bool) (size, nam
 	n := 512
 	put := func(tok []byte) {
 		if apart && translate.Apart(tok) {
-			n, named = n-len(tok)+apartName, named+1
+			// Its name and index fit in the item's 24 bytes, with the
+			// member's name it replaces ("content", "output").
+			n, named = n-len(tok), named+1
 		}
 	}
 	for _, it := range items {
@@ -340,7 +342,7 @@ func (r *Request) chatSize(items []json.RawMessage, keep, apart bool) (size, nam
 		switch k {
 		case "input":
 		case "instructions":
-			n += len(v)
+			n += len(v) + 24
 			if tok, ok := wire.StringToken(v); ok {
 				put(tok)
 			}
@@ -350,11 +352,6 @@ func (r *Request) chatSize(items []json.RawMessage, keep, apart bool) (size, nam
 	}
 	return n + n/16, named
 }
-
-// apartName is what naming a string put apart costs the chat message
-// more than its content member's name would: `"toolgate_content":`
-// against `"content":`, and the index.
-const apartName = 16
 
 // eachApart calls fn with the string of an input item that Translate
 // may put apart: a user's, system's or developer's message content, or a
