@@ -18,11 +18,12 @@ type Request struct {
 	Model     string          `json:"model"`
 	MaxTokens *int            `json:"max_tokens"`
 	System    json.RawMessage `json:"system"`
-	// msgs is a client's messages array as sent, which Decode checked
-	// (eachMessage reads it in place, as often as needed: no list of
-	// them is made); nMessages counts them.
-	msgs      json.RawMessage
-	nMessages int
+	// msgs is a client's messages array as sent, which Decode checked,
+	// and index where each message's role and content are in it
+	// (eachMessage reads them): 12 bytes a message, where a list of
+	// views would take 40.
+	msgs  json.RawMessage
+	index []message
 	// Tools are the tools as the client declared them (an upstream
 	// request's are upTools).
 	Tools         []json.RawMessage `json:"tools"`
@@ -133,7 +134,7 @@ func Decode(body []byte, countTokens bool) (*Request, error) {
 	switch {
 	case r.Model == "":
 		return nil, &wire.ParamError{Param: "model", Msg: "Field required"}
-	case r.nMessages == 0:
+	case len(r.index) == 0:
 		return nil, &wire.ParamError{Param: "messages", Msg: "Field required: at least one message"}
 	case r.MaxTokens == nil && !countTokens:
 		return nil, &wire.ParamError{Param: "max_tokens", Msg: "Field required"}
@@ -195,26 +196,52 @@ func (r *Request) member(k string, v json.RawMessage) error {
 	return nil
 }
 
-// messages checks the messages, each in place: its role, and its
-// content as sent.
+// message is where a message's content is in the messages array (from
+// at to end: none for end 0) and its role.
+type message struct {
+	at, end uint32
+	role    role
+}
+
+// role is a message's role, as messages read it.
+type role uint8
+
+const (
+	noRole role = iota
+	userRole
+	assistantRole
+	systemRole
+	otherRole
+)
+
+// roleNames are the roles' names, as Chat takes them (a role none of
+// the others is refused).
+var roleNames = [...]string{noRole: "", userRole: "user", assistantRole: "assistant", systemRole: "system", otherRole: "other"}
+
+// messages checks the messages, each in place (its role, and its
+// content as sent), and indexes them.
 func (r *Request) messages(v json.RawMessage) error {
 	if string(v) == "null" {
 		return nil
 	}
+	r.index = make([]message, 0, wire.ArrayLen(v))
 	var err error
 	if !wire.EachElement(v, func(i int, elem []byte) bool {
-		ok := wire.EachMember(elem, func(k string, v []byte) bool {
+		var m message
+		ok := wire.EachMember(elem, func(k string, c []byte) bool {
 			switch k {
 			case "role":
-				_, err = roleOf(v, i)
+				m.role, err = roleOf(c, i)
 			case "content":
+				m.at = uint32(cap(v) - cap(c)) // c is a view of v: where it starts in it
+				m.end = m.at + uint32(len(c))
 			default:
 				err = wire.CaseVariant(k, messageMembers, fmt.Sprintf("messages.%d", i))
 			}
 			return err == nil
 		})
 		if ok && err == nil {
-			r.nMessages++
+			r.index = append(r.index, m)
 			return true
 		}
 		if err == nil {
@@ -228,45 +255,49 @@ func (r *Request) messages(v json.RawMessage) error {
 	return err
 }
 
-// eachMessage calls fn with each message, read in place (as messages
-// checked it), until fn returns an error, which it returns.
+// eachMessage calls fn with each message, its content a view of the
+// body, until fn returns an error, which it returns.
 func (r *Request) eachMessage(fn func(i int, m Message) error) error {
-	var err error
-	wire.EachElement(r.msgs, func(i int, elem []byte) bool {
-		var m Message
-		wire.EachMember(elem, func(k string, v []byte) bool {
-			switch k {
-			case "role":
-				m.Role, _ = roleOf(v, i)
-			case "content":
-				m.Content = v
-			}
-			return true
-		})
-		err = fn(i, m)
-		return err == nil
-	})
-	return err
+	for i, x := range r.index {
+		m := Message{Role: roleNames[x.role]}
+		if x.end > 0 {
+			m.Content = r.msgs[x.at:x.end]
+		}
+		if err := fn(i, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // messageMembers are the members of a message the translator reads: one
 // spelled in another case is refused, not read or passed on.
 var messageMembers = []string{"role", "content"}
 
-// roleOf reads a message's role: the usual ones as constants.
-func roleOf(v []byte, i int) (string, error) {
+// roleOf reads a message's role.
+func roleOf(v []byte, i int) (role, error) {
 	switch string(v) {
 	case `"user"`:
-		return "user", nil
+		return userRole, nil
 	case `"assistant"`:
-		return "assistant", nil
+		return assistantRole, nil
 	case "null":
-		return "", nil
+		return noRole, nil
 	}
-	if s, ok := wire.String(v); ok {
-		return s, nil
+	s, ok := wire.String(v)
+	switch {
+	case !ok:
+		return noRole, notRequest(fmt.Sprintf("messages.%d.role must be a string", i))
+	case s == "user":
+		return userRole, nil // escaped
+	case s == "assistant":
+		return assistantRole, nil
+	case s == "system":
+		return systemRole, nil
+	case s == "":
+		return noRole, nil
 	}
-	return "", notRequest(fmt.Sprintf("messages.%d.role must be a string", i))
+	return otherRole, nil
 }
 
 // ChatOptions are what Chat needs besides the request.
@@ -379,7 +410,7 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 // upstream the index of each block a message keeps (Translated.Kept),
 // and the other members; and the number of strings that go apart.
 func (r *Request) chatSize(o ChatOptions) (size, named int) {
-	n := 512 + len(r.System) + 40*(r.nMessages+1)
+	n := 512 + len(r.System) + 40*(len(r.index)+1)
 	_ = r.eachMessage(func(_ int, m Message) error {
 		n += len(m.Content)
 		if o.Apart && m.Role == "user" {
