@@ -148,6 +148,21 @@ func TestSchema(t *testing.T) {
 	}
 }
 
+// A schema with several keywords Gemini has no counterpart for is
+// refused naming the same one every time (the first by name), in a
+// property of its own the same way.
+func TestSchemaErrorOneOrder(t *testing.T) {
+	for _, in := range []string{`{"if":{},"not":{},"then":{},"else":{},"unevaluatedProperties":false}`,
+		`{"type":"object","properties":{"z":{"not":{}},"b":{"if":{}},"m":{"then":{}}}}`} {
+		_, first := Schema(json.RawMessage(in), "p")
+		for range 20 {
+			if _, err := Schema(json.RawMessage(in), "p"); err == nil || err.Error() != first.Error() {
+				t.Fatalf("%s: %v, then %v", in, first, err)
+			}
+		}
+	}
+}
+
 // A schema whose definitions use each other twice over expands
 // exponentially once inlined: it is refused, not expanded.
 func TestSchemaExpansionBounded(t *testing.T) {

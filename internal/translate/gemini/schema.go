@@ -3,6 +3,8 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/wire"
@@ -76,8 +78,8 @@ func (m *mapper) schema(s map[string]any, path string, depth int) (map[string]an
 		return m.ref(ref, path, depth)
 	}
 	out := map[string]any{}
-	for k, v := range s {
-		if err := m.keyword(out, k, v, path, depth); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(s)) { // in one order: the same error for the same schema
+		if err := m.keyword(out, k, s[k], path, depth); err != nil {
 			return nil, err
 		}
 	}
@@ -91,8 +93,8 @@ func (m *mapper) properties(out map[string]any, v any, at string, depth int) err
 		return &wire.ParamError{Param: at, Msg: "must be an object"}
 	}
 	mapped := map[string]any{}
-	for name, p := range props {
-		ps, ok := p.(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		ps, ok := props[name].(map[string]any)
 		if !ok {
 			return &wire.ParamError{Param: at + "." + name, Msg: "must be a schema object"}
 		}
