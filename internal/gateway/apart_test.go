@@ -18,75 +18,101 @@ import (
 	"github.com/toolgate/toolgate/internal/wire"
 )
 
+// carried is the member a translation carries reasoning back in.
+const carried = wire.OwnPrefix + "carried"
+
 // upstreamTranslators are the protocols whose translator reads the
 // decoded messages: those a client API's translation puts strings apart
 // for.
-var upstreamTranslators = []struct {
-	protocol  translate.Protocol
-	translate func(*wire.ChatRequest, translate.Options) (translate.Request, error)
-}{
-	{translate.Anthropic, anthropic.UpstreamRequest}, {translate.Gemini, gemini.Request},
-	{translate.Bedrock, bedrock.Request}, {translate.Responses, responses.UpstreamRequest},
+var upstreamTranslators = map[translate.Protocol]func(*wire.ChatRequest, translate.Options) (translate.Request, error){
+	translate.Anthropic: anthropic.UpstreamRequest, translate.Gemini: gemini.Request,
+	translate.Bedrock: bedrock.Request, translate.Responses: responses.UpstreamRequest,
 }
 
 // apartOutcome is what a route makes of a client's request: the repair
-// report, the input budget's count, and the upstream request or the
-// error that refused it.
+// report, the input budget's count, and the upstream request's path or
+// the error that refused it.
 type apartOutcome struct {
 	Err          string
 	Chars        int
 	Report       repair.Report
 	Path         string
-	Body         string
 	DroppedEmpty int
 }
 
-// translateClient translates a Messages ("messages") or Responses body
-// as the gateway does for an upstream of protocol p, the long strings
-// put apart or copied: decoded, repaired, counted, then translated.
-func translateClient(api string, body []byte, p translate.Protocol, translator func(*wire.ChatRequest, translate.Options) (translate.Request, error), apart bool) apartOutcome {
-	const carried = wire.OwnPrefix + "carried"
-	var chat []byte
-	var kept, named []json.RawMessage
-	var err error
-	if api == "messages" {
-		var r *anthropic.Request
-		if r, err = anthropic.Decode(body, false); err == nil {
-			var t anthropic.Translated
-			t, err = r.Chat(anthropic.ChatOptions{Protocol: p, ReasoningField: "reasoning_content", CarriedMember: carried, Apart: apart})
-			chat, kept, named = t.Chat, t.Kept, t.Strings
-		}
-	} else {
-		var r *responses.Request
-		if r, err = responses.Decode(body); err == nil {
-			var t responses.Translated
-			t, err = r.Translate(r.Input, responses.ChatOptions{ReasoningField: "reasoning_content", CarriedMember: carried,
-				Keep: p == translate.Responses, DropHosted: true, Apart: apart})
-			chat, named = t.Chat, t.Strings
-			if p == translate.Responses {
-				kept = r.Input
-			}
-		}
-	}
+// translateClient decodes and translates a client's body of api
+// ("chat", "messages" or "responses") as the gateway does for an
+// upstream of protocol p, the long strings put apart or copied: decoded,
+// repaired, counted, then translated (for chat completions, encoded, the
+// model as named). It returns what the route makes of it and the
+// upstream body.
+func translateClient(api string, body []byte, p translate.Protocol, apart bool) (apartOutcome, []byte) {
+	req, err := decodeClient(api, body, p, apart)
 	if err != nil {
-		return apartOutcome{Err: err.Error()}
-	}
-	req, err := wire.DecodeTranslated(chat, kept, named)
-	if err != nil {
-		return apartOutcome{Err: "decode: " + err.Error()}
+		return apartOutcome{Err: err.Error()}, nil
 	}
 	var out apartOutcome
-	msgs, _ := repair.FixToolCalls(req.Messages, repair.ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true})
-	msgs, out.Report = repair.Repair(msgs)
-	req.SetMessages(msgs)
+	msgs, fixes := repair.FixToolCalls(req.Messages, repair.ToolCallSteps{StringifyArguments: true, SynthesizeIDs: true, DedupeCallIDs: true})
+	if msgs, out.Report = repair.Repair(msgs); fixes.Any() || !out.Report.Empty() {
+		req.SetMessages(msgs)
+	}
 	out.Chars = budget.InputChars(req.Messages, req.Kept)
+	translator := upstreamTranslators[p]
+	if translator == nil {
+		req.DropOwn()
+		up, err := req.Encode(req.Model) // a route that sends the model as named
+		if err != nil {
+			out.Err = err.Error()
+		}
+		return out, up
+	}
 	up, err := translator(req, translate.Options{Model: "m", DefaultMaxTokens: 64, CarriedMember: carried, Upstream: "u"})
 	if err != nil {
 		out.Err = err.Error()
-		return out
+		return out, nil
 	}
-	out.Path, out.Body, out.DroppedEmpty = up.Path, string(up.Body), up.DroppedEmpty
-	return out
+	out.Path, out.DroppedEmpty = up.Path, up.DroppedEmpty
+	return out, up.Body
+}
+
+// decodeClient decodes a client's body of api into the chat request the
+// path works on, translated for an upstream of protocol p.
+func decodeClient(api string, body []byte, p translate.Protocol, apart bool) (*wire.ChatRequest, error) {
+	var chat []byte
+	var kept, named []json.RawMessage
+	switch api {
+	case "chat":
+		return wire.DecodeRequest(body)
+	case "messages":
+		r, err := anthropic.Decode(body, false)
+		if err != nil {
+			return nil, err
+		}
+		t, err := r.Chat(anthropic.ChatOptions{Protocol: p, ReasoningField: "reasoning_content", CarriedMember: carried, Apart: apart})
+		if err != nil {
+			return nil, err
+		}
+		chat, kept, named = t.Chat, t.Kept, t.Strings
+	default:
+		r, err := responses.Decode(body)
+		if err != nil {
+			return nil, err
+		}
+		t, err := r.Translate(r.Input, responses.ChatOptions{ReasoningField: "reasoning_content", CarriedMember: carried,
+			Keep: p == translate.Responses, DropHosted: true, Apart: apart})
+		if err != nil {
+			return nil, err
+		}
+		chat, named = t.Chat, t.Strings
+		if p == translate.Responses {
+			kept = r.Input
+		}
+	}
+	req, err := wire.DecodeTranslated(chat, kept, named)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return req, nil
 }
 
 // apartSame fails unless a client's body makes the same upstream request
@@ -94,11 +120,11 @@ func translateClient(api string, body []byte, p translate.Protocol, translator f
 // protocol whether its long strings are put apart or copied.
 func apartSame(t *testing.T, api string, body []byte) {
 	t.Helper()
-	for _, u := range upstreamTranslators {
-		copied := translateClient(api, body, u.protocol, u.translate, false)
-		apart := translateClient(api, body, u.protocol, u.translate, true)
-		if !reflect.DeepEqual(copied, apart) {
-			t.Fatalf("%s → %v: %q\ncopied: %+v\napart:  %+v", api, u.protocol, body, copied, apart)
+	for p := range upstreamTranslators {
+		copied, copiedBody := translateClient(api, body, p, false)
+		apart, apartBody := translateClient(api, body, p, true)
+		if !reflect.DeepEqual(copied, apart) || !bytes.Equal(copiedBody, apartBody) {
+			t.Fatalf("%s → %v: %q\ncopied: %+v %s\napart:  %+v %s", api, p, body, copied, copiedBody, apart, apartBody)
 		}
 	}
 }

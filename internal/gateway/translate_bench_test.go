@@ -186,6 +186,33 @@ routes:
 	}
 }
 
+// BenchmarkDecodeTranslate is what decoding and translating an agent
+// transcript (agentTurns) costs in memory on each client API × upstream
+// protocol, apart from serving it: the client's body decoded (translated
+// into the chat form, the long strings put apart where the gateway puts
+// them), repaired, counted against the input budget, and written for the
+// upstream (encoded, for chat completions), as the gateway does between
+// reading the body and sending it. alloc-per-body-byte is for a 100-turn
+// transcript, marginal-alloc-per-byte each byte more, from a 400-turn
+// one.
+func BenchmarkDecodeTranslate(b *testing.B) {
+	for _, api := range []string{"chat", "messages", "responses"} {
+		for _, p := range []translate.Protocol{translate.OpenAI, translate.Anthropic, translate.Gemini, translate.Responses, translate.Bedrock} {
+			small, large := agentTurns(api, 100), agentTurns(api, 400)
+			b.Run(api+"/"+p.String(), func(b *testing.B) {
+				run := func(body []byte) func() {
+					return func() {
+						if out, _ := translateClient(api, body, p, p != translate.OpenAI); out.Err != "" {
+							b.Fatal(out.Err)
+						}
+					}
+				}
+				wiretest.MarginalAllocPerByte(b, len(small), run(small), len(large), run(large))
+			})
+		}
+	}
+}
+
 // BenchmarkUpstreamTranslation is what each upstream translator costs,
 // on its own, on the chat form of a 100-turn agent transcript
 // (agentTurns): time, bytes and allocations per request body written.
