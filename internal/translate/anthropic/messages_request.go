@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -223,6 +224,9 @@ var roleNames = [...]string{noRole: "", userRole: "user", assistantRole: "assist
 func (r *Request) messages(v json.RawMessage) error {
 	if string(v) == "null" {
 		return nil
+	}
+	if uint64(len(v)) > math.MaxUint32 {
+		return notRequest("messages is longer than 4 GiB") // where the index says a message is: 32 bits
 	}
 	r.index = make([]message, 0, wire.ArrayLen(v))
 	var err error
