@@ -22,11 +22,11 @@ import (
 const carried = wire.OwnPrefix + "carried"
 
 // upstreamTranslators are the protocols whose translator reads the
-// decoded messages: those a client API's translation puts strings apart
-// for.
-var upstreamTranslators = map[translate.Protocol]func(*wire.ChatRequest, translate.Options) (translate.Request, error){
-	translate.Anthropic: anthropic.UpstreamRequest, translate.Gemini: gemini.Request,
-	translate.Bedrock: bedrock.Request, translate.Responses: responses.UpstreamRequest,
+// decoded messages (the gateway's own map, plan.go's translators): those
+// a client API's translation puts strings apart for.
+var upstreamTranslators = map[translate.Protocol]translate.Outbound{
+	translate.Anthropic: anthropic.Translator, translate.Gemini: gemini.Translator,
+	translate.Bedrock: bedrock.Translator, translate.Responses: responses.Translator,
 }
 
 // apartOutcome is what a route makes of a client's request: the repair
@@ -66,7 +66,7 @@ func translateClient(api string, body []byte, p translate.Protocol, apart bool) 
 		}
 		return out, up
 	}
-	up, err := translator(req, translate.Options{Model: "m", DefaultMaxTokens: 64, CarriedMember: carried, Upstream: "u"})
+	up, err := translator.Request(req, translate.Options{Model: "m", DefaultMaxTokens: 64, CarriedMember: carried, Upstream: "u"})
 	if err != nil {
 		out.Err = err.Error()
 		return out, nil

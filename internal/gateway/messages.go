@@ -61,10 +61,8 @@ func (m *messagesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 	if err != nil {
 		return edgeChat{}, err
 	}
-	// An upstream translator reads the decoded messages: the long strings
-	// are named, not copied.
 	t, err := m.req.Chat(anthropic.ChatOptions{Protocol: p.upstream.protocol, ReasoningField: backField(p), CarriedMember: carriedMember, Effort: takesEffort(p),
-		OrgWide: s.reach.orgWideKinds(), HostedTools: s.reach.hosted(), Apart: p.upstream.protocol != translate.OpenAI})
+		OrgWide: s.reach.orgWideKinds(), HostedTools: s.reach.hosted(), Apart: p.upstream.readsMessages()})
 	if err != nil {
 		return edgeChat{}, err
 	}

@@ -95,6 +95,12 @@ var translators = map[translate.Protocol]translate.Outbound{
 	translate.Bedrock:   bedrock.Translator,
 }
 
+// readsMessages reports an upstream whose translator writes its body
+// from the decoded messages (every protocol but chat completions, whose
+// body is the chat messages' bytes): a client API's translation then
+// names its long strings rather than copy them (translate.ChatWriter).
+func (u *upstreamPlan) readsMessages() bool { return u.translator != nil }
+
 // setupOf is what every request to upstream u carries, as its protocol
 // says (translate.Outbound.Setup; chat completions: the configured
 // headers).

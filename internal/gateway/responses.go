@@ -154,9 +154,7 @@ func (c *responsesCall) chat(p *plan, s edgeShape) (edgeChat, error) {
 			o.Previous = c.previous
 		}
 	}
-	// An upstream translator reads the decoded messages: the long strings
-	// are named, not copied.
-	o.Apart = p.upstream.protocol != translate.OpenAI
+	o.Apart = p.upstream.readsMessages()
 	t, err := c.req.Translate(c.items, o)
 	// Hosted tools the route does not let the upstream run are left out
 	// on every route; on one to another protocol, which runs none, all
