@@ -160,12 +160,7 @@ func SynthesizeIDs(msgs []wire.Message) ([]wire.Message, int) {
 				if raw == nil {
 					raw, _ = json.Marshal(m)
 				}
-				h := sha256.New()
-				h.Write(raw)
-				if m.ContentApart() {
-					h.Write(m.Content) // named by its index: not in Raw
-				}
-				h.Sum(msgHash[:0])
+				msgHash = sha256.Sum256(raw)
 			}
 			buf := binary.BigEndian.AppendUint64(msgHash[:], uint64(k))
 			sum := sha256.Sum256(buf)

@@ -23,9 +23,6 @@ import (
 type ChatWriter struct {
 	Buf []byte
 	N   int // messages started
-	// Kept are the blocks the messages keep by index (a translator of
-	// a client API whose own protocol is the upstream's).
-	Kept []json.RawMessage
 	// Strings are the strings put apart, with Apart.
 	Strings []json.RawMessage
 	Apart   bool
@@ -44,7 +41,9 @@ func Apart(tok []byte) bool {
 
 // Content writes a message's content member whose value is tok, a JSON
 // string the client wrote: named by its index in Strings when it goes
-// apart (Apart), else as AppendToken writes it.
+// apart (Apart), else as AppendToken writes it. It is for a user's, a
+// tool's or a system message's content, never an assistant's: repair
+// names an assistant's calls that lack an id from its Raw alone.
 func (w *ChatWriter) Content(tok []byte) {
 	if w.Apart && Apart(tok) {
 		w.Member(wire.KeptContent)

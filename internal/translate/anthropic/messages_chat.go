@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -17,6 +18,9 @@ type translator struct {
 	translate.ChatWriter
 	o            ChatOptions
 	droppedCache int
+	// kept are the blocks the messages keep, for an Anthropic upstream:
+	// each message's member names its blocks by their index here.
+	kept []json.RawMessage
 }
 
 // keep: the upstream is Anthropic's, and each chat message keeps the
@@ -142,7 +146,7 @@ func (p place) at(k int, field string) string { return fmt.Sprintf("%s.%d.%s", p
 func isArray(c []byte) bool { return len(c) > 0 && c[0] == '[' }
 
 // blocksMember writes the blocks a message keeps, as sent: those of
-// content that pick says, each by its index in t.Kept.
+// content that pick says, each by its index in t.kept.
 func (t *translator) blocksMember(content []byte, pick func(b block) bool) {
 	t.Member(translate.BlocksMember)
 	t.Buf = append(t.Buf, '[')
@@ -157,11 +161,11 @@ func (t *translator) blocksMember(content []byte, pick func(b block) bool) {
 	t.Buf = append(t.Buf, ']')
 }
 
-// keepBlock keeps a block as sent, writing its index in t.Kept as
+// keepBlock keeps a block as sent, writing its index in t.kept as
 // element k of a message's kept member.
 func (t *translator) keepBlock(k int, raw []byte) {
-	t.Buf = translate.AppendIndex(t.Buf, k, len(t.Kept))
-	t.Kept = append(t.Kept, raw)
+	t.Buf = translate.AppendIndex(t.Buf, k, len(t.kept))
+	t.kept = append(t.kept, raw)
 }
 
 // system turns the system prompt (or a system message) into a system

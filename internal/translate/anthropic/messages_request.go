@@ -367,7 +367,7 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 	size, named := r.chatSize(o)
 	t := translator{o: o, ChatWriter: translate.ChatWriter{Buf: make([]byte, 0, size), Apart: o.Apart}}
 	if t.keep() {
-		t.Kept = make([]json.RawMessage, 0, r.blocks)
+		t.kept = make([]json.RawMessage, 0, r.blocks)
 	}
 	if named > 0 {
 		t.Strings = make([]json.RawMessage, 0, named)
@@ -405,7 +405,7 @@ func (r *Request) Chat(o ChatOptions) (Translated, error) {
 		return Translated{}, err
 	}
 	b := append(append(t.Buf, ','), rest[1:]...) // rest has at least the model
-	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped, Kept: t.Kept, Strings: t.Strings}, nil
+	return Translated{Chat: b, DroppedCacheControl: t.droppedCache, Dropped: dropped, Kept: t.kept, Strings: t.Strings}, nil
 }
 
 // chatSize is about the length of the chat body Chat writes: the
