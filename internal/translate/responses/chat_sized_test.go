@@ -1,10 +1,19 @@
 package responses
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 )
+
+// chatBody is Translate's chat request without Apart (whose messages
+// then name no string), as most of these tests read it.
+func (r *Request) chatBody(items []json.RawMessage, o ChatOptions) ([]byte, error) {
+	o.Apart = false
+	t, err := r.Translate(items, o)
+	return t.Chat, err
+}
 
 // inputShapes are Responses requests of the shapes whose chat form
 // Translate sizes (chatSize): an agent's transcript, long texts each way

@@ -3,7 +3,7 @@
 // and [UpstreamWhole] (its [Translator]) turn the path's chat request into
 // a Responses request and the answer back — see upstream.go — and, as a
 // client API, it is the inbound translator for the Responses API
-// (POST /v1/responses): [Decode] reads a Responses request, [Request.Chat]
+// (POST /v1/responses): [Decode] reads a Responses request, [Request.Translate]
 // turns it into the chat completions request the gateway's one path
 // prepares and sends (repair, policy, budgets, reasoning, to an openai or
 // an anthropic upstream alike), and [Stream] and [Whole] turn the

@@ -162,7 +162,7 @@ func str(members map[string]json.RawMessage, key string, dst *string) error {
 	return nil
 }
 
-// ChatOptions are what Chat needs besides the request.
+// ChatOptions are what Translate needs besides the request.
 type ChatOptions struct {
 	// OutputLimitField is the chat member max_output_tokens goes in
 	// (the upstream's output_limit_field).
@@ -178,11 +178,11 @@ type ChatOptions struct {
 	CarriedMember string
 	// Keep, for a Responses upstream: each chat message keeps the items
 	// the client sent for it (translate.ItemsMember: their indices in
-	// Chat's items, which the caller gives wire.DecodeTranslated as the
-	// request's Kept), and the request the
-	// client's tools and the members the chat model lacks
-	// (translate.ResponsesRequestMember); items, parts and tools the chat model has
-	// no slot for are carried, not refused.
+	// Translate's items, which the caller gives wire.DecodeTranslated as
+	// the request's Kept), and the request the client's tools and the
+	// members the chat model lacks (translate.ResponsesRequestMember);
+	// items, parts and tools the chat model has no slot for are carried,
+	// not refused.
 	Keep bool
 	// Effort: the client's reasoning.effort becomes reasoning_effort, for
 	// an upstream of this API (its own member) or a route that takes the
@@ -222,22 +222,11 @@ type Previous struct {
 	Items        int
 }
 
-// translatedMembers are the members Chat translates (or Decode refuses);
+// translatedMembers are the members Translate translates (or Decode refuses);
 // the others go to a Responses upstream as they are, with Keep.
 var translatedMembers = []string{"model", "input", "instructions", "stream", "store", "previous_response_id", "tools", "tool_choice",
 	"parallel_tool_calls", "temperature", "top_p", "metadata", "user", "max_output_tokens", "reasoning", "text", "background",
 	"conversation", "prompt", "stream_options"}
-
-// Chat returns the chat completions request for the conversation items
-// (the previous response's, then this request's).
-//
-// Its options have no Apart: Translate's, with them, has the strings its
-// messages name.
-func (r *Request) Chat(items []json.RawMessage, o ChatOptions) ([]byte, error) {
-	o.Apart = false
-	t, err := r.Translate(items, o)
-	return t.Chat, err
-}
 
 // Translated is a request translated into a chat completions request.
 type Translated struct {

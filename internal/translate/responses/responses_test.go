@@ -34,7 +34,7 @@ func TestChatEffortOnlyWhereTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	for effort, want := range map[bool]bool{true: true, false: false} {
-		got, err := r.Chat(r.Input, ChatOptions{Effort: effort})
+		got, err := r.chatBody(r.Input, ChatOptions{Effort: effort})
 		if err != nil || strings.Contains(string(got), "reasoning_effort") != want {
 			t.Errorf("Effort %v: %s %v", effort, got, err)
 		}
@@ -66,7 +66,7 @@ func TestChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.Chat(r.Input, ChatOptions{ReasoningField: "reasoning_content", Effort: true})
+			got, err := r.chatBody(r.Input, ChatOptions{ReasoningField: "reasoning_content", Effort: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestRefused(t *testing.T) {
 	} {
 		r, err := Decode([]byte(tc.body))
 		if err == nil {
-			_, err = r.Chat(r.Input, ChatOptions{OrgWide: translate.OrgWideKinds, HostedTools: []string{"file_search"}})
+			_, err = r.chatBody(r.Input, ChatOptions{OrgWide: translate.OrgWideKinds, HostedTools: []string{"file_search"}})
 		}
 		var re *wire.ParamError
 		if !errors.As(err, &re) || re.Param != tc.param {
@@ -127,19 +127,19 @@ func TestReaches(t *testing.T) {
 		}
 		all := []string{"file_search", "mcp", "code_interpreter"}
 		for _, keep := range []bool{true, false} {
-			_, err = r.Chat(r.Input, ChatOptions{Keep: keep, HostedTools: all})
+			_, err = r.chatBody(r.Input, ChatOptions{Keep: keep, HostedTools: all})
 			var re *wire.ParamError
 			if !errors.As(err, &re) || re.Param != param || !strings.Contains(re.Msg, "routes[].org_wide") {
 				t.Errorf("%s (keep %v): %v, want a refusal naming %s", body, keep, err, param)
 			}
 		}
-		if _, err := r.Chat(r.Input, ChatOptions{Keep: true, HostedTools: all, OrgWide: translate.OrgWideKinds}); err != nil && param != "input[1]" { // an item by its id alone is not translated
+		if _, err := r.chatBody(r.Input, ChatOptions{Keep: true, HostedTools: all, OrgWide: translate.OrgWideKinds}); err != nil && param != "input[1]" { // an item by its id alone is not translated
 			t.Errorf("%s, allowed: %v", body, err)
 		}
 	}
 	for _, tier := range []string{`"auto"`, `"default"`, `null`} {
 		r, _ := Decode([]byte(`{"model":"m","input":"x","service_tier":` + tier + `}`))
-		if _, err := r.Chat(r.Input, ChatOptions{Keep: true}); err != nil {
+		if _, err := r.chatBody(r.Input, ChatOptions{Keep: true}); err != nil {
 			t.Errorf("service_tier %s: %v", tier, err)
 		}
 	}
@@ -148,7 +148,7 @@ func TestReaches(t *testing.T) {
 		t.Errorf("unallowed: %v", got)
 	}
 	for _, allowed := range [][]string{nil, {"web_search"}} {
-		got, err := r.Chat(r.Input, ChatOptions{Keep: true, CarriedMember: "carried", HostedTools: allowed})
+		got, err := r.chatBody(r.Input, ChatOptions{Keep: true, CarriedMember: "carried", HostedTools: allowed})
 		if err != nil || strings.Contains(string(got), "file_search") || strings.Contains(string(got), `"web_search"`) != (allowed != nil) {
 			t.Errorf("allowed %v: %v %s", allowed, err, got)
 		}
@@ -264,7 +264,7 @@ func fuzzResponsesRequest(t *testing.T, body string, keep bool) {
 	r, err := Decode([]byte(body))
 	if err == nil {
 		var chat []byte
-		if chat, err = r.Chat(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content", CarriedMember: wire.OwnPrefix + "carried", Keep: keep, Effort: true}); err == nil {
+		if chat, err = r.chatBody(r.Input, ChatOptions{OutputLimitField: "max_tokens", ReasoningField: "reasoning_content", CarriedMember: wire.OwnPrefix + "carried", Keep: keep, Effort: true}); err == nil {
 			if _, derr := wire.DecodeRequest(chat); derr != nil && len(r.Input) > 0 {
 				var de *wire.DecodeError
 				if !errors.As(derr, &de) {
@@ -317,7 +317,7 @@ func BenchmarkManyParts(b *testing.B) {
 			body := []byte(`{"model":"m","input":[{"role":"user","content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"input_text","text":"a"},`, n), ",") + `]}]}`)
 			wiretest.AllocPerByte(b, len(body), func() {
 				if r, err := Decode(body); err == nil {
-					_, _ = r.Chat(r.Input, ChatOptions{})
+					_, _ = r.chatBody(r.Input, ChatOptions{})
 				}
 			})
 		})
@@ -333,7 +333,7 @@ func TestKeptByIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chat, err := r.Chat(r.Input, ChatOptions{Keep: true, HostedTools: []string{"web_search"}})
+	chat, err := r.chatBody(r.Input, ChatOptions{Keep: true, HostedTools: []string{"web_search"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -240,7 +240,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chat, err := r.Chat(input, ChatOptions{CarriedMember: restoredMember})
+	chat, err := r.chatBody(input, ChatOptions{CarriedMember: restoredMember})
 	if err != nil {
 		t.Fatal(err)
 	}
