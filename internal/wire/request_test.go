@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Decoding then encoding keeps every member the gateway does not know,
@@ -146,6 +147,15 @@ func TestKeptContent(t *testing.T) {
 	}
 	if out, _ := client.Encode("m"); string(out) != `{"model":"m","messages":[{"role":"user","content":"hi"}]}` || client.Messages[0].ContentApart() {
 		t.Errorf("a client's: %s", out)
+	}
+}
+
+// A decoded message takes 112 bytes on 64-bit platforms (what a
+// transcript of short messages costs per message, docs/performance.md):
+// what the gateway reads of it, nothing it does not.
+func TestMessageSize(t *testing.T) {
+	if n := unsafe.Sizeof(Message{}); unsafe.Sizeof(uintptr(0)) == 8 && n > 112 {
+		t.Errorf("a Message takes %d bytes", n)
 	}
 }
 
